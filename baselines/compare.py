@@ -1,0 +1,317 @@
+"""``synergy-gym compare``: run scheduling policies on identical workloads and compare JCTs.
+
+With no arguments it runs the paper's default experiment – 128 GPUs,
+single-GPU Philly-derived jobs at 9 jobs/hour, seed 42, measured window jobs
+4000–4999 – under ``fifo+fair``, ``fifo+greedy`` and ``fifo+tune``, prints a
+table and writes to ``--out`` (default ``runs/compare-<timestamp>``):
+
+``results.csv``   one row per policy × load × seed (summary statistics)
+``jobs.csv``      one row per job and run (arrival, start, finish, JCT)
+``avg_jct.png``   mean JCT per policy, or against load when several are given
+``jct_cdf.png``   CDF of the measured jobs' JCTs
+``workloads/``    the jobs each synthetic case ran, replayable with ``--workload``
+
+``--json FILE`` also writes ``{"results": [{policy, load, seed, mean_jct_h,
+median_jct_h, p99_jct_h, makespan_h, jobs_measured, wall_s, …}]}``. Inputs are
+all checked before anything runs, and files are written only after every run
+has finished, each one atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from baselines.plots import avg_jct_png, jct_cdf_png
+from baselines.registry import make_policy, parse_policy_list
+from synergy_gym.cluster import ClusterSpec, load_cluster
+from synergy_gym.errors import SynergyGymError
+from synergy_gym.files import atomic_write_bytes, atomic_write_text
+from synergy_gym.harness import CaseResult, WorkloadCase, run_cases
+from synergy_gym.simulator import TIMINGS, SimulationConfig
+from synergy_gym.allocation import PLACEMENTS
+from traces.model_mix import DEFAULT_SPLIT, parse_split
+from traces.philly import read_philly_csv
+from traces.replay import read_workload_csv, workload_frame
+from traces.synthetic import SyntheticWorkload
+
+DEFAULT_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+greedy", "fifo+tune")
+JSON_FIELDS = (
+    "policy", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h",
+    "speedup_vs_fair", "jobs_measured", "jobs_finished", "mean_gpu_util", "mean_cpu_util",
+    "mean_mem_util", "mean_throughput", "simulated_h", "rounds_planned", "wall_s",
+)
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    """Everything a comparison runs; validated when built from arguments."""
+
+    policies: tuple[str, ...] = DEFAULT_POLICIES
+    loads: tuple[float, ...] = (9.0,)
+    seeds: tuple[int, ...] = (42,)
+    num_jobs: int | None = None
+    window: tuple[int, int] | None = None
+    multigpu: bool = False
+    class_split: tuple[float, float, float] = DEFAULT_SPLIT
+    workload_csv: Path | None = None
+    trace_csv: Path | None = None
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    config: SimulationConfig = field(default_factory=SimulationConfig)
+
+    def cases(self) -> list[WorkloadCase]:
+        if self.workload_csv is not None:
+            w = read_workload_csv(self.workload_csv)
+            w.check_window(str(self.workload_csv))
+            w.check_fits(self.cluster)
+            return [WorkloadCase(label=self.workload_csv.name, make=lambda: (w, None))]
+        if self.trace_csv is not None:
+            w = read_philly_csv(self.trace_csv, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window)
+            w.check_fits(self.cluster)
+            return [WorkloadCase(label=self.trace_csv.name, make=lambda: (w, None))]
+        cases = []
+        for load in self.loads:
+            for seed in self.seeds:
+                spec = SyntheticWorkload(
+                    jobs_per_hour=load,
+                    seed=seed,
+                    class_split=self.class_split,
+                    multigpu=self.multigpu,
+                    max_gpus=self.cluster.total_gpus,
+                    num_jobs=self.num_jobs,
+                    window=self.window,
+                )
+                cases.append(WorkloadCase(label=f"load{load:g}_seed{seed}", make=spec.stream, load=load, seed=seed))
+        return cases
+
+
+@dataclass(frozen=True)
+class CompareOutcome:
+    runs: list[CaseResult]
+    results: pd.DataFrame  # one row per run, columns JSON_FIELDS
+
+
+def run_compare(spec: CompareSpec, show_progress: bool = True, cases: list[WorkloadCase] | None = None) -> CompareOutcome:
+    """Run every policy of ``spec`` on every case (``spec.cases()`` unless given)."""
+    policies = {name: make_policy(name) for name in spec.policies}
+    cases = spec.cases() if cases is None else cases
+    bars = []
+
+    def progress(case: WorkloadCase, policy: str):
+        if not show_progress:
+            return None
+        from tqdm.auto import tqdm
+
+        bar = tqdm(desc=f"{policy:<12} {case.label}", unit="job", leave=False, file=sys.stderr, mininterval=0.5)
+        bars.append(bar)
+
+        def update(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        return update
+
+    def finished(run: CaseResult) -> None:
+        if bars:
+            bars.pop().close()
+        if show_progress:
+            s = run.result.summary
+            print(
+                f"  {run.policy:<12} {run.case.label:<16} mean JCT {s.mean_jct_h:8.2f} h  ({s.wall_s:.1f} s)",
+                file=sys.stderr,
+            )
+
+    runs = run_cases(cases, policies, spec.cluster, spec.config, progress=progress, on_done=finished)
+    return CompareOutcome(runs=runs, results=results_table(runs))
+
+
+def results_table(runs: Sequence[CaseResult]) -> pd.DataFrame:
+    rows = []
+    for run in runs:
+        s = run.result.summary.as_dict()
+        s.pop("policy")
+        rows.append({"policy": run.policy, "load": run.case.load, "seed": run.case.seed, "case": run.case.label, **s})
+    frame = pd.DataFrame(rows)
+    frame["speedup_vs_fair"] = [_speedup(frame, row) for row in frame.itertuples()]
+    return frame
+
+
+def _speedup(frame: pd.DataFrame, row) -> float:
+    """Mean JCT of the same ordering's ``fair`` run (else ``fifo+fair``) over this run's."""
+    order = row.policy.partition("+")[0]
+    same_case = frame[frame["case"] == row.case]
+    for ref in (f"{order}+fair", "fifo+fair"):
+        match = same_case[same_case["policy"] == ref]
+        if len(match):
+            return float(match["mean_jct_h"].iloc[0] / row.mean_jct_h)
+    return float("nan")
+
+
+def format_table(results: pd.DataFrame) -> str:
+    header = f"{'policy':<14}{'load':>6}{'seed':>6}{'mean JCT h':>12}{'median h':>10}{'p99 h':>10}{'makespan h':>12}{'vs fair':>9}"
+    lines = [header, "-" * len(header)]
+    for r in results.itertuples():
+        load = "-" if r.load is None or (isinstance(r.load, float) and math.isnan(r.load)) else f"{r.load:g}"
+        seed = "-" if r.seed is None or (isinstance(r.seed, float) and math.isnan(r.seed)) else f"{int(r.seed)}"
+        vs = "-" if math.isnan(r.speedup_vs_fair) else f"{r.speedup_vs_fair:.2f}×"
+        lines.append(
+            f"{r.policy:<14}{load:>6}{seed:>6}{r.mean_jct_h:>12.2f}{r.median_jct_h:>10.2f}"
+            f"{r.p99_jct_h:>10.2f}{r.makespan_h:>12.1f}{vs:>9}"
+        )
+    return "\n".join(lines)
+
+
+def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, json_path: Path | None = None) -> None:
+    results = outcome.results
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / "results.csv", results[["case", *JSON_FIELDS]].to_csv(index=False))
+    job_frames = []
+    for run in outcome.runs:
+        jobs = run.result.jobs.copy()
+        jobs.insert(0, "case", run.case.label)
+        jobs.insert(0, "policy", run.policy)
+        job_frames.append(jobs)
+    atomic_write_text(out_dir / "jobs.csv", pd.concat(job_frames, ignore_index=True).to_csv(index=False))
+    atomic_write_bytes(out_dir / "avg_jct.png", avg_jct_png(results))
+    jcts: dict[tuple[str, object], list[np.ndarray]] = {}
+    for run in outcome.runs:
+        key = (run.policy, run.case.load if run.case.load is not None else run.case.label)
+        jcts.setdefault(key, []).append(run.result.measured_jct_h())
+    atomic_write_bytes(out_dir / "jct_cdf.png", jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}))
+    largest: dict[str, CaseResult] = {}
+    for run in outcome.runs:
+        if run.case.load is not None and (run.case.label not in largest or len(run.workload) > len(largest[run.case.label].workload)):
+            largest[run.case.label] = run
+    for label, run in largest.items():
+        atomic_write_text(out_dir / "workloads" / f"{label}.csv", workload_frame(run.workload, cluster).to_csv(index=False))
+    if json_path is not None:
+        records = [{k: _json_value(v) for k, v in row.items()} for row in results[list(JSON_FIELDS)].to_dict("records")]
+        atomic_write_text(json_path, json.dumps({"results": records}, indent=2) + "\n")
+
+
+def _json_value(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+# -- command line ----------------------------------------------------------------------
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise SynergyGymError(f"--load {text!r}: expected numbers like 5,7,9") from None
+    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
+        raise SynergyGymError(f"--load {text!r}: loads must be positive numbers of jobs per hour")
+    return values
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``"42"``, ``"1,2,3"`` or ``"0..9"`` (inclusive) → seeds."""
+    seeds: list[int] = []
+    try:
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            if ".." in part:
+                lo, hi = (int(x) for x in part.split(".."))
+                seeds.extend(range(lo, hi + 1))
+            else:
+                seeds.append(int(part))
+    except ValueError:
+        raise SynergyGymError(f"--seed {text!r}: expected integers like 42, 1,2,3 or 0..9") from None
+    if not seeds:
+        raise SynergyGymError(f"--seed {text!r}: the seed range is empty")
+    if any(s < 0 for s in seeds):
+        raise SynergyGymError(f"--seed {text!r}: seeds must be non-negative")
+    return tuple(dict.fromkeys(seeds))
+
+
+def parse_window(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise SynergyGymError(f"--window {text!r}: expected A:B, e.g. 4000:5000") from None
+    return a, b
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="compare scheduling policies on identical workloads (the main experiment)",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help="comma-separated <order>+<alloc> names (default: %(default)s)")
+    p.add_argument("--load", default=None, help="jobs per hour, comma-separated (default: 9)")
+    p.add_argument("--seed", default=None, help="workload seed(s): 42, 1,2,3 or 0..9 (default: 42)")
+    p.add_argument("--jobs", type=int, default=None, help="run exactly N jobs; the window becomes the middle half and the run ends when all finish")
+    p.add_argument("--window", default=None, help="measured window A:B (job indices by arrival, B exclusive)")
+    p.add_argument("--multigpu", action="store_true", help="draw GPU counts from the Philly trace's mix")
+    p.add_argument("--split", default=None, help="vision/language/speech class split (default: 20/70/10)")
+    p.add_argument("--workload", type=Path, default=None, help="replay a workload CSV (reference format)")
+    p.add_argument("--trace", type=Path, default=None, help="a Philly-style job trace CSV (timestamp,duration,num_gpus,…)")
+    p.add_argument("--cluster", default="default", help="preset (default, small, large) or TOML file (default: %(default)s)")
+    p.add_argument("--round-s", type=float, default=300.0, help="round length in seconds (default: %(default)s)")
+    p.add_argument("--placement", default="first_fit", choices=PLACEMENTS, help="GPU placement (default: %(default)s)")
+    p.add_argument("--timing", default="round", choices=TIMINGS, help="round: the paper's whole-round credit; exact: completion at the exact time")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/compare-<timestamp>)")
+    p.add_argument("--json", type=Path, default=None, help="also write the results as JSON to this file")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(run=main)
+
+
+def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[WorkloadCase]]:
+    """The comparison the arguments ask for, and its workloads (all loaded and checked)."""
+    sources = [name for name, value in (("--workload", args.workload), ("--trace", args.trace)) if value is not None]
+    if len(sources) > 1:
+        raise SynergyGymError("--workload and --trace cannot be combined")
+    if sources:
+        fixed = {"--load": args.load, "--seed": args.seed, "--multigpu": args.multigpu or None}
+        if args.workload is not None:
+            fixed.update({"--jobs": args.jobs, "--window": args.window, "--split": args.split})
+        clash = [k for k, v in fixed.items() if v is not None]
+        if clash:
+            raise SynergyGymError(f"{sources[0]} fixes the jobs; {', '.join(clash)} does not apply")
+    if args.jobs is not None and args.jobs < 1:
+        raise SynergyGymError(f"--jobs must be a positive integer, got {args.jobs}")
+    cluster = load_cluster(args.cluster)
+    config = SimulationConfig(round_s=args.round_s, placement=args.placement, timing=args.timing)
+    spec = CompareSpec(
+        policies=parse_policy_list(args.policies),
+        loads=_floats(args.load) if args.load is not None else (9.0,),
+        seeds=parse_seeds(args.seed) if args.seed is not None else (42,),
+        num_jobs=args.jobs,
+        window=parse_window(args.window) if args.window is not None else None,
+        multigpu=args.multigpu,
+        class_split=parse_split(args.split) if args.split is not None else DEFAULT_SPLIT,
+        workload_csv=args.workload,
+        trace_csv=args.trace,
+        cluster=cluster,
+        config=config,
+    )
+    return spec, spec.cases()
+
+
+def main(args: argparse.Namespace) -> int:
+    spec, cases = spec_from_args(args)
+    out_dir = args.out or Path("runs") / f"compare-{datetime.now():%Y%m%d-%H%M%S}"
+    if not args.quiet:
+        print(f"cluster: {spec.cluster.describe()}; policies: {', '.join(spec.policies)}", file=sys.stderr)
+    outcome = run_compare(spec, show_progress=not args.quiet, cases=cases)
+    print(format_table(outcome.results))
+    write_outputs(outcome, out_dir, spec.cluster, args.json)
+    print(f"wrote results.csv, jobs.csv, avg_jct.png, jct_cdf.png to {out_dir}")
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from synergy_gym.cli import main
+
+sys.exit(main())

@@ -1,0 +1,323 @@
+"""Allocation mechanisms: how a round's jobs get GPUs, CPUs and memory.
+
+Each round starts from an empty cluster (leases last one round; preemption is
+free) and a mechanism walks the jobs in policy order:
+
+``fair``   GPU-proportional: every placed job gets the fair share per GPU.
+``greedy`` Synergy-Greedy: each job gets its target (best-case demand) where
+           it fits; a job whose target does not fit is skipped this round and
+           later jobs may take the GPUs.
+``tune``   Synergy-Tune: jobs are admitted by GPU count in policy order, then
+           placed in descending GPU count. Each gets its target if it fits,
+           else its fallback (the target capped at the fair share); if even that
+           does not fit, servers with free GPUs are chosen (a multi-GPU job
+           takes the first server with enough free GPUs, otherwise servers with
+           the fewest free GPUs first) and jobs there that hold more than their
+           fallback are switched back to it – single-server jobs first, then
+           those with the most CPUs per GPU, then the most memory per GPU –
+           until the job's share fits. No job runs slower than at its fallback.
+
+Placement (the :class:`ClusterLedger`) is first-fit by default, as in the
+paper's simulator: servers are scanned in index order and a GPU is taken
+wherever its server still has the job's per-GPU CPUs and memory; a job may span
+servers. ``placement="consolidate"`` puts a job on the single server with the
+fewest free GPUs that holds it whole, or else on as few servers as possible.
+
+Mechanisms are pure functions of the ordered job list and the jobs' attributes;
+the simulator relies on this to skip rounds in which nothing can change.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Literal, Protocol, Sequence
+
+from synergy_gym.cluster import ClusterSpec
+from synergy_gym.job_table import JobTable
+
+Placement = Literal["first_fit", "consolidate"]
+PLACEMENTS: tuple[str, ...] = ("first_fit", "consolidate")
+
+# Tolerance for comparing floating-point CPU and memory amounts.
+EPS = 1e-6
+
+Parts = list[tuple[int, int]]  # (server, GPUs on that server)
+
+
+class ClusterLedger:
+    """Free resources per server while one round is allocated, and the grants made."""
+
+    def __init__(self, cluster: ClusterSpec, placement: Placement = "first_fit") -> None:
+        if placement not in PLACEMENTS:
+            from synergy_gym.errors import UnknownNameError
+
+            raise UnknownNameError("placement", placement, PLACEMENTS)
+        self.cluster = cluster
+        self.placement = placement
+        self.num_servers = cluster.num_servers
+        self.reset()
+
+    def reset(self) -> None:
+        c = self.cluster
+        s = self.num_servers
+        self.free_gpu: list[int] = [c.gpus_per_server] * s
+        self.free_cpu: list[float] = [c.cpus_per_server] * s
+        self.free_mem: list[float] = [c.mem_gb_per_server] * s
+        self.free_gpus_total = c.total_gpus
+        self._first_open = 0  # servers before this one have no free GPU
+        # One entry per grant, in grant order ("slots").
+        self.jobs: list[int] = []
+        self.cpu: list[float] = []  # CPUs per GPU
+        self.mem: list[float] = []  # GB per GPU
+        self.tput: list[float] = []
+        self.parts: list[Parts] = []
+        self.slot_on_server: list[list[int]] = [[] for _ in range(s)]
+
+    # -- finding room -------------------------------------------------------
+    def find(self, gpus: int, cpu: float, mem: float) -> Parts | None:
+        """Servers that can host ``gpus`` GPUs with (cpu, mem) each, or None."""
+        if gpus > self.free_gpus_total:
+            return None
+        if self.placement == "first_fit":
+            return self._first_fit(gpus, cpu, mem)
+        return self._consolidate(gpus, cpu, mem)
+
+    def _first_fit(self, gpus: int, cpu: float, mem: float) -> Parts | None:
+        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
+        cpu_need, mem_need = cpu - EPS, mem - EPS
+        if gpus == 1:
+            for s in range(self._first_open, self.num_servers):
+                if fg[s] and fc[s] >= cpu_need and fm[s] >= mem_need:
+                    return [(s, 1)]
+            return None
+        parts: Parts = []
+        need = gpus
+        for s in range(self._first_open, self.num_servers):
+            if not fg[s]:
+                continue
+            k = min(need, fg[s], int((fc[s] + EPS) // cpu), int((fm[s] + EPS) // mem))
+            if k > 0:
+                parts.append((s, k))
+                need -= k
+                if need == 0:
+                    return parts
+        return None
+
+    def _consolidate(self, gpus: int, cpu: float, mem: float) -> Parts | None:
+        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
+        room = [
+            (min(fg[s], int((fc[s] + EPS) // cpu), int((fm[s] + EPS) // mem)), s)
+            for s in range(self.num_servers)
+        ]
+        whole = [(fg[s], s) for k, s in room if k >= gpus]
+        if whole:
+            return [(min(whole)[1], gpus)]
+        parts: Parts = []
+        need = gpus
+        for k, s in sorted(room, key=lambda r: (-r[0], r[1])):
+            if k <= 0:
+                break
+            take = min(k, need)
+            parts.append((s, take))
+            need -= take
+            if need == 0:
+                return parts
+        return None
+
+    # -- granting -----------------------------------------------------------
+    def grant(self, job: int, parts: Parts, cpu: float, mem: float, tput: float) -> int:
+        """Give ``job`` the GPUs in ``parts`` with (cpu, mem) per GPU; returns its slot."""
+        slot = len(self.jobs)
+        self.jobs.append(job)
+        self.cpu.append(cpu)
+        self.mem.append(mem)
+        self.tput.append(tput)
+        self.parts.append(parts)
+        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
+        for s, n in parts:
+            fg[s] -= n
+            fc[s] -= n * cpu
+            fm[s] -= n * mem
+            self.slot_on_server[s].append(slot)
+            self.free_gpus_total -= n
+        while self._first_open < self.num_servers and not fg[self._first_open]:
+            self._first_open += 1
+        return slot
+
+    def resize(self, slot: int, cpu: float, mem: float, tput: float) -> None:
+        """Change a grant's per-GPU CPUs and memory on every server it spans."""
+        d_cpu = self.cpu[slot] - cpu
+        d_mem = self.mem[slot] - mem
+        for s, n in self.parts[slot]:
+            self.free_cpu[s] += n * d_cpu
+            self.free_mem[s] += n * d_mem
+        self.cpu[slot] = cpu
+        self.mem[slot] = mem
+        self.tput[slot] = tput
+
+    def gpus_of(self, slot: int, server: int) -> int:
+        for s, n in self.parts[slot]:
+            if s == server:
+                return n
+        return 0
+
+    def check_capacity(self) -> None:
+        """Raise AssertionError if any server is over any capacity (debug mode)."""
+        for s in range(self.num_servers):
+            assert self.free_gpu[s] >= 0, f"server {s}: GPUs over capacity ({self.free_gpu[s]} free)"
+            assert self.free_cpu[s] >= -EPS, f"server {s}: CPUs over capacity ({self.free_cpu[s]} free)"
+            assert self.free_mem[s] >= -EPS, f"server {s}: memory over capacity ({self.free_mem[s]} free)"
+
+
+class AllocationMechanism(Protocol):
+    """Gives a round's jobs their resources, walking them in policy order."""
+
+    name: str
+    #: True if jobs may run faster than at their fair share (SRTF then estimates
+    #: remaining time at the target's throughput).
+    uses_targets: bool
+
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+        """Grant resources in ``ledger`` to jobs of ``order`` (policy order)."""
+
+
+class FairShare:
+    """GPU-proportional allocation."""
+
+    name = "fair"
+    uses_targets = False
+
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+        fc, fm = jobs.fair_cpu, jobs.fair_mem
+        gpus, tput_fair = jobs.gpus_l, jobs.tput_fair_l
+        for j in order:
+            if ledger.free_gpus_total == 0:
+                break
+            g = gpus[j]
+            parts = ledger.find(g, fc, fm)
+            if parts is not None:
+                ledger.grant(j, parts, fc, fm, tput_fair[j])
+
+
+class Greedy:
+    """Synergy-Greedy: each job's target where it fits, else skipped this round."""
+
+    name = "greedy"
+    uses_targets = True
+
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+        gpus, tc, tm, tt = jobs.gpus_l, jobs.target_cpu_l, jobs.target_mem_l, jobs.tput_target_l
+        for j in order:
+            if ledger.free_gpus_total == 0:
+                break
+            parts = ledger.find(gpus[j], tc[j], tm[j])
+            if parts is not None:
+                ledger.grant(j, parts, tc[j], tm[j], tt[j])
+
+
+class Tune:
+    """Synergy-Tune: targets where they fit, never below the fallback, reclaiming excess."""
+
+    name = "tune"
+    uses_targets = True
+
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+        gpus = jobs.gpus_l
+        admitted = admit_by_gpus(order, gpus, ledger.free_gpus_total)
+        if any(gpus[j] > 1 for j in admitted):
+            admitted.sort(key=lambda j: -gpus[j])  # stable: policy order among equals
+        tc, tm, tt = jobs.target_cpu_l, jobs.target_mem_l, jobs.tput_target_l
+        bc, bm, bt = jobs.fallback_cpu_l, jobs.fallback_mem_l, jobs.tput_fallback_l
+        for j in admitted:
+            g = gpus[j]
+            parts = ledger.find(g, tc[j], tm[j])
+            if parts is not None:
+                ledger.grant(j, parts, tc[j], tm[j], tt[j])
+                continue
+            cpu, mem = bc[j], bm[j]
+            if cpu != tc[j] or mem != tm[j]:
+                parts = ledger.find(g, cpu, mem)
+                if parts is not None:
+                    ledger.grant(j, parts, cpu, mem, bt[j])
+                    continue
+            self._reclaim(ledger, jobs, g, cpu, mem)
+            parts = ledger.find(g, cpu, mem)
+            if parts is None:
+                # The reference's choice of servers could not make room (a
+                # multi-GPU job placed first-fit across servers): downgrade
+                # every over-provisioned job on servers with free GPUs, which
+                # always leaves a fallback share per free GPU.
+                for s in range(ledger.num_servers):
+                    if ledger.free_gpu[s]:
+                        self._downgrade_on(ledger, jobs, s, float("inf"), float("inf"))
+                parts = ledger.find(g, cpu, mem)
+                if parts is None:  # pragma: no cover - impossible by construction
+                    raise AssertionError(f"tune could not place job {jobs.job_id[j]} after reclaiming")
+            ledger.grant(j, parts, cpu, mem, bt[j])
+
+    def _reclaim(self, ledger: ClusterLedger, jobs: JobTable, g: int, cpu: float, mem: float) -> None:
+        for s, n in reclaim_servers(ledger.free_gpu, g):
+            need_cpu = n * cpu - ledger.free_cpu[s]
+            need_mem = n * mem - ledger.free_mem[s]
+            if need_cpu > EPS or need_mem > EPS:
+                self._downgrade_on(ledger, jobs, s, need_cpu, need_mem)
+
+    @staticmethod
+    def _downgrade_on(ledger: ClusterLedger, jobs: JobTable, server: int, need_cpu: float, need_mem: float) -> None:
+        """Switch jobs on ``server`` to their fallback until (need_cpu, need_mem) is freed."""
+        bc, bm, bt = jobs.fallback_cpu_l, jobs.fallback_mem_l, jobs.tput_fallback_l
+        over = [
+            slot
+            for slot in ledger.slot_on_server[server]
+            if ledger.cpu[slot] > bc[ledger.jobs[slot]] + EPS or ledger.mem[slot] > bm[ledger.jobs[slot]] + EPS
+        ]
+        over.sort(key=lambda slot: (len(ledger.parts[slot]), -ledger.cpu[slot], -ledger.mem[slot]))
+        for slot in over:
+            if need_cpu <= EPS and need_mem <= EPS:
+                return
+            j = ledger.jobs[slot]
+            n = ledger.gpus_of(slot, server)
+            extra_cpu = n * (ledger.cpu[slot] - bc[j])
+            extra_mem = n * (ledger.mem[slot] - bm[j])
+            if (need_cpu > EPS and extra_cpu > EPS) or (need_mem > EPS and extra_mem > EPS):
+                ledger.resize(slot, bc[j], bm[j], bt[j])
+                need_cpu -= extra_cpu
+                need_mem -= extra_mem
+
+
+def admit_by_gpus(order: Sequence[int], gpus: Sequence[int], free: int) -> list[int]:
+    """Jobs of ``order`` whose GPUs fit in what is still free, in order (backfilling)."""
+    admitted: list[int] = []
+    for j in order:
+        if free == 0:
+            break
+        g = gpus[j]
+        if g <= free:
+            admitted.append(j)
+            free -= g
+    return admitted
+
+
+def reclaim_servers(free_gpu: Sequence[int], gpus: int) -> Parts:
+    """Servers on which Tune makes room for a ``gpus``-GPU job, and GPUs on each.
+
+    A multi-GPU job prefers the first server with enough free GPUs; otherwise
+    servers with the fewest free GPUs are taken first (ties by index).
+    """
+    if gpus > 1:
+        for s, f in enumerate(free_gpu):
+            if f >= gpus:
+                return [(s, gpus)]
+    heap = [(f, s) for s, f in enumerate(free_gpu) if f > 0]
+    heapq.heapify(heap)
+    parts: Parts = []
+    need = gpus
+    while need > 0 and heap:
+        f, s = heapq.heappop(heap)
+        take = min(f, need)
+        parts.append((s, take))
+        need -= take
+    return parts
+
+
+MECHANISMS: dict[str, type] = {"fair": FairShare, "greedy": Greedy, "tune": Tune}

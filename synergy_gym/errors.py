@@ -1,0 +1,31 @@
+"""Errors raised for bad user input.
+
+Every error a user can cause (a malformed file, an unknown name, an impossible
+value) is a :class:`SynergyGymError`. Its message is one line that names the
+field and the offending value; the command-line tool prints it without a
+traceback and exits with status 2.
+"""
+
+from __future__ import annotations
+
+
+class SynergyGymError(ValueError):
+    """Bad input: the message names the field and the value."""
+
+
+class ConfigError(SynergyGymError):
+    """An invalid cluster or simulator setting."""
+
+
+class WorkloadError(SynergyGymError):
+    """An invalid workload, workload file or trace."""
+
+
+class UnknownNameError(SynergyGymError):
+    """A name (policy, model, preset) that is not one of the valid ones."""
+
+    def __init__(self, kind: str, name: str, valid: list[str] | tuple[str, ...]) -> None:
+        self.kind = kind
+        self.name = name
+        self.valid = tuple(valid)
+        super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.valid)}")

@@ -1,0 +1,134 @@
+"""The simulator's per-job state.
+
+Progress, timing and priorities live in numpy arrays so that a round updates
+every running job with a few vector operations. The handful of attributes the
+allocation mechanisms read job by job (GPUs, targets, throughputs) are mirrored
+in Python lists: a sequential allocation loop reads Python floats several times
+faster than numpy scalars.
+
+Per job the table keeps three allocations, each as (CPUs, GB) per GPU:
+
+* the *target*: what the job asks for (its best-case demand, or an agent's
+  preference) and its throughput there;
+* the *fallback*: the target capped at the fair share in each dimension
+  (``min(target, fair)``), which Synergy-Tune downgrades a job to when its
+  target does not fit – for the zoo's models this is the fair share itself, or
+  the demand of a job that asks for less than fair;
+* the *fair share* and its throughput, for GPU-proportional allocation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from synergy_gym.cluster import ClusterSpec
+from synergy_gym.errors import WorkloadError
+from synergy_gym.workload import Workload
+
+_FLOAT_COLUMNS = ("arrival_s", "iter_time_s", "total_iters", "executed", "attained_s", "last_end_s", "start_s", "finish_s")
+
+
+class JobTable:
+    """State of every job the simulation knows about, indexed 0..n-1 in arrival order."""
+
+    def __init__(self, cluster: ClusterSpec, workload: Workload) -> None:
+        self.cluster = cluster
+        self.zoo = workload.zoo
+        self.fair_cpu = cluster.fair_cpus_per_gpu
+        self.fair_mem = cluster.fair_mem_gb_per_gpu
+        self.n = 0
+        self.workload = workload
+        empty_f = np.zeros(0)
+        self.job_id = np.zeros(0, dtype=np.int64)
+        self.model = np.zeros(0, dtype=np.int64)
+        self.gpus = np.zeros(0, dtype=np.int64)
+        self.measured = np.zeros(0, dtype=bool)
+        self.priority = np.zeros(0, dtype=bool)
+        for name in _FLOAT_COLUMNS:
+            setattr(self, name, empty_f.copy())
+        self.target_cpu = empty_f.copy()
+        self.target_mem = empty_f.copy()
+        self.tput_target = empty_f.copy()
+        self.tput_fallback = empty_f.copy()
+        self.tput_fair = empty_f.copy()
+        # Python mirrors for the allocation loop.
+        self.gpus_l: list[int] = []
+        self.target_cpu_l: list[float] = []
+        self.target_mem_l: list[float] = []
+        self.tput_target_l: list[float] = []
+        self.fallback_cpu_l: list[float] = []
+        self.fallback_mem_l: list[float] = []
+        self.tput_fallback_l: list[float] = []
+        self.tput_fair_l: list[float] = []
+        self._append(workload)
+
+    def extend(self, more: Workload) -> None:
+        """Add jobs that arrive after all known ones."""
+        self.workload = self.workload.concat(more)
+        self._append(more)
+
+    def _append(self, w: Workload) -> None:
+        w.check_fits(self.cluster)
+        cpu, mem = w.demand_per_gpu(self.cluster)
+        n_new = len(w)
+        self.job_id = np.concatenate([self.job_id, w.job_id])
+        self.model = np.concatenate([self.model, w.model])
+        self.gpus = np.concatenate([self.gpus, w.gpus])
+        self.measured = np.concatenate([self.measured, w.measured])
+        self.priority = np.concatenate([self.priority, np.zeros(n_new, dtype=bool)])
+        new_cols = {
+            "arrival_s": w.arrival_s,
+            "iter_time_s": w.iter_time_s,
+            "total_iters": w.total_iters.astype(float),
+            "executed": np.zeros(n_new),
+            "attained_s": np.zeros(n_new),
+            "last_end_s": np.full(n_new, np.nan),
+            "start_s": np.full(n_new, np.nan),
+            "finish_s": np.full(n_new, np.nan),
+        }
+        for name in _FLOAT_COLUMNS:
+            setattr(self, name, np.concatenate([getattr(self, name), new_cols[name]]))
+        fair_tput = self.zoo.throughput_many(w.model, np.full(n_new, self.fair_cpu), np.full(n_new, self.fair_mem))
+        self.tput_fair = np.concatenate([self.tput_fair, fair_tput])
+        self.target_cpu = np.concatenate([self.target_cpu, np.zeros(n_new)])
+        self.target_mem = np.concatenate([self.target_mem, np.zeros(n_new)])
+        self.tput_target = np.concatenate([self.tput_target, np.zeros(n_new)])
+        self.tput_fallback = np.concatenate([self.tput_fallback, np.zeros(n_new)])
+        first = self.n
+        self.n += n_new
+        self.gpus_l.extend(w.gpus.tolist())
+        self.tput_fair_l.extend(fair_tput.tolist())
+        for lst in (
+            self.target_cpu_l, self.target_mem_l, self.tput_target_l,
+            self.fallback_cpu_l, self.fallback_mem_l, self.tput_fallback_l,
+        ):
+            lst.extend([0.0] * n_new)
+        self.set_targets(np.arange(first, self.n), cpu, mem)
+
+    def set_targets(self, jobs: np.ndarray, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> None:
+        """Set what ``jobs`` ask for, as (CPUs, GB) per GPU; updates their throughputs."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        cpu = np.broadcast_to(np.asarray(cpu_per_gpu, dtype=float), jobs.shape)
+        mem = np.broadcast_to(np.asarray(mem_per_gpu, dtype=float), jobs.shape)
+        if np.any(~(cpu > 0)) or np.any(~(mem > 0)):
+            raise WorkloadError("a job's CPU and memory target must be positive")
+        model = self.model[jobs]
+        fb_cpu = np.minimum(cpu, self.fair_cpu)
+        fb_mem = np.minimum(mem, self.fair_mem)
+        t_target = self.zoo.throughput_many(model, cpu, mem)
+        t_fb = self.zoo.throughput_many(model, fb_cpu, fb_mem)
+        self.target_cpu[jobs] = cpu
+        self.target_mem[jobs] = mem
+        self.tput_target[jobs] = t_target
+        self.tput_fallback[jobs] = t_fb
+        for i, j in enumerate(jobs.tolist()):
+            self.target_cpu_l[j] = float(cpu[i])
+            self.target_mem_l[j] = float(mem[i])
+            self.tput_target_l[j] = float(t_target[i])
+            self.fallback_cpu_l[j] = float(fb_cpu[i])
+            self.fallback_mem_l[j] = float(fb_mem[i])
+            self.tput_fallback_l[j] = float(t_fb[i])
+
+    @property
+    def remaining_iters(self) -> np.ndarray:
+        return self.total_iters - self.executed

@@ -1,0 +1,142 @@
+"""What a simulation reports: per-job times, per-round utilisation, a summary.
+
+JCT statistics are over the measured window (the jobs whose ``measured`` flag
+is set); ``makespan_h`` is the time from the first arrival to the last
+completion of the run. Utilisation is the share of the cluster's GPUs, CPUs and
+memory allocated, averaged over simulated time; throughput is the sum over
+running jobs of GPUs × normalised throughput (the GPU count when every job runs
+at a fair share worth 1.0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from synergy_gym.simulator import Simulator
+
+
+@dataclass
+class RoundLog:
+    """Cluster usage per planned stretch of identical rounds (appended in the loop)."""
+
+    start_s: list[float] = field(default_factory=list)
+    duration_s: list[float] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    mem_gb: list[float] = field(default_factory=list)
+    throughput: list[float] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+    queued: list[int] = field(default_factory=list)
+
+    def add(self, **row: float) -> None:
+        for name, value in row.items():
+            getattr(self, name).append(value)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run's headline numbers (JCTs in hours over the measured window)."""
+
+    policy: str
+    mean_jct_h: float
+    median_jct_h: float
+    p99_jct_h: float
+    makespan_h: float
+    jobs_measured: int
+    jobs_finished: int
+    mean_gpu_util: float
+    mean_cpu_util: float
+    mean_mem_util: float
+    mean_throughput: float
+    simulated_h: float
+    rounds_planned: int
+    wall_s: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """A run's summary, its jobs and its rounds as pandas DataFrames."""
+
+    summary: RunSummary
+    #: One row per job: job_id, model, gpus, arrival_s, start_s, finish_s, jct_s, measured.
+    jobs: pd.DataFrame
+    #: One row per stretch of identical rounds: start_s, duration_s, rounds and
+    #: the utilisation (0–1) of GPUs, CPUs and memory, throughput, running and
+    #: queued jobs.
+    rounds: pd.DataFrame
+
+    def measured_jct_h(self) -> np.ndarray:
+        m = self.jobs[self.jobs["measured"]]
+        return (m["jct_s"] / 3600.0).to_numpy()
+
+
+def build_result(sim: "Simulator", wall_s: float) -> SimulationResult:
+    jobs = sim.jobs
+    n = jobs.n
+    jct = jobs.finish_s[:n] - jobs.arrival_s[:n]
+    job_frame = pd.DataFrame(
+        {
+            "job_id": jobs.job_id,
+            "model": np.asarray(jobs.zoo.names, dtype=object)[jobs.model],
+            "gpus": jobs.gpus,
+            "arrival_s": jobs.arrival_s,
+            "start_s": jobs.start_s,
+            "finish_s": jobs.finish_s,
+            "jct_s": jct,
+            "measured": jobs.measured,
+        }
+    )
+    c = sim.cluster
+    log = sim.log
+    duration = np.asarray(log.duration_s, dtype=float)
+    round_frame = pd.DataFrame(
+        {
+            "start_s": np.asarray(log.start_s, dtype=float),
+            "duration_s": duration,
+            "rounds": duration / sim.config.round_s,
+            "gpu_util": np.asarray(log.gpus, dtype=float) / c.total_gpus,
+            "cpu_util": np.asarray(log.cpus, dtype=float) / c.total_cpus,
+            "mem_util": np.asarray(log.mem_gb, dtype=float) / c.total_mem_gb,
+            "throughput": np.asarray(log.throughput, dtype=float),
+            "running": np.asarray(log.running, dtype=np.int64),
+            "queued": np.asarray(log.queued, dtype=np.int64),
+        }
+    )
+    finished = ~np.isnan(jobs.finish_s)
+    measured = jobs.measured & finished
+    m_jct_h = jct[measured] / 3600.0
+
+    def stat(fn) -> float:
+        return float(fn(m_jct_h)) if m_jct_h.size else float("nan")
+
+    def weighted(col: str) -> float:
+        total = duration.sum()
+        return float(np.dot(round_frame[col].to_numpy(), duration) / total) if total > 0 else float("nan")
+
+    first_arrival = float(jobs.arrival_s[0])
+    last_finish = float(np.nanmax(jobs.finish_s)) if finished.any() else first_arrival
+    summary = RunSummary(
+        policy=sim.policy.name,
+        mean_jct_h=stat(np.mean),
+        median_jct_h=stat(np.median),
+        p99_jct_h=stat(lambda x: np.percentile(x, 99)),
+        makespan_h=(last_finish - first_arrival) / 3600.0,
+        jobs_measured=int(measured.sum()),
+        jobs_finished=int(finished.sum()),
+        mean_gpu_util=weighted("gpu_util"),
+        mean_cpu_util=weighted("cpu_util"),
+        mean_mem_util=weighted("mem_util"),
+        mean_throughput=weighted("throughput"),
+        simulated_h=sim.now / 3600.0,
+        rounds_planned=sim.rounds_planned,
+        wall_s=wall_s,
+    )
+    return SimulationResult(summary=summary, jobs=job_frame, rounds=round_frame)

@@ -1,0 +1,181 @@
+"""Resource-sensitivity profiles of the model zoo.
+
+Each model has a throughput matrix over (CPUs per GPU, GB of DRAM per GPU),
+normalised to 1.0 at the fair share of the paper's cluster (3 CPUs, 62.5 GB
+per GPU). The figures are those of the Synergy paper (Mohan et al., "Looking
+Beyond GPUs for DNN Scheduling on Multi-Tenant Clusters", OSDI 2022) and its
+simulator (msr-fiddle/synergy, MIT licence); see ``synergy_gym/data/README.md``.
+
+Rules the simulator applies:
+
+* Throughput at an allocation is the matrix value at the largest grid point
+  not above it in either dimension: a job never runs faster than what it was
+  given. Allocations below the lowest grid level use the lowest level (the
+  zoo's language models ask for 20 GB, just under the 20.83 GB level; their
+  matrices are flat, so this changes nothing).
+* Speed in iterations per second is matrix value / ``iter_time_s`` (the
+  iteration time at the fair share).
+* Best-case demand is the model's (CPUs, GB) per GPU. A multi-GPU job's demand
+  scales with its GPUs, capped at one server: per GPU it is
+  ``min(demand, max(fair, server / gpus))``, so a job larger than a server asks
+  for its fair share.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+
+from synergy_gym.errors import UnknownNameError
+
+TASKS: tuple[str, ...] = ("vision", "language", "speech")
+
+# Tolerance when comparing an allocation with a grid level (allocations are
+# computed in floating point, e.g. 500 / 24 GB).
+_GRID_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """One model of the zoo."""
+
+    name: str
+    task: str
+    iter_time_s: float
+    demand_cpus_per_gpu: float
+    demand_mem_gb_per_gpu: float
+    cpu_grid: np.ndarray  # CPUs per GPU of each cpu level, increasing
+    mem_grid: np.ndarray  # GB per GPU of each memory level, increasing
+    tput: np.ndarray  # [cpu level, mem level] normalised throughput
+
+    def throughput(self, cpus_per_gpu: float, mem_gb_per_gpu: float) -> float:
+        """Normalised throughput at an allocation (largest grid point not above it)."""
+        return float(self.tput[grid_level(self.cpu_grid, cpus_per_gpu), grid_level(self.mem_grid, mem_gb_per_gpu)])
+
+    @property
+    def speedup(self) -> float:
+        """Throughput at the best-case demand, relative to the fair share."""
+        return self.throughput(self.demand_cpus_per_gpu, self.demand_mem_gb_per_gpu)
+
+
+def grid_level(grid: np.ndarray, amount):
+    """Index of the largest grid level not above ``amount`` (0 below the lowest); vectorised."""
+    level = np.maximum(np.searchsorted(grid, np.asarray(amount) + _GRID_EPS, side="right") - 1, 0)
+    return int(level) if np.ndim(level) == 0 else level
+
+
+@dataclass(frozen=True)
+class ModelZoo:
+    """The models a workload may use, indexed by position."""
+
+    models: tuple[ModelProfile, ...]
+    _tput: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise ValueError("a model zoo needs at least one model")
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate model names in zoo: {names}")
+        first = self.models[0]
+        for m in self.models:
+            if not (np.array_equal(m.cpu_grid, first.cpu_grid) and np.array_equal(m.mem_grid, first.mem_grid)):
+                raise ValueError(f"model {m.name!r} uses a different grid from {first.name!r}")
+        tensor = np.stack([m.tput for m in self.models])
+        tensor.setflags(write=False)
+        object.__setattr__(self, "_tput", tensor)
+
+    @classmethod
+    def default(cls) -> "ModelZoo":
+        """The paper's ten models, from the package's data file."""
+        return _load_zoo_csv()
+
+    def __len__(self) -> int:
+        return len(self.models)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.models)
+
+    @property
+    def cpu_grid(self) -> np.ndarray:
+        return self.models[0].cpu_grid
+
+    @property
+    def mem_grid(self) -> np.ndarray:
+        return self.models[0].mem_grid
+
+    def index(self, name: str) -> int:
+        for i, m in enumerate(self.models):
+            if m.name == name:
+                return i
+        raise UnknownNameError("model", name, self.names)
+
+    def __getitem__(self, i: int) -> ModelProfile:
+        return self.models[i]
+
+    def models_of_task(self, task: str) -> tuple[int, ...]:
+        return tuple(i for i, m in enumerate(self.models) if m.task == task)
+
+    def tput_tensor(self) -> np.ndarray:
+        """Throughput matrices stacked as [model, cpu level, mem level] (read-only)."""
+        return self._tput
+
+    def throughput_many(self, model: np.ndarray, cpus_per_gpu: np.ndarray, mem_gb_per_gpu: np.ndarray) -> np.ndarray:
+        """Vectorised :meth:`ModelProfile.throughput` for many jobs."""
+        ci = grid_level(self.cpu_grid, cpus_per_gpu)
+        mi = grid_level(self.mem_grid, mem_gb_per_gpu)
+        return self._tput[np.asarray(model), ci, mi]
+
+
+def capped_demand_per_gpu(
+    demand_per_gpu: np.ndarray, gpus: np.ndarray, fair_per_gpu: float, server_capacity: float
+) -> np.ndarray:
+    """Per-GPU demand of g-GPU jobs, capped so the job's total fits one server.
+
+    ``min(demand, max(fair, capacity / g))``: never below the fair share for a
+    job that asked for more than fair, never above what one server holds.
+    """
+    gpus = np.asarray(gpus, dtype=float)
+    return np.minimum(demand_per_gpu, np.maximum(fair_per_gpu, server_capacity / gpus))
+
+
+def _load_zoo_csv() -> ModelZoo:
+    text = resources.files("synergy_gym.data").joinpath("model_profiles.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+    order: list[str] = []
+    by_model: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        if row["model"] not in by_model:
+            order.append(row["model"])
+            by_model[row["model"]] = []
+        by_model[row["model"]].append(row)
+    models = []
+    for name in order:
+        group = by_model[name]
+        cpu_grid = np.array(sorted({float(r["cpus_per_gpu"]) for r in group}))
+        mem_grid = np.array(sorted({float(r["mem_gb_per_gpu"]) for r in group}))
+        tput = np.zeros((len(cpu_grid), len(mem_grid)))
+        for r in group:
+            ci = int(np.searchsorted(cpu_grid, float(r["cpus_per_gpu"])))
+            mi = int(np.searchsorted(mem_grid, float(r["mem_gb_per_gpu"])))
+            tput[ci, mi] = float(r["tput_norm"])
+        for arr in (cpu_grid, mem_grid, tput):
+            arr.setflags(write=False)
+        head = group[0]
+        models.append(
+            ModelProfile(
+                name=name,
+                task=head["task"],
+                iter_time_s=float(head["iter_time_s"]),
+                demand_cpus_per_gpu=float(head["demand_cpus_per_gpu"]),
+                demand_mem_gb_per_gpu=float(head["demand_mem_gb_per_gpu"]),
+                cpu_grid=cpu_grid,
+                mem_grid=mem_grid,
+                tput=tput,
+            )
+        )
+    return ModelZoo(tuple(models))

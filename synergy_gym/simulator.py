@@ -1,0 +1,325 @@
+"""The round-based cluster simulator.
+
+Every round (300 s by default) the ordering ranks the runnable jobs, the
+allocation mechanism gives them GPUs, CPUs and memory from an empty cluster,
+and the placed jobs progress at their throughput. Timing follows the paper's
+simulator (``timing="round"``):
+
+* a job that arrives mid-round waits for the next round boundary;
+* a placed job is credited the whole round up front:
+  ``floor(round_s / (iter_time / throughput))`` iterations, capped at what it
+  has left;
+* a job whose last iteration runs in a round completes at that round's end, so
+  JCT = that boundary − arrival.
+
+With ``timing="exact"`` progress is continuous and a job completes at the exact
+moment its last iteration ends; its resources are free from then on, because
+the scheduler re-plans at every completion as well as at every round boundary.
+
+Rounds in which nothing can change are skipped in one step: with an ordering
+whose order only changes when jobs arrive or finish (FIFO), the allocation stays
+the same until the next completion or the next arrival that could be admitted,
+so the simulator advances every running job over all those rounds at once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+import numpy as np
+
+from synergy_gym.allocation import PLACEMENTS, ClusterLedger, Placement
+from synergy_gym.cluster import ClusterSpec
+from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
+from synergy_gym.job_table import JobTable
+from synergy_gym.metrics import RoundLog, SimulationResult, build_result
+from synergy_gym.policy import SchedulingPolicy
+from synergy_gym.workload import JobStream, Workload
+
+Timing = Literal["round", "exact"]
+RoundObserver = Callable[["Simulator", np.ndarray, np.ndarray], None]
+TIMINGS: tuple[str, ...] = ("round", "exact")
+
+# Look this many jobs ahead for the next arrival that could be admitted.
+_ARRIVAL_LOOKAHEAD = 256
+# Ask the job stream for more jobs when fewer than this many have not arrived.
+_STREAM_LOW_WATER = 64
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """How the simulator runs (the cluster and workload are given separately)."""
+
+    round_s: float = 300.0
+    placement: Placement = "first_fit"
+    timing: Timing = "round"
+    #: Jobs not run for this long are served first by orderings with a guard.
+    starvation_s: float = 1000 * 3600.0
+    #: Check after every round that no server is over any capacity.
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("round_s", "starvation_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(value) and value > 0
+            ):
+                raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if self.placement not in PLACEMENTS:
+            raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
+        if self.timing not in TIMINGS:
+            raise UnknownNameError("timing", str(self.timing), TIMINGS)
+
+
+class Simulator:
+    """Runs one workload under one policy on one cluster.
+
+    ``more_jobs`` extends an open-ended workload (the synthetic generator's
+    stream): it is drawn from whenever few jobs are left to arrive.
+    ``observer(sim, placed, tput)``, if given, is called after every planned
+    round with the placed jobs' indices and throughputs (``sim.ledger`` holds
+    their grants).
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        workload: Workload,
+        policy: SchedulingPolicy,
+        config: SimulationConfig | None = None,
+        more_jobs: JobStream | None = None,
+        observer: RoundObserver | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.observer = observer
+        self.policy = policy
+        self.config = config or SimulationConfig()
+        workload.check_window()
+        self.run_until = workload.run_until
+        self.jobs = JobTable(cluster, workload)
+        self._check_progress(0)
+        self.ledger = ClusterLedger(cluster, self.config.placement)
+        self._more = more_jobs
+        self._runnable = np.zeros(0, dtype=np.int64)  # job indices in arrival order
+        self._next = 0  # index of the next job to arrive
+        self._measured_left = int(workload.measured.sum())
+        self._unfinished = len(workload)
+        self.log = RoundLog()
+        self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[0]))
+        self.rounds_planned = 0
+
+    # -- public -------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        if self.run_until == "window":
+            return self._measured_left == 0
+        return self._unfinished == 0 and self._next >= self.jobs.n and self._more is None
+
+    @property
+    def measured_finished(self) -> int:
+        return int(np.count_nonzero(self.jobs.measured & ~np.isnan(self.jobs.finish_s)))
+
+    @property
+    def measured_total(self) -> int:
+        return int(np.count_nonzero(self.jobs.measured))
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
+        """Simulate until the run's end; ``progress(done, total)`` is called as jobs finish."""
+        started = time.perf_counter()
+        reported = -1
+        while not self.done:
+            if not self.step():
+                break
+            if progress is not None:
+                done = self.measured_finished if self.run_until == "window" else self.jobs.n - self._unfinished
+                if done != reported:
+                    reported = done
+                    progress(done, self.measured_total if self.run_until == "window" else self.jobs.n)
+        return build_result(self, wall_s=time.perf_counter() - started)
+
+    def step(self) -> bool:
+        """Plan one round (or one stretch of identical rounds) and advance time.
+
+        Returns False when no job is left to run or arrive.
+        """
+        self._admit_arrivals()
+        if self.done:
+            return True
+        if self._runnable.size == 0:
+            nxt = self._next_arrival()
+            if nxt is None:
+                return False
+            self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[nxt]))
+            return True
+        order = self._order()
+        ledger = self.ledger
+        ledger.reset()
+        self.policy.mechanism.allocate(ledger, self.jobs, order)
+        if self.config.debug:
+            ledger.check_capacity()
+        self.rounds_planned += 1
+        placed = np.fromiter(ledger.jobs, dtype=np.int64, count=len(ledger.jobs))
+        if placed.size == 0:
+            if ledger.free_gpus_total == self.cluster.total_gpus:
+                j = int(order[0])
+                raise WorkloadError(
+                    f"job {self.jobs.job_id[j]} can never be placed: its GPUs, CPUs or memory "
+                    f"do not fit on this cluster ({self.cluster.describe()})"
+                )
+            raise AssertionError("no job placed although GPUs are busy")  # pragma: no cover
+        tput = np.fromiter(ledger.tput, dtype=float, count=placed.size)
+        if self.observer is not None:
+            self.observer(self, placed, tput)
+        if self.config.timing == "round":
+            self._advance_rounds(placed, tput)
+        else:
+            self._advance_exact(placed, tput)
+        return True
+
+    # -- arrivals -----------------------------------------------------------
+    def _boundary_at_or_after(self, t: float) -> float:
+        r = self.config.round_s
+        b = math.ceil(t / r) * r
+        return b if b >= t else b + r  # guard against t / r rounding down
+
+    def _admit_arrivals(self) -> None:
+        self._top_up_stream()
+        jobs = self.jobs
+        end = int(np.searchsorted(jobs.arrival_s, self.now, side="right"))
+        if end > self._next:
+            self._runnable = np.concatenate([self._runnable, np.arange(self._next, end, dtype=np.int64)])
+            self._next = end
+            self._top_up_stream()
+
+    def _top_up_stream(self) -> None:
+        while self._more is not None and self.jobs.n - self._next < _STREAM_LOW_WATER:
+            try:
+                chunk = next(self._more)
+            except StopIteration:
+                self._more = None
+                return
+            first = self.jobs.n
+            self.jobs.extend(chunk)
+            self._check_progress(first)
+            self._measured_left += int(chunk.measured.sum())
+            self._unfinished += len(chunk)
+
+    def _next_arrival(self) -> int | None:
+        self._top_up_stream()
+        return self._next if self._next < self.jobs.n else None
+
+    def _rounds_until_admissible_arrival(self, free_gpus: int) -> float:
+        """Seconds until the first round in which an arriving job could be admitted."""
+        if free_gpus == 0:
+            return math.inf
+        p = self._next
+        if p >= self.jobs.n:
+            return math.inf
+        gpus = self.jobs.gpus
+        if gpus[p] <= free_gpus:
+            j = p
+        else:
+            window = gpus[p : p + _ARRIVAL_LOOKAHEAD] <= free_gpus
+            # No small-enough job within the lookahead: stop at its end anyway.
+            j = p + int(np.argmax(window)) if window.any() else min(p + _ARRIVAL_LOOKAHEAD, self.jobs.n) - 1
+        return self._boundary_at_or_after(float(self.jobs.arrival_s[j])) - self.now
+
+    # -- ordering -----------------------------------------------------------
+    def _order(self) -> np.ndarray:
+        ordering = self.policy.ordering
+        jobs = self.jobs
+        if ordering.starvation_guard:
+            r = self._runnable
+            last = jobs.last_end_s[r]
+            last = np.where(np.isnan(last), jobs.arrival_s[r], last)
+            starving = (self.now - last) > self.config.starvation_s
+            if starving.any():
+                jobs.priority[r[starving]] = True
+        return ordering.order(jobs, self._runnable, self.now, self.policy.mechanism.uses_targets)
+
+    # -- progress -----------------------------------------------------------
+    def _check_progress(self, first: int) -> None:
+        """Reject jobs that could never complete an iteration in a round."""
+        if self.config.timing != "round":
+            return
+        jobs = self.jobs
+        sl = slice(first, jobs.n)
+        slowest = np.minimum(np.minimum(jobs.tput_fair[sl], jobs.tput_fallback[sl]), jobs.tput_target[sl])
+        per_round = np.floor(self.config.round_s / (jobs.iter_time_s[sl] / slowest))
+        if np.any(per_round < 1):
+            i = first + int(np.flatnonzero(per_round < 1)[0])
+            raise WorkloadError(
+                f"job {jobs.job_id[i]}: iter_time_s={jobs.iter_time_s[i]:g} is too long to finish an "
+                f"iteration in a {self.config.round_s:g} s round; use timing='exact' or longer rounds"
+            )
+
+    def _skippable(self) -> bool:
+        return self.policy.ordering.static
+
+    def _advance_rounds(self, placed: np.ndarray, tput: np.ndarray) -> None:
+        jobs = self.jobs
+        r = self.config.round_s
+        per_round = np.floor(r / (jobs.iter_time_s[placed] / tput))
+        remaining = jobs.total_iters[placed] - jobs.executed[placed]
+        rounds_left = np.ceil(remaining / per_round)
+        n = 1
+        if self._skippable():
+            n = int(rounds_left.min())
+            wait = self._rounds_until_admissible_arrival(self.ledger.free_gpus_total)
+            if wait < math.inf:
+                n = max(1, min(n, int(round(wait / r))))
+        jobs.executed[placed] = np.minimum(jobs.executed[placed] + n * per_round, jobs.total_iters[placed])
+        self._finish_segment(placed, tput, duration=n * r, finished=placed[rounds_left <= n], finish_at=None)
+
+    def _advance_exact(self, placed: np.ndarray, tput: np.ndarray) -> None:
+        jobs = self.jobs
+        r = self.config.round_s
+        rate = tput / jobs.iter_time_s[placed]
+        remaining = jobs.total_iters[placed] - jobs.executed[placed]
+        t_finish = remaining / rate
+        horizon = (math.floor(self.now / r + 1e-9) + 1) * r - self.now
+        if self._skippable():
+            wait = self._rounds_until_admissible_arrival(self.ledger.free_gpus_total)
+            horizon = max(horizon, wait)
+        dt = min(float(t_finish.min()), horizon)
+        done = t_finish <= dt * (1 + 1e-12) + 1e-9
+        jobs.executed[placed] = np.where(done, jobs.total_iters[placed], jobs.executed[placed] + rate * dt)
+        self._finish_segment(placed, tput, duration=dt, finished=placed[done], finish_at=self.now + t_finish[done])
+
+    def _finish_segment(
+        self,
+        placed: np.ndarray,
+        tput: np.ndarray,
+        duration: float,
+        finished: np.ndarray,
+        finish_at: np.ndarray | None,
+    ) -> None:
+        jobs = self.jobs
+        ledger = self.ledger
+        start = self.now
+        end = start + duration
+        new = placed[np.isnan(jobs.start_s[placed])]
+        jobs.start_s[new] = start
+        jobs.attained_s[placed] += duration
+        jobs.last_end_s[placed] = end
+        gpus = jobs.gpus[placed]
+        self.log.add(
+            start_s=start,
+            duration_s=duration,
+            gpus=int(gpus.sum()),
+            cpus=float(np.dot(gpus, ledger.cpu)),
+            mem_gb=float(np.dot(gpus, ledger.mem)),
+            throughput=float(np.dot(gpus, tput)),
+            running=int(placed.size),
+            queued=int(self._runnable.size - placed.size),
+        )
+        if finished.size:
+            jobs.finish_s[finished] = end if finish_at is None else finish_at
+            self._measured_left -= int(np.count_nonzero(jobs.measured[finished]))
+            self._unfinished -= int(finished.size)
+            self._runnable = self._runnable[np.isnan(jobs.finish_s[self._runnable])]
+        self.now = end

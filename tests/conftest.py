@@ -1,0 +1,46 @@
+"""Shared fixtures: the model zoo, small workloads, and the reference material in ../shared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synergy_gym import ModelZoo, Workload
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` beside the clone; tests that need it skip when it is absent."""
+    if not (SHARED / "synergy").is_dir():
+        pytest.skip(f"reference material not found at {SHARED} (clone the project beside its shared/ folder)")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def zoo() -> ModelZoo:
+    return ModelZoo.default()
+
+
+@pytest.fixture
+def make_workload(zoo):
+    """Build a workload from lists: models by name, GPUs, arrivals (s) and iterations."""
+
+    def build(models, arrivals, iters, gpus=None, measured=None, run_until="all", **kwargs) -> Workload:
+        n = len(models)
+        return Workload.build(
+            zoo,
+            job_id=np.arange(n),
+            model=[zoo.index(m) for m in models],
+            gpus=gpus if gpus is not None else [1] * n,
+            arrival_s=arrivals,
+            total_iters=iters,
+            measured=measured,
+            run_until=run_until,
+            **kwargs,
+        )
+
+    return build
