@@ -61,6 +61,9 @@ class RunSummary:
         return asdict(self)
 
 
+_ROUND_METRICS = ("gpu_util", "cpu_util", "mem_util", "throughput", "running", "queued")
+
+
 @dataclass(frozen=True)
 class SimulationResult:
     """A run's summary, its jobs and its rounds as pandas DataFrames."""
@@ -72,6 +75,33 @@ class SimulationResult:
     #: the utilisation (0–1) of GPUs, CPUs and memory, throughput, running and
     #: queued jobs.
     rounds: pd.DataFrame
+    #: Round length of the run, in seconds.
+    round_s: float = 300.0
+
+    def per_round(self, round_s: float | None = None) -> pd.DataFrame:
+        """Utilisation, throughput and job counts averaged over each round of the run.
+
+        One row per round from the first planned round to the end of the run;
+        rounds in which the cluster stood idle show zeros.
+        """
+        r = self.round_s if round_s is None else round_s
+        seg = self.rounds
+        if seg.empty:
+            return pd.DataFrame(columns=["round_start_s", *_ROUND_METRICS])
+        start = seg["start_s"].to_numpy()
+        end = start + seg["duration_s"].to_numpy()
+        first, last = np.floor(start[0] / r) * r, np.ceil(end[-1] / r - 1e-9) * r
+        bounds = np.arange(first, last + r / 2, r)
+        out = {"round_start_s": bounds[:-1]}
+        seg_idx = np.searchsorted(start, bounds, side="right") - 1  # last segment starting at or before
+        inside = np.clip(bounds - start[np.maximum(seg_idx, 0)], 0.0, (end - start)[np.maximum(seg_idx, 0)])
+        for col in _ROUND_METRICS:
+            value = seg[col].to_numpy(dtype=float)
+            # Integral of the metric from the first round to each round boundary.
+            area = np.concatenate([[0.0], np.cumsum(value * (end - start))])
+            at = np.where(seg_idx >= 0, area[np.maximum(seg_idx, 0)] + value[np.maximum(seg_idx, 0)] * inside, 0.0)
+            out[col] = np.diff(at) / r
+        return pd.DataFrame(out)
 
     def measured_jct_h(self) -> np.ndarray:
         m = self.jobs[self.jobs["measured"]]
@@ -139,4 +169,4 @@ def build_result(sim: "Simulator", wall_s: float) -> SimulationResult:
         rounds_planned=sim.rounds_planned,
         wall_s=wall_s,
     )
-    return SimulationResult(summary=summary, jobs=job_frame, rounds=round_frame)
+    return SimulationResult(summary=summary, jobs=job_frame, rounds=round_frame, round_s=sim.config.round_s)

@@ -169,3 +169,12 @@ def test_observer_sees_every_planned_round(make_workload):
     seen = []
     Simulator(ONE_GPU, w, FIFO_TUNE, observer=lambda sim, placed, tput: seen.append((sim.now, placed.tolist()))).run()
     assert seen == [(0.0, [0])]  # three identical rounds planned once
+
+
+def test_per_round_utilisation_expands_stretches_and_idle_gaps(make_workload):
+    w = make_workload(["gnmt", "gnmt"], arrivals=[0, 3000], iters=[5000, 2500])
+    per_round = run(ONE_GPU, w).per_round()
+    assert per_round["round_start_s"].tolist() == [300.0 * k for k in range(11)]
+    assert per_round["gpu_util"].tolist() == [1, 1] + [0] * 8 + [1]
+    exact = run(ONE_GPU, make_workload(["gnmt"], arrivals=[0], iters=[500]), timing="exact").per_round()
+    assert exact["gpu_util"].tolist() == pytest.approx([0.2])  # 60 s of a 300 s round
