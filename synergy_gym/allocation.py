@@ -45,9 +45,15 @@ Parts = list[tuple[int, int]]  # (server, GPUs on that server)
 
 
 class ClusterLedger:
-    """Free resources per server while one round is allocated, and the grants made."""
+    """Free resources per server while one round is allocated, and the grants made.
 
-    def __init__(self, cluster: ClusterSpec, placement: Placement = "first_fit") -> None:
+    With ``undo=True`` every change is logged so that :meth:`rollback` can
+    return the ledger exactly (old values restored, not recomputed) to an
+    earlier :meth:`mark`: a round whose jobs start like the previous round's
+    keeps that part of the previous allocation instead of redoing it.
+    """
+
+    def __init__(self, cluster: ClusterSpec, placement: Placement = "first_fit", undo: bool = False) -> None:
         if placement not in PLACEMENTS:
             from synergy_gym.errors import UnknownNameError
 
@@ -55,6 +61,7 @@ class ClusterLedger:
         self.cluster = cluster
         self.placement = placement
         self.num_servers = cluster.num_servers
+        self.undo = undo
         self.reset()
 
     def reset(self) -> None:
@@ -72,6 +79,7 @@ class ClusterLedger:
         self.tput: list[float] = []
         self.parts: list[Parts] = []
         self.slot_on_server: list[list[int]] = [[] for _ in range(s)]
+        self._log: list[tuple] = []
 
     # -- finding room -------------------------------------------------------
     def find(self, gpus: int, cpu: float, mem: float) -> Parts | None:
@@ -128,24 +136,35 @@ class ClusterLedger:
     def grant(self, job: int, parts: Parts, cpu: float, mem: float, tput: float) -> int:
         """Give ``job`` the GPUs in ``parts`` with (cpu, mem) per GPU; returns its slot."""
         slot = len(self.jobs)
+        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
+        if self.undo:
+            self._log.append(
+                ("grant", [(s, fg[s], fc[s], fm[s]) for s, _ in parts], self._first_open, self.free_gpus_total)
+            )
         self.jobs.append(job)
         self.cpu.append(cpu)
         self.mem.append(mem)
         self.tput.append(tput)
         self.parts.append(parts)
-        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
         for s, n in parts:
             fg[s] -= n
             fc[s] -= n * cpu
             fm[s] -= n * mem
             self.slot_on_server[s].append(slot)
             self.free_gpus_total -= n
-        while self._first_open < self.num_servers and not fg[self._first_open]:
-            self._first_open += 1
+        first = self._first_open
+        while first < self.num_servers and not fg[first]:
+            first += 1
+        self._first_open = first
         return slot
 
     def resize(self, slot: int, cpu: float, mem: float, tput: float) -> None:
         """Change a grant's per-GPU CPUs and memory on every server it spans."""
+        if self.undo:
+            self._log.append(
+                ("resize", slot, self.cpu[slot], self.mem[slot], self.tput[slot],
+                 [(s, self.free_cpu[s], self.free_mem[s]) for s, _ in self.parts[slot]])
+            )
         d_cpu = self.cpu[slot] - cpu
         d_mem = self.mem[slot] - mem
         for s, n in self.parts[slot]:
@@ -154,6 +173,31 @@ class ClusterLedger:
         self.cpu[slot] = cpu
         self.mem[slot] = mem
         self.tput[slot] = tput
+
+    def mark(self) -> int:
+        """A point to :meth:`rollback` to (needs ``undo=True``)."""
+        return len(self._log)
+
+    def rollback(self, mark: int) -> None:
+        """Undo every grant and resize made since ``mark``, restoring the exact old values."""
+        log = self._log
+        while len(log) > mark:
+            entry = log.pop()
+            if entry[0] == "grant":
+                _, servers, first_open, free_total = entry
+                slot = len(self.jobs) - 1
+                for s, _ in self.parts[slot]:
+                    self.slot_on_server[s].pop()
+                for lst in (self.jobs, self.cpu, self.mem, self.tput, self.parts):
+                    lst.pop()
+                for s, g, c, m in servers:
+                    self.free_gpu[s], self.free_cpu[s], self.free_mem[s] = g, c, m
+                self._first_open, self.free_gpus_total = first_open, free_total
+            else:
+                _, slot, cpu, mem, tput, servers = entry
+                self.cpu[slot], self.mem[slot], self.tput[slot] = cpu, mem, tput
+                for s, c, m in servers:
+                    self.free_cpu[s], self.free_mem[s] = c, m
 
     def gpus_of(self, slot: int, server: int) -> int:
         for s, n in self.parts[slot]:
@@ -226,34 +270,35 @@ class Tune:
         admitted = admit_by_gpus(order, gpus, ledger.free_gpus_total)
         if any(gpus[j] > 1 for j in admitted):
             admitted.sort(key=lambda j: -gpus[j])  # stable: policy order among equals
-        tc, tm, tt = jobs.target_cpu_l, jobs.target_mem_l, jobs.tput_target_l
-        bc, bm, bt = jobs.fallback_cpu_l, jobs.fallback_mem_l, jobs.tput_fallback_l
         for j in admitted:
-            g = gpus[j]
-            parts = ledger.find(g, tc[j], tm[j])
-            if parts is not None:
-                ledger.grant(j, parts, tc[j], tm[j], tt[j])
-                continue
-            cpu, mem = bc[j], bm[j]
-            if cpu != tc[j] or mem != tm[j]:
-                parts = ledger.find(g, cpu, mem)
-                if parts is not None:
-                    ledger.grant(j, parts, cpu, mem, bt[j])
-                    continue
-            self._reclaim(ledger, jobs, g, cpu, mem)
+            self.place(ledger, jobs, j)
+
+    def place(self, ledger: ClusterLedger, jobs: JobTable, j: int) -> int:
+        """Place admitted job ``j`` (its GPUs must be free); returns its ledger slot."""
+        g = jobs.gpus_l[j]
+        tc, tm = jobs.target_cpu_l[j], jobs.target_mem_l[j]
+        parts = ledger._first_fit(g, tc, tm) if ledger.placement == "first_fit" else ledger.find(g, tc, tm)
+        if parts is not None:
+            return ledger.grant(j, parts, tc, tm, jobs.tput_target_l[j])
+        cpu, mem, tput = jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j]
+        if cpu != tc or mem != tm:
             parts = ledger.find(g, cpu, mem)
-            if parts is None:
-                # The reference's choice of servers could not make room (a
-                # multi-GPU job placed first-fit across servers): downgrade
-                # every over-provisioned job on servers with free GPUs, which
-                # always leaves a fallback share per free GPU.
-                for s in range(ledger.num_servers):
-                    if ledger.free_gpu[s]:
-                        self._downgrade_on(ledger, jobs, s, float("inf"), float("inf"))
-                parts = ledger.find(g, cpu, mem)
-                if parts is None:  # pragma: no cover - impossible by construction
-                    raise AssertionError(f"tune could not place job {jobs.job_id[j]} after reclaiming")
-            ledger.grant(j, parts, cpu, mem, bt[j])
+            if parts is not None:
+                return ledger.grant(j, parts, cpu, mem, tput)
+        self._reclaim(ledger, jobs, g, cpu, mem)
+        parts = ledger.find(g, cpu, mem)
+        if parts is None:
+            # The reference's choice of servers could not make room (a
+            # multi-GPU job placed first-fit across servers): downgrade
+            # every over-provisioned job on servers with free GPUs, which
+            # always leaves a fallback share per free GPU.
+            for s in range(ledger.num_servers):
+                if ledger.free_gpu[s]:
+                    self._downgrade_on(ledger, jobs, s, float("inf"), float("inf"))
+            parts = ledger.find(g, cpu, mem)
+            if parts is None:  # pragma: no cover - impossible by construction
+                raise AssertionError(f"tune could not place job {jobs.job_id[j]} after reclaiming")
+        return ledger.grant(j, parts, cpu, mem, tput)
 
     def _reclaim(self, ledger: ClusterLedger, jobs: JobTable, g: int, cpu: float, mem: float) -> None:
         for s, n in reclaim_servers(ledger.free_gpu, g):

@@ -33,9 +33,18 @@ class RoundLog:
     running: list[int] = field(default_factory=list)
     queued: list[int] = field(default_factory=list)
 
-    def add(self, **row: float) -> None:
-        for name, value in row.items():
-            getattr(self, name).append(value)
+    def add(
+        self, start_s: float, duration_s: float, gpus: int, cpus: float, mem_gb: float,
+        throughput: float, running: int, queued: int,
+    ) -> None:
+        self.start_s.append(start_s)
+        self.duration_s.append(duration_s)
+        self.gpus.append(gpus)
+        self.cpus.append(cpus)
+        self.mem_gb.append(mem_gb)
+        self.throughput.append(throughput)
+        self.running.append(running)
+        self.queued.append(queued)
 
 
 @dataclass(frozen=True)

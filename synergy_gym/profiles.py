@@ -24,6 +24,7 @@ Rules the simulator applies:
 from __future__ import annotations
 
 import csv
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -73,6 +74,9 @@ class ModelZoo:
 
     models: tuple[ModelProfile, ...]
     _tput: np.ndarray = field(init=False, repr=False, compare=False)
+    _tput_lists: list = field(init=False, repr=False, compare=False)
+    _cpu_grid_list: list = field(init=False, repr=False, compare=False)
+    _mem_grid_list: list = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -87,6 +91,9 @@ class ModelZoo:
         tensor = np.stack([m.tput for m in self.models])
         tensor.setflags(write=False)
         object.__setattr__(self, "_tput", tensor)
+        object.__setattr__(self, "_tput_lists", tensor.tolist())
+        object.__setattr__(self, "_cpu_grid_list", first.cpu_grid.tolist())
+        object.__setattr__(self, "_mem_grid_list", first.mem_grid.tolist())
 
     @classmethod
     def default(cls) -> "ModelZoo":
@@ -123,6 +130,12 @@ class ModelZoo:
     def tput_tensor(self) -> np.ndarray:
         """Throughput matrices stacked as [model, cpu level, mem level] (read-only)."""
         return self._tput
+
+    def throughput_of(self, model: int, cpus_per_gpu: float, mem_gb_per_gpu: float) -> float:
+        """:meth:`ModelProfile.throughput` of model index ``model``, in pure Python (fast for scalars)."""
+        ci = max(bisect_right(self._cpu_grid_list, cpus_per_gpu + _GRID_EPS) - 1, 0)
+        mi = max(bisect_right(self._mem_grid_list, mem_gb_per_gpu + _GRID_EPS) - 1, 0)
+        return self._tput_lists[model][ci][mi]
 
     def throughput_many(self, model: np.ndarray, cpus_per_gpu: np.ndarray, mem_gb_per_gpu: np.ndarray) -> np.ndarray:
         """Vectorised :meth:`ModelProfile.throughput` for many jobs."""

@@ -111,6 +111,7 @@ class Simulator:
         self.log = RoundLog()
         self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[0]))
         self.rounds_planned = 0
+        self.exhausted = False  # no job left to run or arrive
 
     # -- public -------------------------------------------------------------
     @property
@@ -146,26 +147,55 @@ class Simulator:
 
         Returns False when no job is left to run or arrive.
         """
+        order = self.begin_round()
+        if order is None:
+            return not self.exhausted
+        self.allocate(order)
+        self.advance()
+        return True
+
+    def begin_round(self) -> np.ndarray | None:
+        """Admit the jobs that have arrived and return the runnable ones in policy order.
+
+        Returns None when there is nothing to plan at this instant: the run is
+        done, or the cluster is idle (time then jumps to the next arrival's
+        round), or no job is left at all (``exhausted``).
+        """
         self._admit_arrivals()
         if self.done:
-            return True
+            return None
         if self._runnable.size == 0:
             nxt = self._next_arrival()
             if nxt is None:
-                return False
-            self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[nxt]))
-            return True
-        order = self._order()
+                self.exhausted = True
+            else:
+                self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[nxt]))
+            return None
+        return self._order()
+
+    def allocate(self, order: np.ndarray) -> None:
+        """Allocate the round from an empty cluster, walking ``order`` with the policy's mechanism."""
+        self.ledger.reset()
+        self.policy.mechanism.allocate(self.ledger, self.jobs, order)
+
+    def advance(self, max_rounds: int | None = None, allow_idle: bool = False) -> np.ndarray:
+        """Run the ledger's grants until something can change (at most ``max_rounds`` rounds).
+
+        Returns the indices of the jobs that finished. An empty allocation is an
+        error (no runnable job could ever be placed) unless ``allow_idle``, when
+        the cluster just idles until the next round boundary.
+        """
         ledger = self.ledger
-        ledger.reset()
-        self.policy.mechanism.allocate(ledger, self.jobs, order)
         if self.config.debug:
             ledger.check_capacity()
         self.rounds_planned += 1
         placed = np.fromiter(ledger.jobs, dtype=np.int64, count=len(ledger.jobs))
         if placed.size == 0:
-            if ledger.free_gpus_total == self.cluster.total_gpus:
-                j = int(order[0])
+            if allow_idle:
+                self.now = (math.floor(self.now / self.config.round_s + 1e-9) + 1) * self.config.round_s
+                return placed
+            if ledger.free_gpus_total == self.cluster.total_gpus and self._runnable.size:
+                j = int(self._runnable[0])
                 raise WorkloadError(
                     f"job {self.jobs.job_id[j]} can never be placed: its GPUs, CPUs or memory "
                     f"do not fit on this cluster ({self.cluster.describe()})"
@@ -175,10 +205,8 @@ class Simulator:
         if self.observer is not None:
             self.observer(self, placed, tput)
         if self.config.timing == "round":
-            self._advance_rounds(placed, tput)
-        else:
-            self._advance_exact(placed, tput)
-        return True
+            return self._advance_rounds(placed, tput, max_rounds)
+        return self._advance_exact(placed, tput, max_rounds)
 
     # -- arrivals -----------------------------------------------------------
     def _boundary_at_or_after(self, t: float) -> float:
@@ -189,7 +217,7 @@ class Simulator:
     def _admit_arrivals(self) -> None:
         self._top_up_stream()
         jobs = self.jobs
-        end = int(np.searchsorted(jobs.arrival_s, self.now, side="right"))
+        end = int(jobs.arrival_s.searchsorted(self.now, side="right"))
         if end > self._next:
             self._runnable = np.concatenate([self._runnable, np.arange(self._next, end, dtype=np.int64)])
             self._next = end
@@ -260,35 +288,40 @@ class Simulator:
     def _skippable(self) -> bool:
         return self.policy.ordering.static
 
-    def _advance_rounds(self, placed: np.ndarray, tput: np.ndarray) -> None:
+    def _advance_rounds(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
         jobs = self.jobs
         r = self.config.round_s
         per_round = np.floor(r / (jobs.iter_time_s[placed] / tput))
-        remaining = jobs.total_iters[placed] - jobs.executed[placed]
-        rounds_left = np.ceil(remaining / per_round)
+        total = jobs.total_iters[placed]
+        executed = jobs.executed[placed]
+        rounds_left = np.ceil((total - executed) / per_round)
         n = 1
         if self._skippable():
-            n = int(rounds_left.min())
+            n = int(np.minimum.reduce(rounds_left))
             wait = self._rounds_until_admissible_arrival(self.ledger.free_gpus_total)
             if wait < math.inf:
                 n = max(1, min(n, int(round(wait / r))))
-        jobs.executed[placed] = np.minimum(jobs.executed[placed] + n * per_round, jobs.total_iters[placed])
-        self._finish_segment(placed, tput, duration=n * r, finished=placed[rounds_left <= n], finish_at=None)
+            if max_rounds is not None:
+                n = max(1, min(n, max_rounds))
+        jobs.executed[placed] = np.minimum(executed + n * per_round, total)
+        return self._finish_segment(placed, tput, duration=n * r, finished=placed[rounds_left <= n], finish_at=None)
 
-    def _advance_exact(self, placed: np.ndarray, tput: np.ndarray) -> None:
+    def _advance_exact(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
         jobs = self.jobs
         r = self.config.round_s
         rate = tput / jobs.iter_time_s[placed]
         remaining = jobs.total_iters[placed] - jobs.executed[placed]
         t_finish = remaining / rate
-        horizon = (math.floor(self.now / r + 1e-9) + 1) * r - self.now
+        next_boundary = (math.floor(self.now / r + 1e-9) + 1) * r
+        horizon = next_boundary - self.now
         if self._skippable():
-            wait = self._rounds_until_admissible_arrival(self.ledger.free_gpus_total)
-            horizon = max(horizon, wait)
+            horizon = max(horizon, self._rounds_until_admissible_arrival(self.ledger.free_gpus_total))
+            if max_rounds is not None:
+                horizon = min(horizon, next_boundary + (max(max_rounds, 1) - 1) * r - self.now)
         dt = min(float(t_finish.min()), horizon)
         done = t_finish <= dt * (1 + 1e-12) + 1e-9
         jobs.executed[placed] = np.where(done, jobs.total_iters[placed], jobs.executed[placed] + rate * dt)
-        self._finish_segment(placed, tput, duration=dt, finished=placed[done], finish_at=self.now + t_finish[done])
+        return self._finish_segment(placed, tput, duration=dt, finished=placed[done], finish_at=self.now + t_finish[done])
 
     def _finish_segment(
         self,
@@ -297,25 +330,25 @@ class Simulator:
         duration: float,
         finished: np.ndarray,
         finish_at: np.ndarray | None,
-    ) -> None:
+    ) -> np.ndarray:
         jobs = self.jobs
         ledger = self.ledger
         start = self.now
         end = start + duration
-        new = placed[np.isnan(jobs.start_s[placed])]
-        jobs.start_s[new] = start
+        starts = jobs.start_s[placed]
+        jobs.start_s[placed] = np.fmin(starts, start)  # NaN (never ran) becomes this start
         jobs.attained_s[placed] += duration
         jobs.last_end_s[placed] = end
-        gpus = jobs.gpus[placed]
+        c = self.cluster
         self.log.add(
-            start_s=start,
-            duration_s=duration,
-            gpus=int(gpus.sum()),
-            cpus=float(np.dot(gpus, ledger.cpu)),
-            mem_gb=float(np.dot(gpus, ledger.mem)),
-            throughput=float(np.dot(gpus, tput)),
-            running=int(placed.size),
-            queued=int(self._runnable.size - placed.size),
+            start,
+            duration,
+            c.total_gpus - ledger.free_gpus_total,
+            c.total_cpus - sum(ledger.free_cpu),
+            c.total_mem_gb - sum(ledger.free_mem),
+            float(np.dot(jobs.gpus[placed], tput)),
+            int(placed.size),
+            int(self._runnable.size - placed.size),
         )
         if finished.size:
             jobs.finish_s[finished] = end if finish_at is None else finish_at
@@ -323,3 +356,4 @@ class Simulator:
             self._unfinished -= int(finished.size)
             self._runnable = self._runnable[np.isnan(jobs.finish_s[self._runnable])]
         self.now = end
+        return finished

@@ -31,6 +31,16 @@ def parse_split(text: str) -> tuple[float, float, float]:
     return values  # type: ignore[return-value]
 
 
+def check_split(split) -> tuple[float, float, float]:
+    """Validate a (vision, language, speech) split: non-negative weights with a positive sum."""
+    split = tuple(split)
+    if len(split) != 3 or any(not isinstance(w, (int, float)) or not np.isfinite(w) or w < 0 for w in split) or sum(split) <= 0:
+        raise WorkloadError(
+            f"class split {split!r} must be three non-negative weights (vision, language, speech) with a positive sum"
+        )
+    return split  # type: ignore[return-value]
+
+
 @dataclass
 class ModelAssigner:
     """Hands out model indices job by job, tracking the class split."""
@@ -43,11 +53,7 @@ class ModelAssigner:
     _share: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
-        split = tuple(self.split)
-        if len(split) != 3 or any(not np.isfinite(w) or w < 0 for w in split) or sum(split) <= 0:
-            raise WorkloadError(
-                f"class split {split!r} must be three non-negative weights (vision, language, speech) with a positive sum"
-            )
+        split = check_split(self.split)
         total = float(sum(split))
         self._share = [w / total for w in split]
         self._models = [self.zoo.models_of_task(task) for task in TASKS]

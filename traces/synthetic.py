@@ -34,7 +34,7 @@ import numpy as np
 from synergy_gym.errors import WorkloadError
 from synergy_gym.profiles import ModelZoo
 from synergy_gym.workload import Workload
-from traces.model_mix import DEFAULT_SPLIT, ModelAssigner
+from traces.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
 from traces.philly_gpu_mix import gpu_mix
 
 #: The paper's measured window: jobs 4000–4999.
@@ -77,7 +77,7 @@ class SyntheticWorkload:
         if not (0 <= a < b) or (limit is not None and b > limit):
             bound = f"0 ≤ A < B ≤ {limit}" if limit is not None else "0 ≤ A < B"
             raise WorkloadError(f"window {a}:{b} must satisfy {bound}")
-        ModelAssigner(ModelZoo.default(), self.class_split)  # validates the split
+        check_split(self.class_split)
 
     @property
     def resolved_window(self) -> tuple[int, int]:
@@ -93,19 +93,21 @@ class SyntheticWorkload:
         count = self.num_jobs if self.num_jobs is not None else self.resolved_window[1]
         return gen.chunk(count, run_until="all" if self.num_jobs is not None else "window")
 
-    def stream(self, zoo: ModelZoo | None = None) -> tuple[Workload, Iterator[Workload]]:
-        """The first jobs (through the window) and an endless iterator of further jobs.
+    def stream(self, zoo: ModelZoo | None = None) -> tuple[Workload, Iterator[Workload] | None]:
+        """The first jobs (through the window) and an endless, picklable iterator of further jobs.
 
-        With ``num_jobs`` set the iterator is empty.
+        With ``num_jobs`` set there are no further jobs (None).
         """
         gen = _Generator(self, zoo or ModelZoo.default())
         if self.num_jobs is not None:
-            return gen.chunk(self.num_jobs, run_until="all"), iter(())
+            return gen.chunk(self.num_jobs, run_until="all"), None
         first = gen.chunk(self.resolved_window[1], run_until="window")
-        return first, gen.forever()
+        return first, gen
 
 
 class _Generator:
+    """Draws jobs chunk by chunk; as an iterator it yields further chunks forever."""
+
     def __init__(self, spec: SyntheticWorkload, zoo: ModelZoo) -> None:
         self.spec = spec
         self.zoo = zoo
@@ -149,6 +151,8 @@ class _Generator:
             source="synthetic workload",
         )
 
-    def forever(self) -> Iterator[Workload]:
-        while True:
-            yield self.chunk(_CHUNK)
+    def __iter__(self) -> "_Generator":
+        return self
+
+    def __next__(self) -> Workload:
+        return self.chunk(_CHUNK)

@@ -1,0 +1,71 @@
+"""Score a policy (an SB3 model or a baseline) on the environment, seed by seed.
+
+Every policy evaluated with the same ``env_id``, keyword arguments and seeds
+sees identical workloads: the episode's jobs are drawn from the seed alone.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any, Callable, Iterable
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+SUMMARY_KEYS = (
+    "mean_jct_h", "median_jct_h", "p99_jct_h", "window_mean_jct_h", "window_median_jct_h",
+    "window_p99_jct_h", "makespan_h", "jobs_finished", "jobs_total",
+)
+
+
+def _accepts_masks(policy: Any) -> bool:
+    try:
+        return "action_masks" in inspect.signature(policy.predict).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def evaluate(
+    policy: Any,
+    env_id: str | Callable[..., gym.Env] = "Synergy-small-v0",
+    seeds: Iterable[int] = (0,),
+    name: str | None = None,
+    deterministic: bool = True,
+    **env_kwargs: Any,
+) -> pd.DataFrame:
+    """Run one episode per seed; one row per seed with the episode's JCT summary.
+
+    ``policy`` needs ``predict(obs, ..., deterministic=..., [action_masks=...])``
+    returning ``(action, state)`` – SB3 models and :mod:`baselines.env_policies`
+    both qualify. Masks are passed when ``predict`` accepts them.
+    """
+    import synergy_gym  # noqa: F401  (registers the environments)
+
+    label = name or getattr(policy, "name", None) or type(policy).__name__
+    masks = _accepts_masks(policy)
+    rows = []
+    for seed in seeds:
+        env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
+        try:
+            started = time.perf_counter()
+            obs, _ = env.reset(seed=int(seed))
+            ret, steps, done, info = 0.0, 0, False, {}
+            terminated = truncated = False
+            while not done:
+                kwargs = {"deterministic": deterministic}
+                if masks:
+                    kwargs["action_masks"] = env.unwrapped.action_masks()
+                action, _ = policy.predict(obs, **kwargs)
+                obs, reward, terminated, truncated, info = env.step(np.asarray(action).item())
+                ret += float(reward)
+                steps += 1
+                done = terminated or truncated
+            row = {"policy": label, "seed": int(seed), "episode_return": ret, "steps": steps,
+                   "terminated": bool(terminated), "wall_s": time.perf_counter() - started}
+            row.update({k: info.get(k, np.nan) for k in SUMMARY_KEYS})
+            rows.append(row)
+        finally:
+            env.close()
+    return pd.DataFrame(rows)
