@@ -231,7 +231,7 @@ class SynergyEnv(gym.Env):
                 class_split=tuple(cfg.class_split), max_gpus=self.cluster.total_gpus,
             )
         self.sim_config = SimulationConfig(
-            round_s=cfg.round_s, placement=cfg.placement, timing=cfg.timing, debug=cfg.debug
+            round_s=cfg.round_s, placement=cfg.placement, timing=cfg.timing, debug=cfg.debug, record_rounds=False
         )
         self.policy = SchedulingPolicy(ORDERINGS[cfg.order](), Tune())
         zoo = self.zoo

@@ -25,7 +25,12 @@ from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import WorkloadError
 from synergy_gym.workload import Workload
 
-_FLOAT_COLUMNS = ("arrival_s", "iter_time_s", "total_iters", "executed", "attained_s", "last_end_s", "start_s", "finish_s")
+_FLOAT_COLUMNS = ("arrival_s", "iter_time_s", "total_iters", "finish_s")
+#: Columns of :attr:`JobTable.progress`, which a round reads and writes for all
+#: running jobs with one gather and one scatter; ``executed``, ``start_s``,
+#: ``attained_s`` and ``last_end_s`` are views of its columns.
+PROGRESS_COLUMNS = ("iter_time_s", "total_iters", "executed", "start_s", "attained_s", "last_end_s")
+ITER, TOTAL, EXECUTED, START, ATTAINED, LAST_END = range(len(PROGRESS_COLUMNS))
 
 
 class JobTable:
@@ -46,6 +51,8 @@ class JobTable:
         self.priority = np.zeros(0, dtype=bool)
         for name in _FLOAT_COLUMNS:
             setattr(self, name, empty_f.copy())
+        self.progress = np.zeros((0, len(PROGRESS_COLUMNS)))
+        self._bind_progress_views()
         self.target_cpu = empty_f.copy()
         self.target_mem = empty_f.copy()
         self.tput_target = empty_f.copy()
@@ -80,14 +87,16 @@ class JobTable:
             "arrival_s": w.arrival_s,
             "iter_time_s": w.iter_time_s,
             "total_iters": w.total_iters.astype(float),
-            "executed": np.zeros(n_new),
-            "attained_s": np.zeros(n_new),
-            "last_end_s": np.full(n_new, np.nan),
-            "start_s": np.full(n_new, np.nan),
             "finish_s": np.full(n_new, np.nan),
         }
         for name in _FLOAT_COLUMNS:
             setattr(self, name, np.concatenate([getattr(self, name), new_cols[name]]))
+        progress = np.zeros((n_new, len(PROGRESS_COLUMNS)))
+        progress[:, ITER] = w.iter_time_s
+        progress[:, TOTAL] = w.total_iters
+        progress[:, [START, LAST_END]] = np.nan
+        self.progress = np.concatenate([self.progress, progress])
+        self._bind_progress_views()
         fair_tput = self.zoo.throughput_many(w.model, np.full(n_new, self.fair_cpu), np.full(n_new, self.fair_mem))
         self.tput_fair = np.concatenate([self.tput_fair, fair_tput])
         self.target_cpu = np.concatenate([self.target_cpu, np.zeros(n_new)])
@@ -104,6 +113,12 @@ class JobTable:
         ):
             lst.extend([0.0] * n_new)
         self.set_targets(np.arange(first, self.n), cpu, mem)
+
+    def _bind_progress_views(self) -> None:
+        self.executed = self.progress[:, EXECUTED]
+        self.start_s = self.progress[:, START]
+        self.attained_s = self.progress[:, ATTAINED]
+        self.last_end_s = self.progress[:, LAST_END]
 
     def set_targets(self, jobs: np.ndarray, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> None:
         """Set what ``jobs`` ask for, as (CPUs, GB) per GPU; updates their throughputs."""

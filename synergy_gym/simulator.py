@@ -34,7 +34,7 @@ import numpy as np
 from synergy_gym.allocation import PLACEMENTS, ClusterLedger, Placement
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
-from synergy_gym.job_table import JobTable
+from synergy_gym.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
 from synergy_gym.metrics import RoundLog, SimulationResult, build_result
 from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.workload import JobStream, Workload
@@ -60,6 +60,9 @@ class SimulationConfig:
     starvation_s: float = 1000 * 3600.0
     #: Check after every round that no server is over any capacity.
     debug: bool = False
+    #: Keep the per-round utilisation log (``SimulationResult.rounds``); the
+    #: Gymnasium environment turns it off.
+    record_rounds: bool = True
 
     def __post_init__(self) -> None:
         for name in ("round_s", "starvation_s"):
@@ -289,12 +292,10 @@ class Simulator:
         return self.policy.ordering.static
 
     def _advance_rounds(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
-        jobs = self.jobs
         r = self.config.round_s
-        per_round = np.floor(r / (jobs.iter_time_s[placed] / tput))
-        total = jobs.total_iters[placed]
-        executed = jobs.executed[placed]
-        rounds_left = np.ceil((total - executed) / per_round)
+        state = self.jobs.progress[placed]  # one gather; written back in _finish_segment
+        per_round = np.floor(r / (state[:, ITER] / tput))
+        rounds_left = np.ceil((state[:, TOTAL] - state[:, EXECUTED]) / per_round)
         n = 1
         if self._skippable():
             n = int(np.minimum.reduce(rounds_left))
@@ -303,15 +304,14 @@ class Simulator:
                 n = max(1, min(n, int(round(wait / r))))
             if max_rounds is not None:
                 n = max(1, min(n, max_rounds))
-        jobs.executed[placed] = np.minimum(executed + n * per_round, total)
-        return self._finish_segment(placed, tput, duration=n * r, finished=placed[rounds_left <= n], finish_at=None)
+        state[:, EXECUTED] = np.minimum(state[:, EXECUTED] + n * per_round, state[:, TOTAL])
+        return self._finish_segment(placed, tput, state, duration=n * r, finished=placed[rounds_left <= n], finish_at=None)
 
     def _advance_exact(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
-        jobs = self.jobs
         r = self.config.round_s
-        rate = tput / jobs.iter_time_s[placed]
-        remaining = jobs.total_iters[placed] - jobs.executed[placed]
-        t_finish = remaining / rate
+        state = self.jobs.progress[placed]
+        rate = tput / state[:, ITER]
+        t_finish = (state[:, TOTAL] - state[:, EXECUTED]) / rate
         next_boundary = (math.floor(self.now / r + 1e-9) + 1) * r
         horizon = next_boundary - self.now
         if self._skippable():
@@ -320,13 +320,16 @@ class Simulator:
                 horizon = min(horizon, next_boundary + (max(max_rounds, 1) - 1) * r - self.now)
         dt = min(float(t_finish.min()), horizon)
         done = t_finish <= dt * (1 + 1e-12) + 1e-9
-        jobs.executed[placed] = np.where(done, jobs.total_iters[placed], jobs.executed[placed] + rate * dt)
-        return self._finish_segment(placed, tput, duration=dt, finished=placed[done], finish_at=self.now + t_finish[done])
+        state[:, EXECUTED] = np.where(done, state[:, TOTAL], state[:, EXECUTED] + rate * dt)
+        return self._finish_segment(
+            placed, tput, state, duration=dt, finished=placed[done], finish_at=self.now + t_finish[done]
+        )
 
     def _finish_segment(
         self,
         placed: np.ndarray,
         tput: np.ndarray,
+        state: np.ndarray,
         duration: float,
         finished: np.ndarray,
         finish_at: np.ndarray | None,
@@ -335,21 +338,22 @@ class Simulator:
         ledger = self.ledger
         start = self.now
         end = start + duration
-        starts = jobs.start_s[placed]
-        jobs.start_s[placed] = np.fmin(starts, start)  # NaN (never ran) becomes this start
-        jobs.attained_s[placed] += duration
-        jobs.last_end_s[placed] = end
-        c = self.cluster
-        self.log.add(
-            start,
-            duration,
-            c.total_gpus - ledger.free_gpus_total,
-            c.total_cpus - sum(ledger.free_cpu),
-            c.total_mem_gb - sum(ledger.free_mem),
-            float(np.dot(jobs.gpus[placed], tput)),
-            int(placed.size),
-            int(self._runnable.size - placed.size),
-        )
+        np.fmin(state[:, START], start, out=state[:, START])  # NaN (never ran) becomes this start
+        state[:, ATTAINED] += duration
+        state[:, LAST_END] = end
+        jobs.progress[placed] = state  # one scatter
+        if self.config.record_rounds:
+            c = self.cluster
+            self.log.add(
+                start,
+                duration,
+                c.total_gpus - ledger.free_gpus_total,
+                c.total_cpus - sum(ledger.free_cpu),
+                c.total_mem_gb - sum(ledger.free_mem),
+                float(np.dot(jobs.gpus[placed], tput)),
+                int(placed.size),
+                int(self._runnable.size - placed.size),
+            )
         if finished.size:
             jobs.finish_s[finished] = end if finish_at is None else finish_at
             self._measured_left -= int(np.count_nonzero(jobs.measured[finished]))
