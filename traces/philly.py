@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
+from traces.csv_table import read_job_table
 from synergy_gym.profiles import ModelZoo
 from synergy_gym.workload import Workload
 from traces.model_mix import DEFAULT_SPLIT, ModelAssigner
@@ -44,17 +45,7 @@ def read_philly_csv(
 ) -> Workload:
     zoo = zoo or ModelZoo.default()
     path = Path(path)
-    if not path.is_file():
-        raise WorkloadError(f"trace file {str(path)!r} does not exist")
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise WorkloadError(f"{path}: not a readable CSV: {str(exc).splitlines()[0]}") from None
-    missing = [c for c in REQUIRED if c not in frame.columns]
-    if missing:
-        raise WorkloadError(f"{path}: missing column(s) {', '.join(missing)}")
-    if frame.empty:
-        raise WorkloadError(f"{path}: no jobs")
+    frame = read_job_table(path, REQUIRED, "trace file")
 
     def reject(mask: np.ndarray, what: str) -> None:
         if mask.any():

@@ -23,6 +23,7 @@ import pandas as pd
 
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import WorkloadError
+from traces.csv_table import read_job_table
 from synergy_gym.files import atomic_write_text
 from synergy_gym.profiles import ModelZoo
 from synergy_gym.workload import RunUntil, Workload
@@ -40,17 +41,7 @@ def read_workload_csv(
     """Load a workload CSV; errors name the file, the row's job and the column."""
     zoo = zoo or ModelZoo.default()
     path = Path(path)
-    if not path.is_file():
-        raise WorkloadError(f"workload file {str(path)!r} does not exist")
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise WorkloadError(f"{path}: not a readable CSV: {str(exc).splitlines()[0]}") from None
-    missing = [c for c in REQUIRED if c not in frame.columns]
-    if missing:
-        raise WorkloadError(f"{path}: missing column(s) {', '.join(missing)}")
-    if frame.empty:
-        raise WorkloadError(f"{path}: no jobs")
+    frame = read_job_table(path, REQUIRED, "workload file")
     for col in ("job_id", "gpus", "arrival_s", "total_iters", "in_measured_window", "iter_time_s", "fair_duration_s", "cpu_demand", "mem_demand_gb"):
         if col in frame.columns and not pd.api.types.is_numeric_dtype(frame[col]):
             bad = pd.to_numeric(frame[col], errors="coerce").isna() & frame[col].notna()
