@@ -31,8 +31,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from baselines.plots import avg_jct_png, jct_cdf_png
+from baselines.plots import avg_jct_png
+from synergy_gym.plots import jct_cdf_png
 from baselines.registry import make_policy, parse_policy_list
+from synergy_gym.cli_args import parse_seed_list
 from synergy_gym.cluster import ClusterSpec, load_cluster
 from synergy_gym.errors import SynergyGymError
 from synergy_gym.files import atomic_write_bytes, atomic_write_text
@@ -219,27 +221,6 @@ def _floats(text: str) -> tuple[float, ...]:
     return values
 
 
-def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"42"``, ``"1,2,3"`` or ``"0..9"`` (inclusive) → seeds."""
-    seeds: list[int] = []
-    try:
-        for part in (p.strip() for p in text.split(",")):
-            if not part:
-                continue
-            if ".." in part:
-                lo, hi = (int(x) for x in part.split(".."))
-                seeds.extend(range(lo, hi + 1))
-            else:
-                seeds.append(int(part))
-    except ValueError:
-        raise SynergyGymError(f"--seed {text!r}: expected integers like 42, 1,2,3 or 0..9") from None
-    if not seeds:
-        raise SynergyGymError(f"--seed {text!r}: the seed range is empty")
-    if any(s < 0 for s in seeds):
-        raise SynergyGymError(f"--seed {text!r}: seeds must be non-negative")
-    return tuple(dict.fromkeys(seeds))
-
-
 def parse_window(text: str) -> tuple[int, int]:
     try:
         a, b = (int(x) for x in text.split(":"))
@@ -292,7 +273,7 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
     spec = CompareSpec(
         policies=parse_policy_list(args.policies),
         loads=_floats(args.load) if args.load is not None else (9.0,),
-        seeds=parse_seeds(args.seed) if args.seed is not None else (42,),
+        seeds=parse_seed_list(args.seed, "--seed") if args.seed is not None else (42,),
         num_jobs=args.jobs,
         window=parse_window(args.window) if args.window is not None else None,
         multigpu=args.multigpu,

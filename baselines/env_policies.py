@@ -1,73 +1,16 @@
-"""Allocation baselines as policies for the Gymnasium environment.
+"""The allocation baselines the Gymnasium environment can express, as policies.
 
-Each has Stable-Baselines3's ``predict`` signature, so
-``synergy_gym.evaluate`` scores them exactly like trained models:
-
-* :class:`FairSharePolicy` – always action 0 (GPU-proportional); through the
-  environment this reproduces ``<order>+fair``;
-* :class:`TunePolicy` – always action 1 (best-case demand); reproduces
-  ``<order>+tune``;
-* :class:`RandomMaskedPolicy` – a uniformly random valid action.
-
-Observations may be single or batched (as from a vector env); the action mask
-comes from ``action_masks`` or else ``obs["action_mask"]``.
+With Stable-Baselines3's ``predict`` signature, for ``synergy_gym.evaluate``:
+``fair`` (always the fair share, i.e. ``<order>+fair``), ``tune`` (always the
+best-case demand, i.e. ``<order>+tune``) and ``random`` (a random valid action).
 """
 
-from __future__ import annotations
+from synergy_gym.action_policies import (
+    ConstantPolicy,
+    RandomMaskedPolicy,
+    env_baselines,
+    fair_share_policy,
+    tune_policy,
+)
 
-from typing import Any
-
-import numpy as np
-
-from synergy_gym.env import DEMAND_ACTION, FAIR_ACTION
-
-
-def _batch_size(obs: Any) -> int | None:
-    mask = obs["action_mask"] if isinstance(obs, dict) else np.asarray(obs)
-    mask = np.asarray(mask)
-    return mask.shape[0] if mask.ndim == 2 else None
-
-
-class ConstantPolicy:
-    """Always the same action."""
-
-    def __init__(self, action: int, name: str) -> None:
-        self.action = int(action)
-        self.name = name
-
-    def predict(self, observation, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
-        n = _batch_size(observation)
-        if n is None:
-            return np.array(self.action), None
-        return np.full(n, self.action), None
-
-
-class FairSharePolicy(ConstantPolicy):
-    def __init__(self) -> None:
-        super().__init__(FAIR_ACTION, "fair")
-
-
-class TunePolicy(ConstantPolicy):
-    def __init__(self) -> None:
-        super().__init__(DEMAND_ACTION, "tune")
-
-
-class RandomMaskedPolicy:
-    """A uniformly random valid action (seeded)."""
-
-    name = "random"
-
-    def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def predict(self, observation, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
-        mask = np.asarray(action_masks if action_masks is not None else observation["action_mask"]) > 0
-        if mask.ndim == 1:
-            valid = np.flatnonzero(mask)
-            return np.array(valid[self.rng.integers(valid.size)]), None
-        return np.array([row[self.rng.integers(row.size)] for row in map(np.flatnonzero, mask)]), None
-
-
-def env_baselines(seed: int | None = 0) -> dict[str, Any]:
-    """The baselines the environment can express, by name."""
-    return {"fair": FairSharePolicy(), "tune": TunePolicy(), "random": RandomMaskedPolicy(seed)}
+__all__ = ["ConstantPolicy", "RandomMaskedPolicy", "env_baselines", "fair_share_policy", "tune_policy"]

@@ -1,23 +1,11 @@
-"""Figures of a comparison: average JCT per policy (or against load) and JCT CDFs."""
+"""The average-JCT figure of a comparison (the JCT CDF is ``synergy_gym.plots.jct_cdf_png``)."""
 
 from __future__ import annotations
 
-import io
+import numpy as np
+import pandas as pd
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker as mticker  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+from synergy_gym.plots import figure_png, pyplot
 
 
 def avg_jct_png(results: pd.DataFrame) -> bytes:
@@ -28,7 +16,7 @@ def avg_jct_png(results: pd.DataFrame) -> bytes:
     """
     policies = list(dict.fromkeys(results["policy"]))
     loads = results["load"].dropna().unique()
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = pyplot().subplots(figsize=(7, 4))
     if len(loads) > 1:
         for policy in policies:
             rows = results[results["policy"] == policy].groupby("load")["mean_jct_h"]
@@ -45,25 +33,4 @@ def avg_jct_png(results: pd.DataFrame) -> bytes:
         ax.set_title(title)
     ax.set_ylabel("average JCT (hours)")
     ax.grid(axis="y", alpha=0.3)
-    return _png(fig)
-
-
-def jct_cdf_png(jcts: dict[tuple[str, object], np.ndarray]) -> bytes:
-    """CDF of measured JCTs per policy, one panel per load; keys are (policy, load or case label)."""
-    loads = list(dict.fromkeys(load for _, load in jcts))
-    fig, axes = plt.subplots(1, len(loads), figsize=(6 * len(loads), 4), squeeze=False)
-    for ax, load in zip(axes[0], loads):
-        for (policy, key_load), values in jcts.items():
-            if key_load != load or values.size == 0:
-                continue
-            x = np.sort(values)
-            ax.plot(x, np.arange(1, x.size + 1) / x.size, label=policy)
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(mticker.NullFormatter())
-        ax.set_xlabel("JCT (hours)")
-        ax.set_ylabel("fraction of jobs")
-        ax.set_title(f"load {load:g} jobs/h" if isinstance(load, (int, float)) else str(load))
-        ax.grid(alpha=0.3)
-        ax.legend()
-    return _png(fig)
+    return figure_png(fig)

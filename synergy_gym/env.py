@@ -263,6 +263,10 @@ class SynergyEnv(gym.Env):
         self._mask_cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self.sim: Simulator | None = None
 
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.action_space._mask_fn = self.action_masks
+
     # -- construction helpers -------------------------------------------------------
     def _load_fixed_workload(self) -> Workload | None:
         cfg = self.cfg
@@ -803,6 +807,13 @@ class MaskedDiscrete(spaces.Discrete):
         if mask is None and probability is None and self._mask_fn is not None:
             mask = self._mask_fn().astype(np.int8)
         return super().sample(mask=mask, probability=probability)
+
+    def __getstate__(self) -> dict:
+        # A pickled space (sent between processes by vector envs) is a plain
+        # Discrete; the environment re-attaches its masks when it is unpickled.
+        state = dict(self.__dict__)
+        state["_mask_fn"] = None
+        return state
 
 
 @dataclass

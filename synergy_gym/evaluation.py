@@ -33,9 +33,12 @@ def evaluate(
     seeds: Iterable[int] = (0,),
     name: str | None = None,
     deterministic: bool = True,
+    keep_jcts: bool = False,
     **env_kwargs: Any,
 ) -> pd.DataFrame:
     """Run one episode per seed; one row per seed with the episode's JCT summary.
+
+    With ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs.
 
     ``policy`` needs ``predict(obs, ..., deterministic=..., [action_masks=...])``
     returning ``(action, state)`` – SB3 models and :mod:`baselines.env_policies`
@@ -65,6 +68,10 @@ def evaluate(
             row = {"policy": label, "seed": int(seed), "episode_return": ret, "steps": steps,
                    "terminated": bool(terminated), "wall_s": time.perf_counter() - started}
             row.update({k: info.get(k, np.nan) for k in SUMMARY_KEYS})
+            if keep_jcts:
+                jobs = env.unwrapped.sim.jobs
+                done_jobs = ~np.isnan(jobs.finish_s)
+                row["jct_h"] = ((jobs.finish_s - jobs.arrival_s)[done_jobs] / 3600.0).tolist()
             rows.append(row)
         finally:
             env.close()

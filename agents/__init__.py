@@ -1,0 +1,1 @@
+"""Stable-Baselines3 agents for the synergy-gym environments: training, evaluation, a minimal PPO."""

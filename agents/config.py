@@ -1,0 +1,141 @@
+"""Training configuration: every hyper-parameter of a run, in one dataclass.
+
+A config file (``--config FILE``, TOML or YAML) sets any of the fields below;
+command-line options override it; the resolved config is saved in the run
+folder as ``config.json``, from which ``--resume`` and ``evaluate`` read it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from synergy_gym.errors import ConfigError, UnknownNameError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ALGOS: tuple[str, ...] = ("maskable_ppo", "ppo", "a2c", "dqn")
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+#: Evaluation episodes use env seeds from here on; training envs use ``seed + rank``,
+#: far below, so evaluation workloads are never training workloads.
+EVAL_SEED_BASE = 1_000_000
+
+
+@dataclass
+class TrainConfig:
+    """All settings of a training run (defaults: the reference run on ``Synergy-small-v0``)."""
+
+    algo: str = "maskable_ppo"
+    env_id: str = "Synergy-small-v0"
+    env_kwargs: dict = field(default_factory=dict)
+    timesteps: int = 200_000
+    n_envs: int = 4
+    seed: int = 0
+    device: str = "auto"
+    # Optimisation (PPO, A2C; DQN uses learning_rate, batch_size, gamma).
+    learning_rate: float = 3e-4
+    n_steps: int = 512
+    batch_size: int = 256
+    n_epochs: int = 5
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    clip_range: float = 0.2
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    # DQN.
+    buffer_size: int = 100_000
+    learning_starts: int = 1_000
+    exploration_fraction: float = 0.2
+    target_update_interval: int = 1_000
+    train_freq: int = 4
+    # Network: an MLP over each queue slot, pooled, joined with the job and cluster features.
+    net_arch: list = field(default_factory=lambda: [128, 128])
+    job_dim: int = 128
+    slot_dim: int = 32
+    normalize_obs: bool = True
+    normalize_reward: bool = True
+    # Evaluation on held-out workload seeds.
+    eval_freq: int = 20_000
+    eval_episodes: int = 5
+    progress_bar: bool = True
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def eval_seeds(self) -> list[int]:
+        return [EVAL_SEED_BASE + i for i in range(self.eval_episodes)]
+
+    def validate(self) -> None:
+        if self.algo not in ALGOS:
+            raise UnknownNameError("algorithm", str(self.algo), ALGOS)
+        if self.device not in DEVICES:
+            raise UnknownNameError("device", str(self.device), DEVICES)
+        if not isinstance(self.env_kwargs, dict):
+            raise ConfigError(f"env_kwargs must be a table of env keyword arguments, got {self.env_kwargs!r}")
+        for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "target_update_interval",
+                     "train_freq", "job_dim", "slot_dim", "eval_freq", "eval_episodes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("seed", "learning_starts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        for name in ("learning_rate", "gamma", "gae_lambda", "clip_range", "vf_coef", "max_grad_norm", "exploration_fraction"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        if not isinstance(self.ent_coef, (int, float)) or self.ent_coef < 0:
+            raise ConfigError(f"ent_coef must be a non-negative number, got {self.ent_coef!r}")
+        if not (isinstance(self.net_arch, list) and all(isinstance(x, int) and x > 0 for x in self.net_arch)):
+            raise ConfigError(f"net_arch must be a list of positive layer sizes, got {self.net_arch!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str = "config") -> "TrainConfig":
+        valid = {f.name for f in fields(cls)}
+        unknown = [k for k in values if k not in valid]
+        if unknown:
+            raise ConfigError(f"{source}: unknown setting {unknown[0]!r}; valid: {', '.join(sorted(valid))}")
+        return cls(**dict(values))
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """The settings in a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file, or a saved ``config.json``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        elif suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ConfigError(f"config file {path}: use .toml, .yaml/.yml or .json")
+    except ConfigError:
+        raise
+    except Exception as exc:  # the parsers raise their own error types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"config file {path} is malformed: {first}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a table of settings")
+    return data

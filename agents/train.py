@@ -1,0 +1,354 @@
+"""``synergy-gym train``: train a Stable-Baselines3 agent on ``Synergy-v0`` / ``Synergy-small-v0``.
+
+Algorithms: ``maskable_ppo`` (sb3-contrib, honours the action masks; the
+default), ``ppo``, ``a2c`` and ``dqn`` (for these a masked action is replaced by
+the fair share, see :class:`agents.wrappers.InvalidActionToFair`). Observations
+(all keys but the masks) and rewards are normalised with ``VecNormalize``; the
+policy uses :class:`agents.features.SynergyExtractor`.
+
+A run folder (``--out``, default ``runs/<env>__<algo>__<seed>__<time>``) holds
+
+``config.json``       the resolved configuration
+``versions.json``     package versions and the git commit of the code
+``tb/``               TensorBoard events: SB3's training curves, ``eval/*``
+                      (``mean_jct_h``, ``p99_jct_h``, ``makespan_h``,
+                      ``jct_vs_tune``, ``jct_vs_fair``) and the baselines as
+                      constant lines (``baseline/<order>+fair/mean_jct_h``, …)
+``eval.csv``          every evaluation
+``best_model.zip``    the checkpoint with the lowest evaluation mean JCT, with
+                      ``best_vecnormalize.pkl``
+``last_model.zip``    the final checkpoint, with ``vecnormalize.pkl``
+
+Evaluation runs every ``eval_freq`` steps and once at the end, on held-out
+workload seeds (environment seeds from 1,000,000 on; training environments use
+``seed + rank``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Sequence
+
+import gymnasium as gym
+import pandas as pd
+
+from agents.config import ALGOS, DEVICES, TrainConfig, load_config_file
+from agents.wrappers import AgentPolicy, InvalidActionToFair
+from synergy_gym.action_policies import fair_share_policy, tune_policy
+from synergy_gym.errors import ConfigError, SynergyGymError
+from synergy_gym.evaluation import evaluate
+from synergy_gym.files import atomic_write_text
+
+MASK_KEYS = ("action_mask", "queue_mask")
+
+
+def algorithm_class(algo: str):
+    if algo == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO
+    import stable_baselines3 as sb3
+
+    return {"ppo": sb3.PPO, "a2c": sb3.A2C, "dqn": sb3.DQN}[algo]
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: PyTorch sees no CUDA device on this machine (use --device auto or cpu)")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def check_env_kwargs(cfg: TrainConfig) -> None:
+    """Build the environment once, so a bad env id or kwarg fails before anything is written."""
+    import synergy_gym  # noqa: F401  (registers the environments)
+
+    try:
+        gym.spec(cfg.env_id)
+    except gym.error.Error:
+        raise ConfigError(f"unknown env {cfg.env_id!r}; valid: Synergy-v0, Synergy-small-v0") from None
+    gym.make(cfg.env_id, **cfg.env_kwargs).close()
+
+
+def _env_factory(env_id: str, env_kwargs: dict, masked: bool):
+    def make() -> gym.Env:
+        from stable_baselines3.common.monitor import Monitor
+
+        import synergy_gym  # noqa: F401
+
+        env = gym.make(env_id, **env_kwargs)
+        if not masked:
+            env = InvalidActionToFair(env)
+        return Monitor(env)
+
+    return make
+
+
+def make_vec_env(cfg: TrainConfig):
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+    factory = _env_factory(cfg.env_id, cfg.env_kwargs, masked=cfg.algo == "maskable_ppo")
+    vec = (SubprocVecEnv if cfg.n_envs > 1 else DummyVecEnv)([factory] * cfg.n_envs)
+    vec.seed(cfg.seed)
+    if cfg.normalize_obs or cfg.normalize_reward:
+        keys = [k for k in vec.observation_space.spaces if k not in MASK_KEYS]
+        vec = VecNormalize(vec, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward,
+                           norm_obs_keys=keys, gamma=cfg.gamma)
+    return vec
+
+
+def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
+    from agents.features import SynergyExtractor
+
+    policy_kwargs = {
+        "features_extractor_class": SynergyExtractor,
+        "features_extractor_kwargs": {"job_dim": cfg.job_dim, "slot_dim": cfg.slot_dim},
+        "net_arch": list(cfg.net_arch),
+    }
+    common = {"learning_rate": cfg.learning_rate, "gamma": cfg.gamma, "seed": cfg.seed, "device": device,
+              "tensorboard_log": str(tb_dir), "policy_kwargs": policy_kwargs, "verbose": 0}
+    cls = algorithm_class(cfg.algo)
+    if cfg.algo in ("maskable_ppo", "ppo"):
+        return cls("MultiInputPolicy", env, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
+                   gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, clip_range=cfg.clip_range, vf_coef=cfg.vf_coef,
+                   max_grad_norm=cfg.max_grad_norm, **common)
+    if cfg.algo == "a2c":
+        return cls("MultiInputPolicy", env, n_steps=cfg.n_steps, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
+                   vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, **common)
+    return cls("MultiInputPolicy", env, buffer_size=cfg.buffer_size, learning_starts=cfg.learning_starts,
+               batch_size=cfg.batch_size, exploration_fraction=cfg.exploration_fraction,
+               target_update_interval=cfg.target_update_interval, train_freq=cfg.train_freq, **common)
+
+
+def baseline_names(cfg: TrainConfig) -> dict[str, str]:
+    order = cfg.env_kwargs.get("order", "fifo")
+    return {"fair": f"{order}+fair", "tune": f"{order}+tune"}
+
+
+def evaluate_baselines(cfg: TrainConfig) -> dict[str, pd.DataFrame]:
+    names = baseline_names(cfg)
+    return {
+        names["fair"]: evaluate(fair_share_policy(), cfg.env_id, cfg.eval_seeds, name=names["fair"], **cfg.env_kwargs),
+        names["tune"]: evaluate(tune_policy(), cfg.env_id, cfg.eval_seeds, name=names["tune"], **cfg.env_kwargs),
+    }
+
+
+def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame]):
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    names = baseline_names(cfg)
+    fair_mean = float(baselines[names["fair"]]["mean_jct_h"].mean())
+    tune_mean = float(baselines[names["tune"]]["mean_jct_h"].mean())
+
+    class HeldOutEvaluation(BaseCallback):
+        """Evaluate on held-out seeds every ``eval_freq`` steps and at the end; log and checkpoint."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.best = float("inf")
+            self.next_eval = cfg.eval_freq
+            self.history: list[dict[str, Any]] = []
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next_eval:
+                self.next_eval += cfg.eval_freq
+                self.run_evaluation()
+            return True
+
+        def run_evaluation(self) -> dict[str, Any]:
+            vec_norm = self.model.get_vec_normalize_env()
+            policy = AgentPolicy(self.model, vec_norm)
+            df = evaluate(policy, cfg.env_id, cfg.eval_seeds, name="agent", **cfg.env_kwargs)
+            row = {
+                "timesteps": self.num_timesteps,
+                "mean_jct_h": float(df["mean_jct_h"].mean()),
+                "p99_jct_h": float(df["p99_jct_h"].mean()),
+                "makespan_h": float(df["makespan_h"].mean()),
+            }
+            row["jct_vs_tune"] = row["mean_jct_h"] / tune_mean
+            row["jct_vs_fair"] = row["mean_jct_h"] / fair_mean
+            for key in ("mean_jct_h", "p99_jct_h", "makespan_h", "jct_vs_tune", "jct_vs_fair"):
+                self.logger.record(f"eval/{key}", row[key])
+            for name, frame in baselines.items():
+                self.logger.record(f"baseline/{name}/mean_jct_h", float(frame["mean_jct_h"].mean()))
+            self.logger.dump(self.num_timesteps)
+            self.history.append(row)
+            atomic_write_text(run_dir / "eval.csv", pd.DataFrame(self.history).to_csv(index=False))
+            if row["mean_jct_h"] < self.best:
+                self.best = row["mean_jct_h"]
+                self.model.save(run_dir / "best_model.zip")
+                if vec_norm is not None:
+                    vec_norm.save(str(run_dir / "best_vecnormalize.pkl"))
+            return row
+
+    return HeldOutEvaluation()
+
+
+def versions() -> dict[str, Any]:
+    out: dict[str, Any] = {"python": platform.python_version()}
+    for pkg in ("synergy-gym", "numpy", "pandas", "gymnasium", "torch", "stable-baselines3", "sb3-contrib", "tensorboard"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=10)
+        out["git_commit"] = commit.stdout.strip() or None
+        out["git_dirty"] = bool(dirty.stdout.strip()) if commit.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        out["git_commit"] = out["git_dirty"] = None
+    return out
+
+
+def default_run_dir(cfg: TrainConfig) -> Path:
+    return Path("runs") / f"{cfg.env_id}__{cfg.algo}__{cfg.seed}__{datetime.now():%Y%m%d-%H%M%S}"
+
+
+def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None) -> Path:
+    """Train as ``cfg`` says (continuing the checkpoint ``resume`` if given); returns the run folder."""
+    device = resolve_device(cfg.device)
+    check_env_kwargs(cfg)
+    run_dir = Path(out) if out is not None else default_run_dir(cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+    atomic_write_text(run_dir / "versions.json", json.dumps(versions(), indent=2) + "\n")
+    baselines = evaluate_baselines(cfg)
+    env = make_vec_env(cfg)
+    try:
+        if resume is not None:
+            model = load_model(resume, cfg.algo, device, env=env)
+            stats = resume.parent / ("best_vecnormalize.pkl" if resume.name.startswith("best") else "vecnormalize.pkl")
+            if stats.is_file() and hasattr(env, "obs_rms"):
+                from stable_baselines3.common.vec_env import VecNormalize
+
+                loaded = VecNormalize.load(str(stats), env.venv)
+                env.obs_rms, env.ret_rms = loaded.obs_rms, loaded.ret_rms
+            model.tensorboard_log = str(run_dir / "tb")
+        else:
+            model = build_model(cfg, env, device, run_dir / "tb")
+        callback = _eval_callback(cfg, run_dir, baselines)
+        model.learn(
+            total_timesteps=cfg.timesteps,
+            callback=callback,
+            progress_bar=cfg.progress_bar,
+            tb_log_name="run",
+            reset_num_timesteps=resume is None,
+        )
+        if not callback.history or callback.history[-1]["timesteps"] != model.num_timesteps:
+            callback.run_evaluation()  # always once at the end
+        model.save(run_dir / "last_model.zip")
+        if model.get_vec_normalize_env() is not None:
+            model.get_vec_normalize_env().save(str(run_dir / "vecnormalize.pkl"))
+    finally:
+        env.close()
+    return run_dir
+
+
+def load_model(path: Path, algo: str | None, device: str, env=None):
+    """An SB3 model from ``path``; ``algo`` None tries each algorithm."""
+    import zipfile
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"model file {str(path)!r} does not exist")
+    if not zipfile.is_zipfile(path) or "data" not in zipfile.ZipFile(path).namelist():
+        raise ConfigError(f"{path} is not a Stable-Baselines3 model zip")
+    candidates = [algo] if algo else list(ALGOS)
+    last_error: Exception | None = None
+    for name in candidates:
+        try:
+            return algorithm_class(name).load(str(path), env=env, device=device)
+        except Exception as exc:  # a different algorithm's zip, or a damaged one
+            last_error = exc
+    raise ConfigError(f"{path} could not be loaded as a {'/'.join(candidates)} model: {str(last_error).splitlines()[0]}")
+
+
+# -- command line --------------------------------------------------------------------------
+
+
+def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are parsed as JSON where possible (numbers, true/false), else strings."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env-kwargs {item!r}: expected key=value")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("train", help="train an SB3 agent on the environment", description=__doc__.split("\n\n")[0])
+    p.add_argument("--algo", choices=None, default=None, help=f"one of {', '.join(ALGOS)} (default: maskable_ppo)")
+    p.add_argument("--env", dest="env_id", default=None, help="Synergy-small-v0 (default) or Synergy-v0")
+    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env keyword arguments")
+    p.add_argument("--timesteps", type=int, default=None, help="environment steps to train for")
+    p.add_argument("--n-envs", type=int, default=None, help="parallel environments (SubprocVecEnv when > 1)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--device", default=None, help=f"one of {', '.join(DEVICES)} (auto: CUDA when PyTorch sees it)")
+    p.add_argument("--config", type=Path, default=None, help="TOML or YAML file of any TrainConfig settings")
+    p.add_argument("--eval-freq", type=int, default=None, help="evaluate every N steps")
+    p.add_argument("--eval-episodes", type=int, default=None, help="held-out seeds per evaluation")
+    p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<env>__<algo>__<seed>__<time>)")
+    p.add_argument("--resume", type=Path, default=None, help="continue from a checkpoint zip (its run's config applies)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=main)
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    values: dict[str, Any] = {}
+    if args.resume is not None:
+        saved = Path(args.resume).parent / "config.json"
+        if saved.is_file():
+            values.update(load_config_file(saved))
+    if args.config is not None:
+        values.update(load_config_file(args.config))
+    overrides = {
+        "algo": args.algo, "env_id": args.env_id, "timesteps": args.timesteps, "n_envs": args.n_envs,
+        "seed": args.seed, "device": args.device, "eval_freq": args.eval_freq, "eval_episodes": args.eval_episodes,
+    }
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    if args.env_kwargs is not None:
+        values["env_kwargs"] = {**values.get("env_kwargs", {}), **parse_env_kwargs(args.env_kwargs)}
+    if args.no_progress:
+        values["progress_bar"] = False
+    return TrainConfig.from_mapping(values, source=str(args.config) if args.config else "train")
+
+
+def main(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    started = time.perf_counter()
+    try:
+        run_dir = train(cfg, out=args.out, resume=args.resume)
+    except gym.error.Error as exc:
+        raise SynergyGymError(str(exc).splitlines()[0]) from None
+    history = pd.read_csv(run_dir / "eval.csv")
+    last = history.iloc[-1]
+    print(
+        f"trained {cfg.algo} on {cfg.env_id} for {int(last['timesteps'])} steps in {time.perf_counter() - started:.0f} s; "
+        f"held-out mean JCT {last['mean_jct_h']:.2f} h ({last['jct_vs_tune']:.3f}× tune, {last['jct_vs_fair']:.3f}× fair)"
+    )
+    print(f"run folder: {run_dir}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from synergy_gym.cli import main as cli_main
+
+    sys.exit(cli_main(["train", *sys.argv[1:]]))

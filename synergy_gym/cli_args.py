@@ -1,0 +1,26 @@
+"""Parsers for command-line values shared by the ``synergy-gym`` subcommands."""
+
+from __future__ import annotations
+
+from synergy_gym.errors import SynergyGymError
+
+
+def parse_seed_list(text: str, flag: str = "--seed") -> tuple[int, ...]:
+    """``"42"``, ``"1,2,3"`` or ``"0..9"`` (inclusive) → seeds, de-duplicated in order."""
+    seeds: list[int] = []
+    try:
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            if ".." in part:
+                lo, hi = (int(x) for x in part.split(".."))
+                seeds.extend(range(lo, hi + 1))
+            else:
+                seeds.append(int(part))
+    except ValueError:
+        raise SynergyGymError(f"{flag} {text!r}: expected integers like 42, 1,2,3 or 0..9") from None
+    if not seeds:
+        raise SynergyGymError(f"{flag} {text!r}: the seed range is empty")
+    if any(s < 0 for s in seeds):
+        raise SynergyGymError(f"{flag} {text!r}: seeds must be non-negative")
+    return tuple(dict.fromkeys(seeds))
