@@ -62,6 +62,11 @@ class TrainConfig:
     slot_dim: int = 32
     normalize_obs: bool = True
     normalize_reward: bool = True
+    # Warm start (actor-critic algorithms): imitate a baseline on this many env
+    # steps before reinforcement learning; 0 = start from scratch.
+    bc_steps: int = 0
+    bc_baseline: str = "tune"
+    bc_epochs: int = 10
     # Evaluation on held-out workload seeds.
     eval_freq: int = 20_000
     eval_episodes: int = 5
@@ -82,11 +87,15 @@ class TrainConfig:
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError(f"env_kwargs must be a table of env keyword arguments, got {self.env_kwargs!r}")
         for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "target_update_interval",
-                     "train_freq", "job_dim", "slot_dim", "eval_freq", "eval_episodes"):
+                     "train_freq", "job_dim", "slot_dim", "eval_freq", "eval_episodes", "bc_epochs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("seed", "learning_starts"):
+        if self.bc_baseline not in ("tune", "fair"):
+            raise UnknownNameError("bc_baseline", str(self.bc_baseline), ("tune", "fair"))
+        if self.bc_steps and self.algo == "dqn":
+            raise ConfigError("bc_steps (imitation warm start) needs an actor-critic algorithm, not dqn")
+        for name in ("seed", "learning_starts", "bc_steps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")

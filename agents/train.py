@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import gymnasium as gym
+import numpy as np
 import pandas as pd
 
 from agents.config import ALGOS, DEVICES, TrainConfig, load_config_file
@@ -129,6 +130,59 @@ def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
     return cls("MultiInputPolicy", env, buffer_size=cfg.buffer_size, learning_starts=cfg.learning_starts,
                batch_size=cfg.batch_size, exploration_fraction=cfg.exploration_fraction,
                target_update_interval=cfg.target_update_interval, train_freq=cfg.train_freq, **common)
+
+
+def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
+    """Warm start: fit the policy to a baseline's actions and the value function to its returns.
+
+    Runs the baseline (action 1 = best-case demand for ``tune``, 0 = fair share)
+    for ``bc_steps`` steps in the training environments, then does
+    ``bc_epochs`` passes of supervised learning – cross-entropy on the actions
+    (with the action masks for MaskablePPO) and squared error on the discounted
+    (normalised) returns – with the policy's own optimiser.
+    """
+    import torch
+
+    from synergy_gym.env import DEMAND_ACTION, FAIR_ACTION
+
+    action = DEMAND_ACTION if cfg.bc_baseline == "tune" else FAIR_ACTION
+    steps = max(1, cfg.bc_steps // cfg.n_envs)
+    obs = env.reset()
+    observations, masks, rewards, dones = [], [], [], []
+    for _ in range(steps):
+        observations.append({k: v.copy() for k, v in obs.items()})
+        masks.append(np.stack(env.env_method("action_masks")))
+        obs, reward, done, _ = env.step(np.full(cfg.n_envs, action))
+        rewards.append(reward)
+        dones.append(done)
+    returns = np.zeros((steps, cfg.n_envs), dtype=np.float32)
+    running = np.zeros(cfg.n_envs, dtype=np.float32)
+    for t in reversed(range(steps)):
+        running = rewards[t] + cfg.gamma * running * (1.0 - dones[t])
+        returns[t] = running
+    batch_obs = {k: np.concatenate([o[k] for o in observations]) for k in observations[0]}
+    batch_mask = np.concatenate(masks)
+    batch_ret = returns.reshape(-1)
+    policy = model.policy
+    maskable = cfg.algo == "maskable_ppo"
+    rng = np.random.default_rng(cfg.seed)
+    n = batch_mask.shape[0]
+    loss_value = float("nan")
+    for _ in range(cfg.bc_epochs):
+        for idx in np.array_split(rng.permutation(n), max(1, n // cfg.batch_size)):
+            obs_t = {k: torch.as_tensor(v[idx], device=policy.device) for k, v in batch_obs.items()}
+            dist = policy.get_distribution(obs_t, action_masks=batch_mask[idx]) if maskable else policy.get_distribution(obs_t)
+            values = policy.predict_values(obs_t).flatten()
+            ret = torch.as_tensor(batch_ret[idx], device=policy.device)
+            target = torch.full((len(idx),), action, dtype=torch.long, device=policy.device)
+            loss = -dist.log_prob(target).mean()
+            loss = loss + cfg.vf_coef * torch.nn.functional.mse_loss(values, ret)
+            policy.optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+            policy.optimizer.step()
+            loss_value = float(loss.detach())
+    return {"bc_samples": n, "bc_final_loss": loss_value}
 
 
 def baseline_names(cfg: TrainConfig) -> dict[str, str]:
@@ -239,6 +293,8 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None)
             model.tensorboard_log = str(run_dir / "tb")
         else:
             model = build_model(cfg, env, device, run_dir / "tb")
+            if cfg.bc_steps:
+                behaviour_clone(model, env, cfg)
         callback = _eval_callback(cfg, run_dir, baselines)
         model.learn(
             total_timesteps=cfg.timesteps,

@@ -235,7 +235,12 @@ def register(subparsers) -> None:
         help="compare scheduling policies on identical workloads (the main experiment)",
         description=__doc__.split("\n\n")[0],
     )
-    p.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help="comma-separated <order>+<alloc> names (default: %(default)s)")
+    p.add_argument(
+        "--policies",
+        default=",".join(DEFAULT_POLICIES),
+        help="comma-separated <order>+<alloc> names; orders fifo, srtf, las, drf, tetris, ftf, ftf_ref; "
+        "allocations fair, greedy, tune, opt, opt_lp (default: %(default)s)",
+    )
     p.add_argument("--load", default=None, help="jobs per hour, comma-separated (default: 9)")
     p.add_argument("--seed", default=None, help="workload seed(s): 42, 1,2,3 or 0..9 (default: 42)")
     p.add_argument("--jobs", type=int, default=None, help="run exactly N jobs; the window becomes the middle half and the run ends when all finish")

@@ -1,29 +1,49 @@
 """Named scheduling policies: ``<order>+<allocation>``, e.g. ``fifo+tune``.
 
-Orderings: ``fifo``, ``srtf``, ``las``. Allocation mechanisms: ``fair``
-(GPU-proportional), ``greedy`` (Synergy-Greedy), ``tune`` (Synergy-Tune). Both
-come from the simulator core; this registry only names their combinations.
+Orderings: ``fifo``, ``srtf``, ``las`` (from the simulator core) and ``drf``,
+``tetris``, ``ftf``, ``ftf_ref`` (:mod:`baselines.orderings`). Allocation
+mechanisms: ``fair`` (GPU-proportional), ``greedy`` (Synergy-Greedy), ``tune``
+(Synergy-Tune) from the core, and ``opt`` / ``opt_lp`` (Synergy-OPT, its
+integer program and LP relaxation, :mod:`baselines.opt`). The paper's "DRF"
+and "Tetris" baselines are ``drf+greedy`` and ``tetris+greedy``.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 from synergy_gym.allocation import MECHANISMS
 from synergy_gym.errors import UnknownNameError
 from synergy_gym.ordering import ORDERINGS
 from synergy_gym.policy import SchedulingPolicy
 
+from baselines.orderings import EXTRA_ORDERINGS
+
+
+def _opt(relax: bool) -> Callable[[], object]:
+    def make():
+        from baselines.opt import SynergyOpt  # scipy is only needed for OPT
+
+        return SynergyOpt(relax=relax)
+
+    return make
+
+
+_ORDERINGS: dict[str, Callable[[], object]] = {**ORDERINGS, **EXTRA_ORDERINGS}
+_MECHANISMS: dict[str, Callable[[], object]] = {**MECHANISMS, "opt": _opt(False), "opt_lp": _opt(True)}
+
 
 def policy_names() -> tuple[str, ...]:
     """Every valid policy name."""
-    return tuple(f"{order}+{mech}" for order in ORDERINGS for mech in MECHANISMS)
+    return tuple(f"{order}+{mech}" for order in _ORDERINGS for mech in _MECHANISMS)
 
 
 def make_policy(name: str) -> SchedulingPolicy:
     """The policy called ``name``; an unknown name lists the valid ones."""
     order, sep, mech = name.strip().lower().partition("+")
-    if not sep or order not in ORDERINGS or mech not in MECHANISMS:
+    if not sep or order not in _ORDERINGS or mech not in _MECHANISMS:
         raise UnknownNameError("policy", name, policy_names())
-    return SchedulingPolicy(ORDERINGS[order](), MECHANISMS[mech]())
+    return SchedulingPolicy(_ORDERINGS[order](), _MECHANISMS[mech]())
 
 
 def parse_policy_list(text: str) -> tuple[str, ...]:

@@ -273,14 +273,24 @@ class Tune:
         for j in admitted:
             self.place(ledger, jobs, j)
 
-    def place(self, ledger: ClusterLedger, jobs: JobTable, j: int) -> int:
-        """Place admitted job ``j`` (its GPUs must be free); returns its ledger slot."""
+    def place(self, ledger: ClusterLedger, jobs: JobTable, j: int, target: tuple[float, float, float] | None = None) -> int:
+        """Place admitted job ``j`` (its GPUs must be free); returns its ledger slot.
+
+        ``target`` = (CPUs, GB per GPU, throughput) overrides the job's own
+        target for this round (Synergy-OPT's choice); the fallback is then that
+        target capped at the fair share.
+        """
         g = jobs.gpus_l[j]
-        tc, tm = jobs.target_cpu_l[j], jobs.target_mem_l[j]
+        if target is None:
+            tc, tm, tt = jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j]
+            cpu, mem, tput = jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j]
+        else:
+            tc, tm, tt = target
+            cpu, mem = min(tc, jobs.fair_cpu), min(tm, jobs.fair_mem)
+            tput = jobs.zoo.throughput_of(int(jobs.model[j]), cpu, mem)
         parts = ledger._first_fit(g, tc, tm) if ledger.placement == "first_fit" else ledger.find(g, tc, tm)
         if parts is not None:
-            return ledger.grant(j, parts, tc, tm, jobs.tput_target_l[j])
-        cpu, mem, tput = jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j]
+            return ledger.grant(j, parts, tc, tm, tt)
         if cpu != tc or mem != tm:
             parts = ledger.find(g, cpu, mem)
             if parts is not None:
@@ -311,10 +321,11 @@ class Tune:
     def _downgrade_on(ledger: ClusterLedger, jobs: JobTable, server: int, need_cpu: float, need_mem: float) -> None:
         """Switch jobs on ``server`` to their fallback until (need_cpu, need_mem) is freed."""
         bc, bm, bt = jobs.fallback_cpu_l, jobs.fallback_mem_l, jobs.tput_fallback_l
+        # Any excess counts, however small: targets from a solver carry round-off.
         over = [
             slot
             for slot in ledger.slot_on_server[server]
-            if ledger.cpu[slot] > bc[ledger.jobs[slot]] + EPS or ledger.mem[slot] > bm[ledger.jobs[slot]] + EPS
+            if ledger.cpu[slot] > bc[ledger.jobs[slot]] or ledger.mem[slot] > bm[ledger.jobs[slot]]
         ]
         over.sort(key=lambda slot: (len(ledger.parts[slot]), -ledger.cpu[slot], -ledger.mem[slot]))
         for slot in over:
@@ -324,7 +335,7 @@ class Tune:
             n = ledger.gpus_of(slot, server)
             extra_cpu = n * (ledger.cpu[slot] - bc[j])
             extra_mem = n * (ledger.mem[slot] - bm[j])
-            if (need_cpu > EPS and extra_cpu > EPS) or (need_mem > EPS and extra_mem > EPS):
+            if (need_cpu > EPS and extra_cpu > 0) or (need_mem > EPS and extra_mem > 0):
                 ledger.resize(slot, bc[j], bm[j], bt[j])
                 need_cpu -= extra_cpu
                 need_mem -= extra_mem

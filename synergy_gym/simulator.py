@@ -31,7 +31,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from synergy_gym.allocation import PLACEMENTS, ClusterLedger, Placement
+from synergy_gym.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
 from synergy_gym.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
@@ -180,6 +180,16 @@ class Simulator:
         """Allocate the round from an empty cluster, walking ``order`` with the policy's mechanism."""
         self.ledger.reset()
         self.policy.mechanism.allocate(self.ledger, self.jobs, order)
+
+    def allocation_with(self, mechanism: AllocationMechanism, order: np.ndarray | None = None) -> ClusterLedger:
+        """How ``mechanism`` would allocate this round's jobs, on a fresh ledger; time does not move.
+
+        Lets OPT and the heuristics be compared on the same round states: the
+        ledger's ``tput`` are the placed jobs' normalised throughputs.
+        """
+        ledger = ClusterLedger(self.cluster, self.config.placement)
+        mechanism.allocate(ledger, self.jobs, self._order() if order is None else order)
+        return ledger
 
     def advance(self, max_rounds: int | None = None, allow_idle: bool = False) -> np.ndarray:
         """Run the ledger's grants until something can change (at most ``max_rounds`` rounds).

@@ -137,3 +137,17 @@ def test_minimal_masked_ppo_runs_a_few_updates():
 
     result = minimal(["--total-timesteps", "1024", "--num-envs", "2", "--num-steps", "128", "--num-jobs", "20", "--device", "cpu"])
     assert result["updates"] == 4 and result["episodes"] > 0
+
+
+def test_imitation_warm_start_starts_the_agent_at_tune(tmp_path):
+    config = _write(tmp_path / "bc.toml", "bc_steps = 1200\nbc_epochs = 20\nlearning_rate = 0.0003\n")
+    assert main(["train", "--config", str(config), "--timesteps", "256", "--n-envs", "2", "--eval-freq", "100000",
+                 "--out", str(tmp_path / "bc"), *FAST]) == 0
+    history = pd.read_csv(tmp_path / "bc" / "eval.csv")
+    assert history["jct_vs_tune"].iloc[-1] == pytest.approx(1.0, abs=0.02)
+
+
+def test_imitation_needs_an_actor_critic(tmp_path, capsys):
+    config = _write(tmp_path / "bc.toml", 'algo = "dqn"\nbc_steps = 100\n')
+    assert main(["train", "--config", str(config), "--out", str(tmp_path / "x")]) == 2
+    assert "needs an actor-critic algorithm" in capsys.readouterr().err

@@ -6,7 +6,8 @@ from synergy_gym import UnknownNameError
 
 def test_every_order_and_mechanism_combination_is_named():
     names = policy_names()
-    assert len(names) == 9 and "fifo+tune" in names and "las+greedy" in names and "srtf+fair" in names
+    assert len(names) == 7 * 5 and "fifo+tune" in names and "las+greedy" in names and "srtf+fair" in names
+    assert {"drf+greedy", "tetris+greedy", "ftf+tune", "ftf_ref+tune", "fifo+opt", "fifo+opt_lp"} <= set(names)
     for name in names:
         policy = make_policy(name)
         assert policy.name == name

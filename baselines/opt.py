@@ -1,0 +1,191 @@
+"""Synergy-OPT: the round's ideal CPU and memory allocation, by integer (or linear) programming.
+
+Each round the jobs are admitted by GPU count in policy order, as under Tune.
+Then, as in the paper:
+
+**First stage – how much of each resource each job gets.** Jobs of the same
+model, GPU count and demand are interchangeable, so the program is written
+over job *types* ``k`` (``n_k`` admitted jobs each with ``g_k`` GPUs) and their
+candidate allocations ``p`` – the sensitivity matrix's grid points that fit one
+server for ``g_k`` GPUs and are at least as fast as the fair share (also when
+capped at the fair share), plus the type's demand, its demand capped at the
+fair share and the fair share itself. With ``x[k,p]`` = number of type-``k``
+jobs given ``p`` (CPUs ``c_p``, GB ``m_p`` per GPU, normalised throughput
+``t[k,p]``)::
+
+    maximise    Σ_k Σ_p  t[k,p] · x[k,p]  −  ε · Σ_k Σ_p g_k (c_p / C + m_p / M) · x[k,p]
+    subject to  Σ_p x[k,p] = n_k                       for every type k
+                Σ_k Σ_p g_k · c_p · x[k,p] ≤ C          (cluster CPUs)
+                Σ_k Σ_p g_k · m_p · x[k,p] ≤ M          (cluster memory)
+                x[k,p] ≥ 0, integer (``opt``) or real (``opt_lp``, the LP relaxation)
+
+The GPU constraint holds by admission, and the fair-share floor by the choice
+of candidates. ``ε = 1e-6`` only breaks ties between equally fast allocations
+toward the smaller one (the reported objective is the throughput term). The
+solver is HiGHS (``scipy.optimize.milp``). The relaxation gives every job of a
+type the convex combination ``Σ_p x[k,p] c_p / n_k`` (likewise memory); its
+objective bounds the integer program's from above.
+
+**Second stage – placement.** Within a type, the fastest allocations go to the
+jobs earliest in policy order. The jobs are then placed on servers with
+Synergy-Tune's mechanics (multi-GPU jobs first, first-fit by default), the
+chosen allocation as each job's target: where it does not fit on any server
+the job falls back to it capped at the fair share and over-provisioned jobs
+are cut back, so no server is over capacity and no job runs below its fair
+share. Progress uses the throughput at the allocation actually placed.
+
+When there is nothing to solve, no candidate for some job, or the solver fails,
+the round falls back to plain Tune with a logged warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import csr_matrix
+
+from synergy_gym.allocation import ClusterLedger, Tune, admit_by_gpus
+from synergy_gym.job_table import JobTable
+
+LOG = logging.getLogger(__name__)
+_TIE_BREAK = 1e-6
+
+
+@dataclass(frozen=True)
+class OptSolution:
+    """The first stage's result for one round."""
+
+    #: Per admitted job (in the order given): target (CPUs, GB per GPU, throughput).
+    targets: list[tuple[float, float, float]]
+    #: Σ normalised throughput of the admitted jobs before placement.
+    objective: float
+    solve_s: float
+
+
+class OptFailure(RuntimeError):
+    """The round's program has no candidate or the solver did not find a solution."""
+
+
+class SynergyOpt:
+    """``opt`` (integer program) or ``opt_lp`` (its LP relaxation) as an allocation mechanism."""
+
+    uses_targets = True
+
+    def __init__(self, relax: bool = False, time_limit_s: float = 10.0) -> None:
+        self.relax = relax
+        self.time_limit_s = time_limit_s
+        self.name = "opt_lp" if relax else "opt"
+        self._tune = Tune()
+
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+        admitted = admit_by_gpus(order, jobs.gpus_l, ledger.free_gpus_total)
+        if not admitted:
+            LOG.warning("%s: no runnable job fits this round; falling back to tune", self.name)
+            self._tune.allocate(ledger, jobs, order)
+            return
+        try:
+            solution = self.solve(jobs, admitted)
+        except OptFailure as exc:
+            LOG.warning("%s: %s; falling back to tune for this round", self.name, exc)
+            self._tune.allocate(ledger, jobs, order)
+            return
+        target = dict(zip(admitted, solution.targets))
+        gpus = jobs.gpus_l
+        for j in sorted(admitted, key=lambda j: -gpus[j]):  # stable: policy order among equals
+            self._tune.place(ledger, jobs, j, target[j])
+
+    def solve(self, jobs: JobTable, admitted: Sequence[int]) -> OptSolution:
+        """The first stage for ``admitted`` jobs (policy order)."""
+        started = time.perf_counter()
+        cluster = jobs.cluster
+        types: dict[tuple, list[int]] = {}
+        for j in admitted:
+            key = (int(jobs.model[j]), jobs.gpus_l[j], jobs.target_cpu_l[j], jobs.target_mem_l[j])
+            types.setdefault(key, []).append(j)
+        columns: list[tuple[int, float, float, float]] = []  # (type index, cpu, mem, tput)
+        counts, type_gpus = [], []
+        for k, (key, members) in enumerate(types.items()):
+            cands = candidates(jobs, members[0])
+            if not cands:
+                raise OptFailure(f"job {jobs.job_id[members[0]]} has no allocation at its fair share that fits a server")
+            columns.extend((k, c, m, t) for c, m, t in cands)
+            counts.append(len(members))
+            type_gpus.append(key[1])
+        n_types, n_vars = len(types), len(columns)
+        col_type = np.array([c[0] for c in columns])
+        cpu = np.array([c[1] for c in columns])
+        mem = np.array([c[2] for c in columns])
+        tput = np.array([c[3] for c in columns])
+        g = np.asarray(type_gpus, dtype=float)[col_type]
+        cost = -(tput - _TIE_BREAK * g * (cpu / cluster.total_cpus + mem / cluster.total_mem_gb))
+        rows = np.concatenate([col_type, np.full(n_vars, n_types), np.full(n_vars, n_types + 1)])
+        cols = np.concatenate([np.arange(n_vars)] * 3)
+        vals = np.concatenate([np.ones(n_vars), g * cpu, g * mem])
+        a = csr_matrix((vals, (rows, cols)), shape=(n_types + 2, n_vars))
+        counts_arr = np.asarray(counts, dtype=float)
+        lb = np.concatenate([counts_arr, [-np.inf, -np.inf]])
+        ub = np.concatenate([counts_arr, [cluster.total_cpus + 1e-6, cluster.total_mem_gb + 1e-6]])
+        result = milp(
+            cost,
+            constraints=LinearConstraint(a, lb, ub),
+            integrality=np.zeros(n_vars) if self.relax else np.ones(n_vars),
+            bounds=Bounds(0, counts_arr[col_type]),
+            options={"time_limit": self.time_limit_s, "presolve": True},
+        )
+        if result.x is None or result.status not in (0, 1):  # 1: time limit, with a feasible solution
+            raise OptFailure(f"the solver found no solution ({result.message})")
+        x = np.maximum(result.x, 0.0)
+        targets_by_job: dict[int, tuple[float, float, float]] = {}
+        for k, members in enumerate(types.values()):
+            idx = np.flatnonzero(col_type == k)
+            if self.relax:
+                share = np.where(x[idx] < 1e-6, 0.0, x[idx])  # drop the solver's round-off
+                share /= share.sum()
+                c, m = float(share @ cpu[idx]), float(share @ mem[idx])
+                model = int(jobs.model[members[0]])
+                t = jobs.zoo.throughput_of(model, c, m)
+                for j in members:
+                    targets_by_job[j] = (c, m, t)
+            else:
+                whole = np.rint(x[idx]).astype(int)
+                ranked = sorted(zip(idx.tolist(), whole.tolist()), key=lambda r: (-tput[r[0]], cpu[r[0]], mem[r[0]]))
+                queue = iter(members)
+                for col, n in ranked:
+                    for _ in range(n):
+                        targets_by_job[next(queue)] = (float(cpu[col]), float(mem[col]), float(tput[col]))
+                for j in queue:  # rounding left a job without a point: its fallback is always a candidate
+                    targets_by_job[j] = (jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j])
+        objective = float(tput @ x)
+        return OptSolution(
+            targets=[targets_by_job[j] for j in admitted], objective=objective, solve_s=time.perf_counter() - started
+        )
+
+
+def candidates(jobs: JobTable, j: int) -> list[tuple[float, float, float]]:
+    """Allocations (CPUs, GB per GPU, throughput) that OPT may give job ``j``."""
+    cluster = jobs.cluster
+    zoo = jobs.zoo
+    model = int(jobs.model[j])
+    g = jobs.gpus_l[j]
+    fair_tput = jobs.tput_fair_l[j]
+    per_server = min(g, cluster.gpus_per_server)
+    out: dict[tuple[float, float], float] = {}
+    points = [(float(c), float(m)) for c in zoo.cpu_grid for m in zoo.mem_grid]
+    points += [
+        (jobs.target_cpu_l[j], jobs.target_mem_l[j]),
+        (jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j]),
+        (jobs.fair_cpu, jobs.fair_mem),
+    ]
+    for c, m in points:
+        if per_server * c > cluster.cpus_per_server + 1e-9 or per_server * m > cluster.mem_gb_per_server + 1e-9:
+            continue
+        t = zoo.throughput_of(model, c, m)
+        capped = zoo.throughput_of(model, min(c, jobs.fair_cpu), min(m, jobs.fair_mem))
+        if t >= fair_tput - 1e-12 and capped >= fair_tput - 1e-12:
+            out[(c, m)] = t
+    return [(c, m, t) for (c, m), t in out.items()]
