@@ -9,7 +9,8 @@ over job *types* ``k`` (``n_k`` admitted jobs each with ``g_k`` GPUs) and their
 candidate allocations ``p`` – the sensitivity matrix's grid points that fit one
 server for ``g_k`` GPUs and are at least as fast as the fair share (also when
 capped at the fair share), plus the type's demand, its demand capped at the
-fair share and the fair share itself. With ``x[k,p]`` = number of type-``k``
+fair share and the fair share itself, less those another candidate dominates
+(as fast with no more CPUs and memory). With ``x[k,p]`` = number of type-``k``
 jobs given ``p`` (CPUs ``c_p``, GB ``m_p`` per GPU, normalised throughput
 ``t[k,p]``)::
 
@@ -22,9 +23,12 @@ jobs given ``p`` (CPUs ``c_p``, GB ``m_p`` per GPU, normalised throughput
 The GPU constraint holds by admission, and the fair-share floor by the choice
 of candidates. ``ε = 1e-6`` only breaks ties between equally fast allocations
 toward the smaller one (the reported objective is the throughput term). The
-solver is HiGHS (``scipy.optimize.milp``). The relaxation gives every job of a
-type the convex combination ``Σ_p x[k,p] c_p / n_k`` (likewise memory); its
-objective bounds the integer program's from above.
+solver is HiGHS (``scipy.optimize.milp``). The relaxation's objective bounds
+the integer program's from above; its fractional job counts are rounded to
+whole jobs by largest remainder (which may overshoot the cluster totals a
+little – the placement below repairs that). Giving every job of a type the
+convex combination ``Σ_p x[k,p] c_p / n_k`` instead wastes resources: between
+grid points a job runs at the lower point's throughput.
 
 **Second stage – placement.** Within a type, the fastest allocations go to the
 jobs earliest in policy order. The jobs are then placed on servers with
@@ -143,27 +147,27 @@ class SynergyOpt:
         targets_by_job: dict[int, tuple[float, float, float]] = {}
         for k, members in enumerate(types.values()):
             idx = np.flatnonzero(col_type == k)
-            if self.relax:
-                share = np.where(x[idx] < 1e-6, 0.0, x[idx])  # drop the solver's round-off
-                share /= share.sum()
-                c, m = float(share @ cpu[idx]), float(share @ mem[idx])
-                model = int(jobs.model[members[0]])
-                t = jobs.zoo.throughput_of(model, c, m)
-                for j in members:
-                    targets_by_job[j] = (c, m, t)
-            else:
-                whole = np.rint(x[idx]).astype(int)
-                ranked = sorted(zip(idx.tolist(), whole.tolist()), key=lambda r: (-tput[r[0]], cpu[r[0]], mem[r[0]]))
-                queue = iter(members)
-                for col, n in ranked:
-                    for _ in range(n):
-                        targets_by_job[next(queue)] = (float(cpu[col]), float(mem[col]), float(tput[col]))
-                for j in queue:  # rounding left a job without a point: its fallback is always a candidate
-                    targets_by_job[j] = (jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j])
+            whole = _whole_jobs(x[idx], counts[k]) if self.relax else np.rint(x[idx]).astype(int)
+            ranked = sorted(zip(idx.tolist(), whole.tolist()), key=lambda r: (-tput[r[0]], cpu[r[0]], mem[r[0]]))
+            queue = iter(members)
+            for col, n in ranked:
+                for _ in range(n):
+                    targets_by_job[next(queue)] = (float(cpu[col]), float(mem[col]), float(tput[col]))
+            for j in queue:  # rounding left a job without a point: its fallback is always a candidate
+                targets_by_job[j] = (jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j])
         objective = float(tput @ x)
         return OptSolution(
             targets=[targets_by_job[j] for j in admitted], objective=objective, solve_s=time.perf_counter() - started
         )
+
+
+def _whole_jobs(x: np.ndarray, n: int) -> np.ndarray:
+    """Round a type's fractional job counts to whole jobs summing to ``n`` (largest remainder)."""
+    base = np.floor(x + 1e-9).astype(int)
+    extra = n - int(base.sum())
+    if extra > 0:
+        base[np.argsort(-(x - base), kind="stable")[:extra]] += 1
+    return base
 
 
 def candidates(jobs: JobTable, j: int) -> list[tuple[float, float, float]]:
@@ -188,4 +192,9 @@ def candidates(jobs: JobTable, j: int) -> list[tuple[float, float, float]]:
         capped = zoo.throughput_of(model, min(c, jobs.fair_cpu), min(m, jobs.fair_mem))
         if t >= fair_tput - 1e-12 and capped >= fair_tput - 1e-12:
             out[(c, m)] = t
-    return [(c, m, t) for (c, m), t in out.items()]
+    found = [(c, m, t) for (c, m), t in out.items()]
+    # Drop allocations another one beats: as fast or faster with no more CPUs and memory.
+    return [
+        p for p in found
+        if not any(q != p and q[2] >= p[2] and q[0] <= p[0] and q[1] <= p[1] for q in found)
+    ]
