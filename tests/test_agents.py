@@ -26,7 +26,7 @@ def trained(tmp_path_factory):
     runs = {}
     for algo in ("maskable_ppo", "ppo", "a2c", "dqn"):
         out = root / algo
-        args = ["train", "--algo", algo, "--timesteps", "1200", "--n-envs", "1", "--eval-freq", "600", "--out", str(out), *FAST]
+        args = ["train", "--algo", algo, "--timesteps", "2048", "--n-envs", "1", "--eval-freq", "1024", "--out", str(out), *FAST]
         if algo == "dqn":
             args += ["--config", str(_write(root / "dqn.toml", "learning_starts = 200\nbuffer_size = 5000\n"))]
         assert main(args) == 0
@@ -53,7 +53,7 @@ def test_train_writes_checkpoints_config_and_tensorboard_tags(trained, algo):
     versions = json.loads((run / "versions.json").read_text())
     assert {"python", "torch", "stable-baselines3", "gymnasium", "git_commit"} <= set(versions)
     history = pd.read_csv(run / "eval.csv")
-    assert len(history) >= 2 and history["timesteps"].iloc[-1] >= 1200  # periodic and once at the end
+    assert len(history) >= 2 and history["timesteps"].iloc[-1] >= 2048  # periodic and once at the end
 
 
 def test_evaluate_gives_agent_fair_and_tune_on_the_same_seeds(trained, tmp_path, capsys):
@@ -91,7 +91,7 @@ def test_resume_continues_from_a_checkpoint(trained, tmp_path):
     assert main(["train", "--resume", str(trained["maskable_ppo"] / "last_model.zip"), "--timesteps", "600",
                  "--out", str(out), "--no-progress"]) == 0
     history = pd.read_csv(out / "eval.csv")
-    assert history["timesteps"].iloc[-1] >= 1200 + 600
+    assert history["timesteps"].iloc[-1] >= 2048 + 600
 
 
 def test_config_files_toml_and_yaml(tmp_path):
