@@ -23,7 +23,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Sequence
@@ -36,21 +36,23 @@ from synergy_gym.plots import jct_cdf_png
 from baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli_args import parse_seed_list
 from synergy_gym.cluster import ClusterSpec, load_cluster
-from synergy_gym.errors import SynergyGymError
+from synergy_gym.errors import SynergyGymError, UnknownNameError
+from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
 from synergy_gym.files import atomic_write_bytes, atomic_write_text
 from synergy_gym.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.simulator import TIMINGS, SimulationConfig
 from synergy_gym.allocation import PLACEMENTS
 from traces.model_mix import DEFAULT_SPLIT, parse_split
-from traces.philly import read_philly_csv
+from traces.loader import FORMATS, load_trace
+from traces.trace_jobs import sample_workload, to_workload
 from traces.replay import read_workload_csv, workload_frame
 from traces.synthetic import SyntheticWorkload
 
 DEFAULT_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+greedy", "fifo+tune")
 JSON_FIELDS = (
-    "policy", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h",
+    "policy", "sensitivity", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h",
     "speedup_vs_fair", "jobs_measured", "jobs_finished", "mean_gpu_util", "mean_cpu_util",
-    "mean_mem_util", "mean_throughput", "simulated_h", "rounds_planned", "wall_s",
+    "mean_mem_util", "mean_throughput", "simulated_h", "rounds_planned", "wall_s", "profiling_gpu_min_per_job",
 )
 
 
@@ -67,8 +69,21 @@ class CompareSpec:
     class_split: tuple[float, float, float] = DEFAULT_SPLIT
     workload_csv: Path | None = None
     trace_csv: Path | None = None
+    trace_format: str = "auto"
+    #: "real": the trace's own submit times; "sampled": (GPUs, duration) drawn from it, Poisson arrivals.
+    trace_mode: str = "real"
+    arrival_scale: float = 1.0
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     config: SimulationConfig = field(default_factory=SimulationConfig)
+    #: Run every policy with each sensitivity: "true" (measured) and/or "profiled".
+    sensitivities: tuple[str, ...] = ("true",)
+    profile_noise: float = 0.0
+
+    def configs(self) -> list[SimulationConfig]:
+        return [
+            replace(self.config, sensitivity=s, profiler=replace(self.config.profiler, noise=self.profile_noise))
+            for s in self.sensitivities
+        ]
 
     def cases(self) -> list[WorkloadCase]:
         if self.workload_csv is not None:
@@ -77,9 +92,21 @@ class CompareSpec:
             w.check_fits(self.cluster)
             return [WorkloadCase(label=self.workload_csv.name, make=lambda: (w, None))]
         if self.trace_csv is not None:
-            w = read_philly_csv(self.trace_csv, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window)
-            w.check_fits(self.cluster)
-            return [WorkloadCase(label=self.trace_csv.name, make=lambda: (w, None))]
+            trace = load_trace(self.trace_csv, self.trace_format)
+            if self.trace_mode == "real":
+                w = to_workload(trace, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window,
+                                arrival_scale=self.arrival_scale)
+                w.check_fits(self.cluster)
+                return [WorkloadCase(label=self.trace_csv.name, make=lambda: (w, None))]
+            cases = []
+            for load in self.loads:
+                for seed in self.seeds:
+                    w = sample_workload(trace, self.num_jobs or 1000, load, seed, class_split=self.class_split,
+                                        window=self.window)
+                    w.check_fits(self.cluster)
+                    cases.append(WorkloadCase(label=f"{self.trace_csv.stem}_load{load:g}_seed{seed}",
+                                              make=lambda w=w: (w, None), load=load, seed=seed))
+            return cases
         cases = []
         for load in self.loads:
             for seed in self.seeds:
@@ -132,7 +159,9 @@ def run_compare(spec: CompareSpec, show_progress: bool = True, cases: list[Workl
                 file=sys.stderr,
             )
 
-    runs = run_cases(cases, policies, spec.cluster, spec.config, progress=progress, on_done=finished)
+    runs = []
+    for config in spec.configs():
+        runs += run_cases(cases, policies, spec.cluster, config, progress=progress, on_done=finished)
     return CompareOutcome(runs=runs, results=results_table(runs))
 
 
@@ -150,7 +179,7 @@ def results_table(runs: Sequence[CaseResult]) -> pd.DataFrame:
 def _speedup(frame: pd.DataFrame, row) -> float:
     """Mean JCT of the same ordering's ``fair`` run (else ``fifo+fair``) over this run's."""
     order = row.policy.partition("+")[0]
-    same_case = frame[frame["case"] == row.case]
+    same_case = frame[(frame["case"] == row.case) & (frame["sensitivity"] == row.sensitivity)]
     for ref in (f"{order}+fair", "fifo+fair"):
         match = same_case[same_case["policy"] == ref]
         if len(match):
@@ -159,14 +188,17 @@ def _speedup(frame: pd.DataFrame, row) -> float:
 
 
 def format_table(results: pd.DataFrame) -> str:
-    header = f"{'policy':<14}{'load':>6}{'seed':>6}{'mean JCT h':>12}{'median h':>10}{'p99 h':>10}{'makespan h':>12}{'vs fair':>9}"
+    show_sens = set(results["sensitivity"]) != {"true"}
+    sens_head = f"{'sensitivity':<12}" if show_sens else ""
+    header = f"{'policy':<14}{sens_head}{'load':>6}{'seed':>6}{'mean JCT h':>12}{'median h':>10}{'p99 h':>10}{'makespan h':>12}{'vs fair':>9}"
     lines = [header, "-" * len(header)]
     for r in results.itertuples():
+        sens = f"{r.sensitivity:<12}" if show_sens else ""
         load = "-" if r.load is None or (isinstance(r.load, float) and math.isnan(r.load)) else f"{r.load:g}"
         seed = "-" if r.seed is None or (isinstance(r.seed, float) and math.isnan(r.seed)) else f"{int(r.seed)}"
         vs = "-" if math.isnan(r.speedup_vs_fair) else f"{r.speedup_vs_fair:.2f}×"
         lines.append(
-            f"{r.policy:<14}{load:>6}{seed:>6}{r.mean_jct_h:>12.2f}{r.median_jct_h:>10.2f}"
+            f"{r.policy:<14}{sens}{load:>6}{seed:>6}{r.mean_jct_h:>12.2f}{r.median_jct_h:>10.2f}"
             f"{r.p99_jct_h:>10.2f}{r.makespan_h:>12.1f}{vs:>9}"
         )
     return "\n".join(lines)
@@ -180,13 +212,15 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
     for run in outcome.runs:
         jobs = run.result.jobs.copy()
         jobs.insert(0, "case", run.case.label)
+        jobs.insert(0, "sensitivity", run.result.summary.sensitivity)
         jobs.insert(0, "policy", run.policy)
         job_frames.append(jobs)
     atomic_write_text(out_dir / "jobs.csv", pd.concat(job_frames, ignore_index=True).to_csv(index=False))
     atomic_write_bytes(out_dir / "avg_jct.png", avg_jct_png(results))
     jcts: dict[tuple[str, object], list[np.ndarray]] = {}
     for run in outcome.runs:
-        key = (run.policy, run.case.load if run.case.load is not None else run.case.label)
+        label = run.policy if run.result.summary.sensitivity == "true" else f"{run.policy} (profiled)"
+        key = (label, run.case.load if run.case.load is not None else run.case.label)
         jcts.setdefault(key, []).append(run.result.measured_jct_h())
     atomic_write_bytes(out_dir / "jct_cdf.png", jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}))
     largest: dict[str, CaseResult] = {}
@@ -248,11 +282,18 @@ def register(subparsers) -> None:
     p.add_argument("--multigpu", action="store_true", help="draw GPU counts from the Philly trace's mix")
     p.add_argument("--split", default=None, help="vision/language/speech class split (default: 20/70/10)")
     p.add_argument("--workload", type=Path, default=None, help="replay a workload CSV (reference format)")
-    p.add_argument("--trace", type=Path, default=None, help="a Philly-style job trace CSV (timestamp,duration,num_gpus,…)")
+    p.add_argument("--trace", type=Path, default=None,
+                   help="a real job trace: Philly CSV or JSON log, Alibaba PAI job table (or its folder), Helios cluster_log")
+    p.add_argument("--trace-format", default="auto", choices=FORMATS, help="trace format (default: from the file)")
+    p.add_argument("--trace-mode", default="real", choices=("real", "sampled"),
+                   help="real: the trace's submit times; sampled: (GPUs, duration) from the trace, Poisson arrivals at --load")
+    p.add_argument("--arrival-scale", type=float, default=1.0, help="multiply the trace's submit times (0.5 = twice the rate)")
     p.add_argument("--cluster", default="default", help="preset (default, small, large) or TOML file (default: %(default)s)")
     p.add_argument("--round-s", type=float, default=300.0, help="round length in seconds (default: %(default)s)")
     p.add_argument("--placement", default="first_fit", choices=PLACEMENTS, help="GPU placement (default: %(default)s)")
     p.add_argument("--timing", default="round", choices=TIMINGS, help="round: the paper's whole-round credit; exact: completion at the exact time")
+    p.add_argument("--sensitivity", default="true", help="true, profiled, or true,profiled for both side by side")
+    p.add_argument("--profile-noise", type=float, default=0.0, help="relative noise of profiling measurements (e.g. 0.05)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/compare-<timestamp>)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -265,7 +306,9 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
     if len(sources) > 1:
         raise SynergyGymError("--workload and --trace cannot be combined")
     if sources:
-        fixed = {"--load": args.load, "--seed": args.seed, "--multigpu": args.multigpu or None}
+        fixed = {"--multigpu": args.multigpu or None}
+        if args.workload is not None or args.trace_mode == "real":
+            fixed.update({"--load": args.load, "--seed": args.seed})
         if args.workload is not None:
             fixed.update({"--jobs": args.jobs, "--window": args.window, "--split": args.split})
         clash = [k for k, v in fixed.items() if v is not None]
@@ -275,8 +318,14 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
         raise SynergyGymError(f"--jobs must be a positive integer, got {args.jobs}")
     cluster = load_cluster(args.cluster)
     config = SimulationConfig(round_s=args.round_s, placement=args.placement, timing=args.timing)
+    sensitivities = tuple(dict.fromkeys(x.strip() for x in args.sensitivity.split(",") if x.strip()))
+    for sens in sensitivities or ("",):
+        if sens not in SENSITIVITIES:
+            raise UnknownNameError("sensitivity", sens, SENSITIVITIES)
     spec = CompareSpec(
         policies=parse_policy_list(args.policies),
+        sensitivities=sensitivities,
+        profile_noise=ProfilerConfig(noise=args.profile_noise).noise,
         loads=_floats(args.load) if args.load is not None else (9.0,),
         seeds=parse_seed_list(args.seed, "--seed") if args.seed is not None else (42,),
         num_jobs=args.jobs,
@@ -285,6 +334,9 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
         class_split=parse_split(args.split) if args.split is not None else DEFAULT_SPLIT,
         workload_csv=args.workload,
         trace_csv=args.trace,
+        trace_format=args.trace_format,
+        trace_mode=args.trace_mode,
+        arrival_scale=args.arrival_scale,
         cluster=cluster,
         config=config,
     )

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -85,6 +86,8 @@ class SynergyOpt:
         self.time_limit_s = time_limit_s
         self.name = "opt_lp" if relax else "opt"
         self._tune = Tune()
+        # Candidates depend only on a job type (or a profiled job) and its target: cached per job table.
+        self._candidates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
         admitted = admit_by_gpus(order, jobs.gpus_l, ledger.free_gpus_total)
@@ -108,18 +111,24 @@ class SynergyOpt:
         started = time.perf_counter()
         cluster = jobs.cluster
         types: dict[tuple, list[int]] = {}
+        profiled = jobs.belief is not None  # then each job has its own estimate: a type of its own
         for j in admitted:
-            key = (int(jobs.model[j]), jobs.gpus_l[j], jobs.target_cpu_l[j], jobs.target_mem_l[j])
+            key = (j,) if profiled else (int(jobs.model[j]), jobs.gpus_l[j], jobs.target_cpu_l[j], jobs.target_mem_l[j])
             types.setdefault(key, []).append(j)
         columns: list[tuple[int, float, float, float]] = []  # (type index, cpu, mem, tput)
         counts, type_gpus = [], []
+        cache = self._candidates.setdefault(jobs, {})
         for k, (key, members) in enumerate(types.items()):
-            cands = candidates(jobs, members[0])
+            j0 = members[0]
+            cache_key = key + (jobs.target_cpu_l[j0], jobs.target_mem_l[j0])
+            cands = cache.get(cache_key)
+            if cands is None:
+                cands = cache[cache_key] = candidates(jobs, j0)
             if not cands:
                 raise OptFailure(f"job {jobs.job_id[members[0]]} has no allocation at its fair share that fits a server")
             columns.extend((k, c, m, t) for c, m, t in cands)
             counts.append(len(members))
-            type_gpus.append(key[1])
+            type_gpus.append(jobs.gpus_l[members[0]])
         n_types, n_vars = len(types), len(columns)
         col_type = np.array([c[0] for c in columns])
         cpu = np.array([c[1] for c in columns])
@@ -174,7 +183,6 @@ def candidates(jobs: JobTable, j: int) -> list[tuple[float, float, float]]:
     """Allocations (CPUs, GB per GPU, throughput) that OPT may give job ``j``."""
     cluster = jobs.cluster
     zoo = jobs.zoo
-    model = int(jobs.model[j])
     g = jobs.gpus_l[j]
     fair_tput = jobs.tput_fair_l[j]
     per_server = min(g, cluster.gpus_per_server)
@@ -188,8 +196,8 @@ def candidates(jobs: JobTable, j: int) -> list[tuple[float, float, float]]:
     for c, m in points:
         if per_server * c > cluster.cpus_per_server + 1e-9 or per_server * m > cluster.mem_gb_per_server + 1e-9:
             continue
-        t = zoo.throughput_of(model, c, m)
-        capped = zoo.throughput_of(model, min(c, jobs.fair_cpu), min(m, jobs.fair_mem))
+        t = jobs.est_throughput(j, c, m)  # what the scheduler believes (profiled or true)
+        capped = jobs.est_throughput(j, min(c, jobs.fair_cpu), min(m, jobs.fair_mem))
         if t >= fair_tput - 1e-12 and capped >= fair_tput - 1e-12:
             out[(c, m)] = t
     found = [(c, m, t) for (c, m), t in out.items()]

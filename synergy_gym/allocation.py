@@ -287,7 +287,7 @@ class Tune:
         else:
             tc, tm, tt = target
             cpu, mem = min(tc, jobs.fair_cpu), min(tm, jobs.fair_mem)
-            tput = jobs.zoo.throughput_of(int(jobs.model[j]), cpu, mem)
+            tput = jobs.est_throughput(j, cpu, mem)
         parts = ledger._first_fit(g, tc, tm) if ledger.placement == "first_fit" else ledger.find(g, tc, tm)
         if parts is not None:
             return ledger.grant(j, parts, tc, tm, tt)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from importlib.metadata import entry_points
 from typing import NoReturn, Sequence
 
@@ -33,11 +34,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"synergy-gym: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning
+            return int(args.run(args) or 0)
     except SynergyGymError as exc:
         print(f"synergy-gym {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from a TOML file (:func:`load_cluster`)::
     gpus_per_server = 8
     cpus_per_server = 24
     mem_gb_per_server = 500
+    storage_mb_s_per_server = 500   # optional; only optimistic profiling uses it
 
 The GPU-proportional ("fair") share of a GPU is one server's CPUs and memory
 divided by its GPUs: 3 CPUs and 62.5 GB per GPU on the default cluster.
@@ -57,6 +58,9 @@ class ClusterSpec:
     gpus_per_server: int = 8
     cpus_per_server: float = 24.0
     mem_gb_per_server: float = 500.0
+    #: Storage read bandwidth of a server (MB/s), shared by its GPUs; used only
+    #: by optimistic profiling's memory model.
+    storage_mb_s_per_server: float = 500.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "num_servers", _as_positive_int("num_servers", self.num_servers))
@@ -70,6 +74,11 @@ class ClusterSpec:
             self,
             "mem_gb_per_server",
             _as_positive_number("mem_gb_per_server", self.mem_gb_per_server),
+        )
+        object.__setattr__(
+            self,
+            "storage_mb_s_per_server",
+            _as_positive_number("storage_mb_s_per_server", self.storage_mb_s_per_server),
         )
 
     @property

@@ -23,6 +23,7 @@ from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.ordering import ORDERINGS
 from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.profiles import TASKS, ModelZoo
+from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
 from synergy_gym.simulator import TIMINGS, SimulationConfig, Simulator
 from synergy_gym.workload import Workload
 
@@ -63,6 +64,8 @@ class EnvConfig:
     placement: str = "first_fit"
     timing: str = "round"
     debug: bool = False
+    sensitivity: str = "true"
+    profile_noise: float = 0.0
     render_mode: str | None = None
 
     @classmethod
@@ -100,6 +103,9 @@ class EnvConfig:
             raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
         if self.timing not in TIMINGS:
             raise UnknownNameError("timing", str(self.timing), TIMINGS)
+        if self.sensitivity not in SENSITIVITIES:
+            raise UnknownNameError("sensitivity", str(self.sensitivity), SENSITIVITIES)
+        ProfilerConfig(noise=self.profile_noise)  # validates the noise
         if self.render_mode not in (None, "ansi", "rgb_array"):
             raise UnknownNameError("render_mode", str(self.render_mode), ("ansi", "rgb_array"))
         if self.workload is not None and self.trace is not None:
@@ -179,8 +185,9 @@ class SynergyEnv(gym.Env):
     A workload is drawn from the paper's Philly-derived generator
     (``jobs_per_hour``, ``num_jobs``, ``multigpu``, ``class_split``) with a
     seed from ``self.np_random`` on every reset; ``workload`` (a replay CSV path
-    or a :class:`Workload`) or ``trace`` (a Philly-style CSV) fix the jobs
-    instead. The cluster starts empty; the first observation is the first
+    or a :class:`Workload`) or ``trace`` (a real trace: Philly CSV/JSON,
+    Alibaba, Helios; its first ``num_jobs`` jobs at their submit times) fix the
+    jobs instead. The cluster starts empty; the first observation is the first
     admitted job.
 
     ## Episode End
@@ -201,8 +208,11 @@ class SynergyEnv(gym.Env):
     ``multigpu``, ``class_split``, ``workload``, ``trace``, ``max_rounds``,
     ``reward_scale``, ``allow_defer``, ``max_defer_rounds``,
     ``reconsider_every``, ``max_queue``, ``round_s``, ``placement``,
-    ``timing``, ``debug`` (assert capacities every round), ``render_mode``
-    (``"ansi"`` or ``"rgb_array"``).
+    ``timing``, ``debug`` (assert capacities every round), ``sensitivity``
+    (``"true"``, or ``"profiled"``: the job features, sensitivity matrix and
+    masks are each job's estimate from optimistic profiling with relative
+    measurement noise ``profile_noise``, while jobs progress at their true
+    throughput), ``render_mode`` (``"ansi"`` or ``"rgb_array"``).
 
     Registered: ``Synergy-v0`` (128 GPUs, 9 jobs/h, 1,000 jobs, max 10,000
     rounds) and ``Synergy-small-v0`` (4 × 8 GPUs, 2.25 jobs/h – the same load
@@ -231,7 +241,8 @@ class SynergyEnv(gym.Env):
                 class_split=tuple(cfg.class_split), max_gpus=self.cluster.total_gpus,
             )
         self.sim_config = SimulationConfig(
-            round_s=cfg.round_s, placement=cfg.placement, timing=cfg.timing, debug=cfg.debug, record_rounds=False
+            round_s=cfg.round_s, placement=cfg.placement, timing=cfg.timing, debug=cfg.debug, record_rounds=False,
+            sensitivity=cfg.sensitivity,
         )
         self.policy = SchedulingPolicy(ORDERINGS[cfg.order](), Tune())
         zoo = self.zoo
@@ -278,9 +289,10 @@ class SynergyEnv(gym.Env):
 
                 w = read_workload_csv(Path(cfg.workload), run_until="all")
         elif cfg.trace is not None:
-            from traces.philly import read_philly_csv
+            from traces.loader import load_trace
+            from traces.trace_jobs import to_workload
 
-            w = read_philly_csv(Path(cfg.trace), class_split=tuple(cfg.class_split), max_jobs=int(cfg.num_jobs))
+            w = to_workload(load_trace(Path(cfg.trace)), class_split=tuple(cfg.class_split), max_jobs=int(cfg.num_jobs))
         else:
             return None
         w.check_fits(self.cluster)
@@ -302,7 +314,11 @@ class SynergyEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         workload = self._draw_workload()
-        self.sim = sim = Simulator(self.cluster, workload, self.policy, self.sim_config)
+        config = self.sim_config
+        if self.cfg.sensitivity == "profiled":  # a fresh profiling noise draw per episode
+            seed = int(self.np_random.integers(0, 2**31 - 1))
+            config = replace(config, profiler=ProfilerConfig(noise=float(self.cfg.profile_noise), seed=seed))
+        self.sim = sim = Simulator(self.cluster, workload, self.policy, config)
         sim.ledger.undo = True  # rounds re-use the unchanged start of the previous round's placement
         self._prev: _Placed | None = None
         jobs = sim.jobs
@@ -562,26 +578,43 @@ class SynergyEnv(gym.Env):
         return a
 
     def _mask(self, j: int, as_float: bool = False) -> np.ndarray:
-        """Valid actions of job ``j`` (cached per model and GPU count; read-only)."""
+        """Valid actions of job ``j`` (cached per model and GPU count, or per job when profiled; read-only)."""
         jobs = self.sim.jobs
-        key = (int(jobs.model[j]), jobs.gpus_l[j])
+        profiled = jobs.belief is not None
+        key = (-1 - j, 0) if profiled else (int(jobs.model[j]), jobs.gpus_l[j])
         masks = self._mask_cache.get(key)
         if masks is None:
-            mask = self._build_mask(*key)
+            if profiled:
+                idx = np.full(self.n_grid, j)
+                mask = self._grid_mask(
+                    jobs.est_throughput_many(idx, self._grid_cpu, self._grid_mem),
+                    jobs.est_throughput_many(idx, np.minimum(self._grid_cpu, jobs.fair_cpu), np.minimum(self._grid_mem, jobs.fair_mem)),
+                    jobs.tput_fair_l[j],
+                    jobs.gpus_l[j],
+                )
+            else:
+                mask = self._build_mask(*key)
             as_f32 = mask.astype(np.float32)
             as_f32.setflags(write=False)
             masks = self._mask_cache[key] = (mask, as_f32)
         return masks[1] if as_float else masks[0]
 
     def _build_mask(self, model: int, gpus: int) -> np.ndarray:
+        """Valid actions for a ``gpus``-GPU job of ``model`` by the zoo's measured matrix."""
         c = self.cluster
         zoo = self.zoo
         fair_cpu, fair_mem = c.fair_cpus_per_gpu, c.fair_mem_gb_per_gpu
-        fair_tput = zoo.throughput_of(model, fair_cpu, fair_mem)
-        tput = zoo.throughput_many(np.full(self.n_grid, model), self._grid_cpu, self._grid_mem)
-        capped = zoo.throughput_many(
-            np.full(self.n_grid, model), np.minimum(self._grid_cpu, fair_cpu), np.minimum(self._grid_mem, fair_mem)
+        models = np.full(self.n_grid, model)
+        return self._grid_mask(
+            zoo.throughput_many(models, self._grid_cpu, self._grid_mem),
+            zoo.throughput_many(models, np.minimum(self._grid_cpu, fair_cpu), np.minimum(self._grid_mem, fair_mem)),
+            zoo.throughput_of(model, fair_cpu, fair_mem),
+            gpus,
         )
+
+    def _grid_mask(self, tput: np.ndarray, capped: np.ndarray, fair_tput: float, gpus: int) -> np.ndarray:
+        """Actions 0 and 1, and the grid points as fast as the fair share (also capped at it) that fit a server."""
+        c = self.cluster
         per_server = min(gpus, c.gpus_per_server)
         fits = (per_server * self._grid_cpu <= c.cpus_per_server + 1e-9) & (
             per_server * self._grid_mem <= c.mem_gb_per_server + 1e-9
@@ -678,7 +711,10 @@ class SynergyEnv(gym.Env):
                     ),
                 ]
             )
-            sensitivity = self._sensitivity[jobs.model[j]].copy()
+            if jobs.belief is None:
+                sensitivity = self._sensitivity[jobs.model[j]].copy()
+            else:  # the job's estimated matrix
+                sensitivity = np.minimum(jobs.belief[j].reshape(-1) / self._tput_scale, 1.0).astype(np.float32)
             mask = self._mask(j, as_float=True).copy()
             pos = self._scan.pos
             waiting = self._scan.order[pos + 1 : pos + 1 + q]

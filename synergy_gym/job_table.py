@@ -23,6 +23,8 @@ import numpy as np
 
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import WorkloadError
+from synergy_gym.profiles import capped_demand_per_gpu, grid_level
+from synergy_gym.profiling import ProfilerConfig, profile_jobs
 from synergy_gym.workload import Workload
 
 _FLOAT_COLUMNS = ("arrival_s", "iter_time_s", "total_iters", "finish_s")
@@ -36,8 +38,12 @@ ITER, TOTAL, EXECUTED, START, ATTAINED, LAST_END = range(len(PROGRESS_COLUMNS))
 class JobTable:
     """State of every job the simulation knows about, indexed 0..n-1 in arrival order."""
 
-    def __init__(self, cluster: ClusterSpec, workload: Workload) -> None:
+    def __init__(self, cluster: ClusterSpec, workload: Workload, profiler: ProfilerConfig | None = None) -> None:
         self.cluster = cluster
+        self.profiler = profiler
+        #: Per-job estimated matrices [job, cpu level, mem level] (profiled mode only).
+        self.belief: np.ndarray | None = None
+        self.profiling_cost_gpu_min = np.zeros(0)
         self.zoo = workload.zoo
         self.fair_cpu = cluster.fair_cpus_per_gpu
         self.fair_mem = cluster.fair_mem_gb_per_gpu
@@ -76,8 +82,18 @@ class JobTable:
 
     def _append(self, w: Workload) -> None:
         w.check_fits(self.cluster)
-        cpu, mem = w.demand_per_gpu(self.cluster)
         n_new = len(w)
+        if self.profiler is None:
+            cpu, mem = w.demand_per_gpu(self.cluster)
+            cost = np.zeros(n_new)
+        else:
+            c = self.cluster
+            profiles = profile_jobs(self.zoo, w.model, w.gpus, w.job_id, c, self.profiler)
+            cpu = capped_demand_per_gpu(profiles.demand_cpu, w.gpus, c.fair_cpus_per_gpu, c.cpus_per_server)
+            mem = capped_demand_per_gpu(profiles.demand_mem, w.gpus, c.fair_mem_gb_per_gpu, c.mem_gb_per_server)
+            self.belief = profiles.matrices if self.belief is None else np.concatenate([self.belief, profiles.matrices])
+            cost = profiles.cost_gpu_min
+        self.profiling_cost_gpu_min = np.concatenate([self.profiling_cost_gpu_min, cost])
         self.job_id = np.concatenate([self.job_id, w.job_id])
         self.model = np.concatenate([self.model, w.model])
         self.gpus = np.concatenate([self.gpus, w.gpus])
@@ -97,7 +113,8 @@ class JobTable:
         progress[:, [START, LAST_END]] = np.nan
         self.progress = np.concatenate([self.progress, progress])
         self._bind_progress_views()
-        fair_tput = self.zoo.throughput_many(w.model, np.full(n_new, self.fair_cpu), np.full(n_new, self.fair_mem))
+        new_idx = np.arange(self.n, self.n + n_new)
+        fair_tput = self.est_throughput_many(new_idx, np.full(n_new, self.fair_cpu), np.full(n_new, self.fair_mem))
         self.tput_fair = np.concatenate([self.tput_fair, fair_tput])
         self.target_cpu = np.concatenate([self.target_cpu, np.zeros(n_new)])
         self.target_mem = np.concatenate([self.target_mem, np.zeros(n_new)])
@@ -114,6 +131,23 @@ class JobTable:
             lst.extend([0.0] * n_new)
         self.set_targets(np.arange(first, self.n), cpu, mem)
 
+    def est_throughput_many(self, jobs: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+        """What the scheduler believes ``jobs`` achieve at (cpu, mem) per GPU."""
+        if self.belief is None:
+            return self.zoo.throughput_many(self.model[jobs], cpu, mem)
+        return self.belief[jobs, grid_level(self.zoo.cpu_grid, cpu), grid_level(self.zoo.mem_grid, mem)]
+
+    def est_throughput(self, j: int, cpu: float, mem: float) -> float:
+        """:meth:`est_throughput_many` for one job."""
+        if self.belief is None:
+            return self.zoo.throughput_of(int(self.model[j]), cpu, mem)
+        ci, mi = self.zoo.levels_of(cpu, mem)
+        return float(self.belief[j, ci, mi])
+
+    def true_throughput_many(self, jobs: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+        """The ground truth: the model zoo's measured matrices."""
+        return self.zoo.throughput_many(self.model[jobs], cpu, mem)
+
     def _bind_progress_views(self) -> None:
         self.executed = self.progress[:, EXECUTED]
         self.start_s = self.progress[:, START]
@@ -127,11 +161,10 @@ class JobTable:
         mem = np.broadcast_to(np.asarray(mem_per_gpu, dtype=float), jobs.shape)
         if np.any(~(cpu > 0)) or np.any(~(mem > 0)):
             raise WorkloadError("a job's CPU and memory target must be positive")
-        model = self.model[jobs]
         fb_cpu = np.minimum(cpu, self.fair_cpu)
         fb_mem = np.minimum(mem, self.fair_mem)
-        t_target = self.zoo.throughput_many(model, cpu, mem)
-        t_fb = self.zoo.throughput_many(model, fb_cpu, fb_mem)
+        t_target = self.est_throughput_many(jobs, cpu, mem)
+        t_fb = self.est_throughput_many(jobs, fb_cpu, fb_mem)
         self.target_cpu[jobs] = cpu
         self.target_mem[jobs] = mem
         self.tput_target[jobs] = t_target
@@ -148,11 +181,10 @@ class JobTable:
         """:meth:`set_targets` for one job, without numpy overhead (the env's hot path)."""
         if not (cpu_per_gpu > 0 and mem_per_gpu > 0):
             raise WorkloadError("a job's CPU and memory target must be positive")
-        m = int(self.model[j])
         fb_cpu = min(cpu_per_gpu, self.fair_cpu)
         fb_mem = min(mem_per_gpu, self.fair_mem)
-        t_target = self.zoo.throughput_of(m, cpu_per_gpu, mem_per_gpu)
-        t_fb = self.zoo.throughput_of(m, fb_cpu, fb_mem)
+        t_target = self.est_throughput(j, cpu_per_gpu, mem_per_gpu)
+        t_fb = self.est_throughput(j, fb_cpu, fb_mem)
         self.target_cpu[j] = cpu_per_gpu
         self.target_mem[j] = mem_per_gpu
         self.tput_target[j] = t_target

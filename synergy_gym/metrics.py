@@ -65,6 +65,9 @@ class RunSummary:
     simulated_h: float
     rounds_planned: int
     wall_s: float
+    sensitivity: str = "true"
+    #: Mean GPU-minutes spent profiling each job (0 with the true sensitivity).
+    profiling_gpu_min_per_job: float = 0.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -177,5 +180,7 @@ def build_result(sim: "Simulator", wall_s: float) -> SimulationResult:
         simulated_h=sim.now / 3600.0,
         rounds_planned=sim.rounds_planned,
         wall_s=wall_s,
+        sensitivity=sim.config.sensitivity,
+        profiling_gpu_min_per_job=float(jobs.profiling_cost_gpu_min.mean()) if jobs.n else 0.0,
     )
     return SimulationResult(summary=summary, jobs=job_frame, rounds=round_frame, round_s=sim.config.round_s)

@@ -51,6 +51,11 @@ class ModelProfile:
     cpu_grid: np.ndarray  # CPUs per GPU of each cpu level, increasing
     mem_grid: np.ndarray  # GB per GPU of each memory level, increasing
     tput: np.ndarray  # [cpu level, mem level] normalised throughput
+    #: Optimistic profiling's memory model (see ``data/README.md``): memory per GPU at
+    #: which the dataset is fully cached, and storage MB/s per GPU needed at the fair
+    #: share when nothing is cached.
+    dataset_gb_per_gpu: float = 64.9
+    read_mb_s_at_fair: float = 920.7
 
     def throughput(self, cpus_per_gpu: float, mem_gb_per_gpu: float) -> float:
         """Normalised throughput at an allocation (largest grid point not above it)."""
@@ -131,10 +136,15 @@ class ModelZoo:
         """Throughput matrices stacked as [model, cpu level, mem level] (read-only)."""
         return self._tput
 
-    def throughput_of(self, model: int, cpus_per_gpu: float, mem_gb_per_gpu: float) -> float:
-        """:meth:`ModelProfile.throughput` of model index ``model``, in pure Python (fast for scalars)."""
+    def levels_of(self, cpus_per_gpu: float, mem_gb_per_gpu: float) -> tuple[int, int]:
+        """Grid levels (cpu, mem) of an allocation, in pure Python (fast for scalars)."""
         ci = max(bisect_right(self._cpu_grid_list, cpus_per_gpu + _GRID_EPS) - 1, 0)
         mi = max(bisect_right(self._mem_grid_list, mem_gb_per_gpu + _GRID_EPS) - 1, 0)
+        return ci, mi
+
+    def throughput_of(self, model: int, cpus_per_gpu: float, mem_gb_per_gpu: float) -> float:
+        """:meth:`ModelProfile.throughput` of model index ``model``, in pure Python (fast for scalars)."""
+        ci, mi = self.levels_of(cpus_per_gpu, mem_gb_per_gpu)
         return self._tput_lists[model][ci][mi]
 
     def throughput_many(self, model: np.ndarray, cpus_per_gpu: np.ndarray, mem_gb_per_gpu: np.ndarray) -> np.ndarray:
@@ -157,8 +167,12 @@ def capped_demand_per_gpu(
 
 
 def _load_zoo_csv() -> ModelZoo:
-    text = resources.files("synergy_gym.data").joinpath("model_profiles.csv").read_text(encoding="utf-8")
-    rows = list(csv.DictReader(text.splitlines()))
+    data = resources.files("synergy_gym.data")
+    rows = list(csv.DictReader(data.joinpath("model_profiles.csv").read_text(encoding="utf-8").splitlines()))
+    datasets = {
+        r["model"]: (float(r["dataset_gb_per_gpu"]), float(r["read_mb_s_at_fair"]))
+        for r in csv.DictReader(data.joinpath("model_datasets.csv").read_text(encoding="utf-8").splitlines())
+    }
     order: list[str] = []
     by_model: dict[str, list[dict[str, str]]] = {}
     for row in rows:
@@ -189,6 +203,8 @@ def _load_zoo_csv() -> ModelZoo:
                 cpu_grid=cpu_grid,
                 mem_grid=mem_grid,
                 tput=tput,
+                dataset_gb_per_gpu=datasets[name][0],
+                read_mb_s_at_fair=datasets[name][1],
             )
         )
     return ModelZoo(tuple(models))

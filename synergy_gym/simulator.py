@@ -16,6 +16,10 @@ With ``timing="exact"`` progress is continuous and a job completes at the exact
 moment its last iteration ends; its resources are free from then on, because
 the scheduler re-plans at every completion as well as at every round boundary.
 
+With ``sensitivity="profiled"`` the policies decide on each job's estimated
+sensitivity (:mod:`synergy_gym.profiling`) and jobs progress at the throughput
+the model zoo's measured matrix gives their allocation.
+
 Rounds in which nothing can change are skipped in one step: with an ordering
 whose order only changes when jobs arrive or finish (FIFO), the allocation stays
 the same until the next completion or the next arrival that could be admitted,
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 import numpy as np
@@ -37,6 +41,7 @@ from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
 from synergy_gym.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
 from synergy_gym.metrics import RoundLog, SimulationResult, build_result
 from synergy_gym.policy import SchedulingPolicy
+from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
 from synergy_gym.workload import JobStream, Workload
 
 Timing = Literal["round", "exact"]
@@ -63,6 +68,11 @@ class SimulationConfig:
     #: Keep the per-round utilisation log (``SimulationResult.rounds``); the
     #: Gymnasium environment turns it off.
     record_rounds: bool = True
+    #: ``"true"``: policies see the model zoo's measured sensitivity; ``"profiled"``:
+    #: they see each job's estimate from optimistic profiling (``profiler``) while
+    #: jobs still progress at their true throughput.
+    sensitivity: str = "true"
+    profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
 
     def __post_init__(self) -> None:
         for name in ("round_s", "starvation_s"):
@@ -76,6 +86,8 @@ class SimulationConfig:
             raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
         if self.timing not in TIMINGS:
             raise UnknownNameError("timing", str(self.timing), TIMINGS)
+        if self.sensitivity not in SENSITIVITIES:
+            raise UnknownNameError("sensitivity", str(self.sensitivity), SENSITIVITIES)
 
 
 class Simulator:
@@ -103,7 +115,8 @@ class Simulator:
         self.config = config or SimulationConfig()
         workload.check_window()
         self.run_until = workload.run_until
-        self.jobs = JobTable(cluster, workload)
+        profiler = self.config.profiler if self.config.sensitivity == "profiled" else None
+        self.jobs = JobTable(cluster, workload, profiler)
         self._check_progress(0)
         self.ledger = ClusterLedger(cluster, self.config.placement)
         self._more = more_jobs
@@ -214,7 +227,10 @@ class Simulator:
                     f"do not fit on this cluster ({self.cluster.describe()})"
                 )
             raise AssertionError("no job placed although GPUs are busy")  # pragma: no cover
-        tput = np.fromiter(ledger.tput, dtype=float, count=placed.size)
+        if self.jobs.belief is None:
+            tput = np.fromiter(ledger.tput, dtype=float, count=placed.size)
+        else:  # the ledger holds believed throughputs; jobs progress at the true ones
+            tput = self.jobs.true_throughput_many(placed, np.array(ledger.cpu), np.array(ledger.mem))
         if self.observer is not None:
             self.observer(self, placed, tput)
         if self.config.timing == "round":

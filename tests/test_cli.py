@@ -54,7 +54,7 @@ def test_compare_on_a_philly_style_trace(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text(
         "timestamp,duration,num_gpus\n"
-        + "".join(f"2017-10-09 06:{m:02d}:00,{600 * (m + 1)},{1 if m % 3 else 2}\n" for m in range(30))
+        + "".join(f"2017-10-09 06:{m:02d}:00,{3600 * (m + 1)},{1 if m % 3 else 2}\n" for m in range(30))
     )
     js = tmp_path / "r.json"
     assert main(["compare", "--quiet", "--trace", str(trace), "--out", str(tmp_path / "o"), "--json", str(js)]) == 0

@@ -309,3 +309,16 @@ def test_fuzz_random_masked_steps_keep_the_invariants():
             steps += 1
         seed += 1
     assert slow == []
+
+
+def test_profiled_sensitivity_in_the_env():
+    env = SynergyEnv(**SMALL, sensitivity="profiled", profile_noise=0.05)
+    _, rewards, infos = random_episode(env, seed=4)
+    assert infos[-1]["jobs_finished"] == 60 and np.isfinite(sum(rewards))
+    assert env.sim.jobs.belief is not None
+    obs, _ = env.reset(seed=4)
+    j = env._job
+    expected = np.minimum(env.sim.jobs.belief[j].reshape(-1) / env._tput_scale, 1.0)
+    np.testing.assert_allclose(obs["job_sensitivity"], expected, rtol=1e-6)
+    with pytest.raises(UnknownNameError, match="unknown sensitivity 'guessed'"):
+        SynergyEnv(sensitivity="guessed")

@@ -7,7 +7,10 @@ import pytest
 from baselines import make_policy
 from synergy_gym import ClusterSpec, Simulator, WorkloadError
 from traces.model_mix import ModelAssigner, parse_split
-from traces.philly import read_philly_csv
+from traces.alibaba import read_alibaba
+from traces.loader import load_trace
+from traces.philly import read_philly_csv, read_philly_json
+from traces.trace_jobs import TraceWarning, sample_workload, to_workload
 from traces.philly_gpu_mix import PHILLY_GPU_COUNTS, gpu_mix
 from traces.replay import read_workload_csv, write_workload_csv
 from traces.synthetic import DEFAULT_WINDOW, SyntheticWorkload, middle_half
@@ -133,39 +136,159 @@ def test_bad_workload_files_give_one_line_errors(tmp_path, body, message):
 
 
 PHILLY = """timestamp,duration,num_gpus,gpu_time,cluster
-2017-10-09 07:01:55,600.0,1,600.0,a
+2017-10-09 07:01:55,6000.0,1,6000.0,a
 2017-10-09 06:00:00,3600.0,8,28800.0,b
-2017-10-09 06:30:00,120.0,2,240.0,a
+2017-10-09 06:30:00,12000.0,2,24000.0,a
 2017-10-10 06:00:00,7200.0,1,7200.0,c
+2017-10-10 07:00:00,60.0,1,60.0,c
 """
 
 
-def test_philly_trace_keeps_submit_times_durations_and_gpus(tmp_path, zoo):
-    w = read_philly_csv(_write(tmp_path, PHILLY, "p.csv"))
-    assert w.arrival_s.tolist() == [0.0, 1800.0, 3715.0, 86400.0]
-    assert w.gpus.tolist() == [8, 2, 1, 1]
-    durations = np.array([3600.0, 120.0, 600.0, 7200.0])
+def test_philly_csv_keeps_submit_times_durations_and_gpus(tmp_path, zoo):
+    trace = read_philly_csv(_write(tmp_path, PHILLY, "p.csv"))
+    assert trace.filtered == 1  # the 60 s job is below the paper's 31.6-minute cut
+    assert trace.submit_s.tolist() == [0.0, 1800.0, 3715.0, 86400.0]
+    assert trace.gpus.tolist() == [8, 2, 1, 1]
+    w = to_workload(trace)
+    durations = np.array([3600.0, 12000.0, 6000.0, 7200.0])
     assert np.array_equal(w.total_iters, np.ceil(durations / w.iter_time_s))
     assert w.run_until == "all" and w.measured.tolist() == [False, True, True, False]
-    assert len(read_philly_csv(_write(tmp_path, PHILLY, "p.csv"), max_jobs=2)) == 2
+    assert len(to_workload(trace, max_jobs=2)) == 2
+    assert to_workload(trace, arrival_scale=0.5).arrival_s.tolist() == [0.0, 900.0, 1857.5, 43200.0]
+    assert len(read_philly_csv(_write(tmp_path, PHILLY, "p.csv"), duration_range=None)) == 5
 
 
 @pytest.mark.parametrize(
-    "row, message",
+    "row, reason",
     [
-        ("yesterday,600,1,600,a", "line 2: bad or missing timestamp"),
-        ("2017-10-09 07:01:55,-600,1,600,a", "line 2: duration must be > 0"),
-        ("2017-10-09 07:01:55,600,0,600,a", "line 2: num_gpus must be a positive integer"),
-        ("2017-10-09 07:01:55,,1,600,a", "line 2: missing or non-numeric duration"),
+        ("yesterday,6000,1,600,a", "1 bad or missing timestamp"),
+        ("2017-10-09 07:01:55,-600,1,600,a", "1 duration ≤ 0"),
+        ("2017-10-09 07:01:55,6000,0,600,a", "1 num_gpus not a positive integer"),
+        ("2017-10-09 07:01:55,,1,600,a", "1 missing or non-numeric duration"),
     ],
 )
-def test_bad_philly_rows_are_rejected(tmp_path, row, message):
-    with pytest.raises(WorkloadError, match=message):
-        read_philly_csv(_write(tmp_path, "timestamp,duration,num_gpus,gpu_time,cluster\n" + row + "\n"))
+def test_malformed_philly_rows_are_skipped_and_counted(tmp_path, row, reason):
+    text = PHILLY + row + "\n"
+    with pytest.warns(TraceWarning, match=f"skipped 1 malformed row\\(s\\): {reason}"):
+        trace = read_philly_csv(_write(tmp_path, text))
+    assert len(trace) == 4 and sum(trace.skipped.values()) == 1
+
+
+def test_philly_files_that_are_not_traces_are_rejected(tmp_path):
+    with pytest.raises(WorkloadError, match="missing column\\(s\\) num_gpus"):
+        read_philly_csv(_write(tmp_path, "timestamp,duration\n2017-10-09 07:01:55,6000\n"))
+    with pytest.raises(WorkloadError, match="no usable job"):
+        read_philly_csv(_write(tmp_path, "timestamp,duration,num_gpus\n2017-10-09 07:01:55,60,1\n"))
+
+
+PHILLY_LOG = [
+    {"jobid": "a", "user": "u1", "vc": "v", "status": "Pass", "submitted_time": "2017-10-01 00:00:00",
+     "attempts": [{"start_time": "2017-10-01 00:10:00", "end_time": "2017-10-01 01:10:00",
+                   "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}, {"ip": "m2", "gpus": ["gpu0", "gpu1"]}]},
+                  {"start_time": "2017-10-01 02:00:00", "end_time": "2017-10-01 03:00:00",
+                   "detail": [{"ip": "m3", "gpus": ["gpu0", "gpu1", "gpu2", "gpu3"]}]}]},
+    {"jobid": "b", "user": "u2", "vc": "v", "status": "Killed", "submitted_time": "2017-10-01 00:30:00",
+     "attempts": [{"start_time": "None", "end_time": "None", "detail": []},
+                  {"start_time": "2017-10-01 00:40:00", "end_time": "2017-10-01 01:40:00",
+                   "detail": [{"ip": "m1", "gpus": ["gpu3"]}]}]},
+    {"jobid": "c", "user": "u3", "vc": "v", "status": "Failed", "submitted_time": "2017-10-01 00:45:00", "attempts": []},
+    {"jobid": "d", "user": "u3", "vc": "v", "status": "Pass", "submitted_time": "not a time",
+     "attempts": [{"start_time": "2017-10-01 00:40:00", "end_time": "2017-10-01 03:40:00", "detail": [{"ip": "m", "gpus": ["g"]}]}]},
+    {"jobid": "e", "user": "u3", "vc": "v", "status": "Pass", "submitted_time": "2017-10-01 00:50:00",
+     "attempts": [{"start_time": "2017-10-01 01:00:00", "end_time": "2017-10-01 01:05:00", "detail": [{"ip": "m", "gpus": ["g"]}]}]},
+]
+
+
+def test_philly_job_log_sums_attempts_and_applies_the_papers_filters(tmp_path):
+    import json
+
+    path = _write(tmp_path, json.dumps(PHILLY_LOG), "cluster_job_log")
+    with pytest.warns(TraceWarning, match="1 bad or missing submitted_time, 1 no usable attempt"):
+        trace = read_philly_json(path)
+    assert trace.submit_s.tolist() == [0.0, 1800.0]  # a and b; e (5 min) is filtered out
+    assert trace.duration_s.tolist() == [7200.0, 3600.0]  # a: two one-hour attempts
+    assert trace.gpus.tolist() == [4, 1]  # a: its last attempt's GPUs
+    assert trace.filtered == 1
+    with pytest.raises(WorkloadError, match="not valid JSON"):
+        read_philly_json(_write(tmp_path, "{oops", "bad.json"))
+
+
+ALIBABA_JOBS = """job_name,inst_id,user,status,start_time,end_time
+j1,1,u,Terminated,1000,8200
+j2,2,u,Terminated,2000,12800
+j3,3,u,Terminated,3000,2000
+j4,4,u,Terminated,4000,9000
+j5,5,u,Failed,,9000
+"""
+ALIBABA_TASKS = """job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type
+j1,worker,2,Terminated,1000,8200,600,30,100,V100
+j1,ps,1,Terminated,1000,8200,400,10,,
+j2,tensorflow,1,Terminated,2000,12800,800,60,50,T4
+j3,worker,1,Terminated,3000,2000,600,30,100,V100
+j4,worker,1,Terminated,4000,9000,600,30,,
+j5,worker,1,Terminated,4000,9000,600,30,100,V100
+"""
+
+
+def test_alibaba_jobs_get_their_requested_share(tmp_path):
+    jobs = _write(tmp_path, ALIBABA_JOBS, "pai_job_table.csv")
+    _write(tmp_path, ALIBABA_TASKS, "pai_task_table.csv")
+    with pytest.warns(TraceWarning, match="1 bad or missing time, 1 duration ≤ 0, 1 no GPU"):
+        trace = read_alibaba(jobs)
+    assert trace.gpus.tolist() == [2, 1]  # j1: 2 workers × 1 GPU; j2: half a GPU → 1
+    assert trace.cpu_per_gpu.tolist() == [8.0, 8.0]  # j1: (2·6 + 4) CPUs over 2 GPUs
+    assert trace.mem_per_gpu.tolist() == [35.0, 60.0]
+    assert trace.duration_s.tolist() == [7200.0, 10800.0] and trace.submit_s.tolist() == [0.0, 1000.0]
+    w = to_workload(trace)
+    assert w.cpu_demand_per_gpu.tolist() == [8.0, 8.0]
+    # The released files have no header row: columns in the documented order.
+    headless = tmp_path / "raw"
+    headless.mkdir()
+    _write(headless, ALIBABA_JOBS.split("\n", 1)[1], "pai_job_table.csv")
+    _write(headless, ALIBABA_TASKS.split("\n", 1)[1], "pai_task_table.csv")
+    with pytest.warns(TraceWarning):
+        assert len(load_trace(headless)) == 2  # the folder, format detected
+
+
+HELIOS = """job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
+1,u,v,8,64,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:01:00,2020-04-01 02:01:00,7200,60
+2,u,v,0,4,1,COMPLETED,2020-04-01 00:05:00,2020-04-01 00:05:00,2020-04-01 00:10:00,300,0
+3,u,v,2,,1,FAILED,2020-04-01 00:10:00,2020-04-01 00:20:00,2020-04-01 01:20:00,3600,600
+4,u,v,1,6,1,COMPLETED,bad,2020-04-01 00:20:00,2020-04-01 01:20:00,3600,600
+"""
+
+
+def test_helios_jobs_and_cpu_requests(tmp_path):
+    path = _write(tmp_path, HELIOS, "cluster_log.csv")
+    with pytest.warns(TraceWarning, match="1 bad or missing submit_time, 1 no GPU"):
+        trace = load_trace(path)
+    assert trace.gpus.tolist() == [8, 2] and trace.duration_s.tolist() == [7200.0, 3600.0]
+    assert trace.cpu_per_gpu[0] == 8.0 and np.isnan(trace.cpu_per_gpu[1])  # no cpu_num: the model's demand
+
+
+def test_sampled_workload_draws_from_the_joint_distribution(tmp_path):
+    trace = read_philly_csv(_write(tmp_path, PHILLY, "p.csv"))
+    w = sample_workload(trace, num_jobs=400, jobs_per_hour=5, seed=1)
+    pairs = set(zip(trace.gpus.tolist(), trace.duration_s.tolist()))
+    fair = w.total_iters * w.iter_time_s
+    assert all(any(g == pg and abs(f - d) < 1 for pg, d in pairs) for g, f in zip(w.gpus.tolist(), fair.tolist()))
+    assert np.mean(np.diff(w.arrival_s)) == pytest.approx(720.5, rel=0.15)
+    assert np.array_equal(sample_workload(trace, 50, 5, seed=2).arrival_s, sample_workload(trace, 50, 5, seed=2).arrival_s)
+
+
+def test_trace_stats_command(tmp_path, capsys):
+    from synergy_gym.cli import main
+
+    assert main(["trace-stats", str(_write(tmp_path, PHILLY, "p.csv")), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "jobs: 4" in out and "GPU-count mix: 1: 2 (50.0%), 2: 1 (25.0%), 8: 1 (25.0%)" in out
+    assert "filtered (duration outside the paper's range): 1" in out and (tmp_path / "o" / "trace_stats.png").is_file()
 
 
 def test_the_real_philly_trace_runs(shared_dir):
-    w = read_philly_csv(shared_dir / "traces" / "philly_jobs.csv", max_jobs=400)
+    trace = read_philly_csv(shared_dir / "traces" / "philly_jobs.csv")
+    assert np.all((trace.duration_s > 60 * 10**1.5) & (trace.duration_s < 60 * 10**4))
+    w = to_workload(trace, max_jobs=400)
     assert len(w) == 400 and np.all(np.diff(w.arrival_s) >= 0)
     result = Simulator(ClusterSpec(), w, make_policy("fifo+tune")).run()
     assert result.jobs["finish_s"].notna().all()

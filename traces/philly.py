@@ -1,26 +1,28 @@
-"""Workloads from a Philly-style job trace CSV.
+"""Microsoft Philly traces: the job log JSON and the Philly-derived job CSV.
 
-The trace has one row per job with at least ``timestamp`` (submit time, as
-``YYYY-MM-DD HH:MM:SS`` or seconds), ``duration`` (seconds) and ``num_gpus``,
-as in the Philly-derived trace of the Sia artifact (Microsoft Philly,
-Aug–Dec 2017, CC BY 4.0). Other columns (``gpu_time``, ``cluster``) are ignored.
+``read_philly_json`` reads ``cluster_job_log`` of msr-fiddle/philly-traces: a
+JSON list of jobs, each with ``jobid``, ``submitted_time``
+(``YYYY-MM-DD HH:MM:SS``) and ``attempts``; an attempt has ``start_time``,
+``end_time`` and ``detail`` – one entry per machine with its ``gpus`` list. As
+the paper's simulator filters it:
 
-The loader keeps the trace's real submit times, durations and GPU counts:
+* jobs without attempts are dropped, and so are attempts whose start or end
+  time is missing (``None``) or whose duration or GPU count is not positive;
+* a job's duration is the sum of its attempts' durations and its GPU count
+  the last attempt's (the GPUs listed across its machines);
+* only jobs lasting between 60·10^1.5 s and 60·10^4 s are kept
+  (``duration_range``; ``None`` keeps all).
 
-* jobs are sorted by submit time (ties keep file order); ``arrival_s`` is the
-  time since the first submit; ``max_jobs`` keeps the first N;
-* models are assigned in submit order by the class split
-  (:mod:`traces.model_mix`); the job's measured duration is its run time at the
-  fair share, so ``total_iters = ceil(duration / iter_time)``;
-* the measured window is the middle half of the kept jobs unless ``window`` is
-  given, and a run ends when all of them have finished.
-
-A row with a missing field, a bad timestamp, a duration ≤ 0 or fewer than one
-GPU is rejected with an error naming its line.
+``read_philly_csv`` reads the Philly-derived CSV of the Sia artifact
+(``timestamp, duration, num_gpus, …``; timestamps as ``YYYY-MM-DD HH:MM:SS``
+or seconds), with the same duration filter. Malformed rows are skipped and
+counted (see :mod:`traces.trace_jobs`).
 """
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -28,66 +30,80 @@ import pandas as pd
 
 from synergy_gym.errors import WorkloadError
 from traces.csv_table import read_job_table
-from synergy_gym.profiles import ModelZoo
-from synergy_gym.workload import Workload
-from traces.model_mix import DEFAULT_SPLIT, ModelAssigner
-from traces.synthetic import middle_half
+from traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
+_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 def read_philly_csv(
-    path: str | Path,
-    zoo: ModelZoo | None = None,
-    class_split: tuple[float, float, float] = DEFAULT_SPLIT,
-    max_jobs: int | None = None,
-    window: tuple[int, int] | None = None,
-) -> Workload:
-    zoo = zoo or ModelZoo.default()
+    path: str | Path, duration_range: tuple[float, float] | None = REFERENCE_DURATION_RANGE_S
+) -> TraceJobs:
     path = Path(path)
     frame = read_job_table(path, REQUIRED, "trace file")
-
-    def reject(mask: np.ndarray, what: str) -> None:
-        if mask.any():
-            i = int(np.flatnonzero(mask)[0])
-            raise WorkloadError(f"{path}: line {i + 2}: {what} (row: {frame.iloc[i].to_dict()})")
-
+    skipped: dict[str, int] = {}
     if pd.api.types.is_numeric_dtype(frame["timestamp"]):
         submit = frame["timestamp"].to_numpy(dtype=float)
     else:
-        parsed = pd.to_datetime(frame["timestamp"], errors="coerce", format="mixed")
-        reject(parsed.isna().to_numpy(), "bad or missing timestamp")
+        parsed = pd.to_datetime(frame["timestamp"], errors="coerce", format=_TIME_FORMAT)
         submit = (parsed - parsed.min()).dt.total_seconds().to_numpy()
-    reject(~np.isfinite(submit), "bad or missing timestamp")
     duration = pd.to_numeric(frame["duration"], errors="coerce").to_numpy(dtype=float)
-    reject(~np.isfinite(duration), "missing or non-numeric duration")
-    reject(duration <= 0, "duration must be > 0")
     gpus = pd.to_numeric(frame["num_gpus"], errors="coerce").to_numpy(dtype=float)
-    reject(~np.isfinite(gpus), "missing or non-numeric num_gpus")
-    reject((gpus < 1) | (gpus != np.floor(gpus)), "num_gpus must be a positive integer")
+    ok = np.ones(len(frame), dtype=bool)
+    for reason, bad in (
+        ("bad or missing timestamp", ~np.isfinite(submit)),
+        ("missing or non-numeric duration", ~np.isfinite(duration)),
+        ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
+        ("missing or non-numeric num_gpus", ~np.isfinite(gpus)),
+        ("num_gpus not a positive integer", np.isfinite(gpus) & ((gpus < 1) | (gpus != np.floor(gpus)))),
+    ):
+        skipped[reason] = int(np.count_nonzero(bad & ok))
+        ok &= ~bad
+    return TraceJobs.build(str(path), submit[ok], duration[ok], gpus[ok], skipped=skipped, duration_range=duration_range)
 
-    order = np.argsort(submit, kind="stable")
-    if max_jobs is not None:
-        if max_jobs < 1:
-            raise WorkloadError(f"max_jobs must be a positive integer, got {max_jobs!r}")
-        order = order[:max_jobs]
-    n = len(order)
-    arrival = submit[order] - submit[order[0]]
-    model = ModelAssigner(zoo, class_split).assign(n)
-    iter_time = np.array([m.iter_time_s for m in zoo.models])[model]
-    a, b = window if window is not None else middle_half(n)
-    if not 0 <= a < b <= n:
-        raise WorkloadError(f"window {a}:{b} must satisfy 0 ≤ A < B ≤ {n}")
-    ids = np.arange(n, dtype=np.int64)
-    return Workload.build(
-        zoo,
-        job_id=ids,
-        model=model,
-        gpus=gpus[order],
-        arrival_s=arrival,
-        total_iters=np.ceil(duration[order] / iter_time),
-        iter_time_s=iter_time,
-        measured=(ids >= a) & (ids < b),
-        run_until="all",
-        source=str(path),
-    )
+
+def read_philly_json(
+    path: str | Path, duration_range: tuple[float, float] | None = REFERENCE_DURATION_RANGE_S
+) -> TraceJobs:
+    path = Path(path)
+    if not path.is_file():
+        raise WorkloadError(f"trace file {str(path)!r} does not exist")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise WorkloadError(f"{path}: not valid JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, list):
+        raise WorkloadError(f"{path}: expected a JSON list of jobs (Philly cluster_job_log)")
+    skipped = {"job not an object": 0, "bad or missing submitted_time": 0, "no usable attempt": 0}
+    submit, duration, gpus = [], [], []
+    for job in data:
+        if not isinstance(job, dict):
+            skipped["job not an object"] += 1
+            continue
+        try:
+            submitted = datetime.strptime(str(job["submitted_time"]), _TIME_FORMAT)
+        except (KeyError, ValueError):
+            skipped["bad or missing submitted_time"] += 1
+            continue
+        total, last_gpus = 0.0, 0
+        for attempt in job.get("attempts") or []:
+            try:
+                start = datetime.strptime(str(attempt["start_time"]), _TIME_FORMAT)
+                end = datetime.strptime(str(attempt["end_time"]), _TIME_FORMAT)
+                n_gpus = sum(len(machine["gpus"]) for machine in attempt["detail"])
+            except (KeyError, TypeError, ValueError):
+                continue  # "None" times, as the paper's simulator skips them
+            seconds = (end - start).total_seconds()
+            if seconds <= 0 or n_gpus <= 0:
+                continue
+            total += seconds
+            last_gpus = n_gpus
+        if total <= 0:
+            skipped["no usable attempt"] += 1
+            continue
+        submit.append(submitted.timestamp())
+        duration.append(total)
+        gpus.append(last_gpus)
+    if not submit:
+        raise WorkloadError(f"{path}: no job with a usable attempt")
+    return TraceJobs.build(str(path), submit, duration, gpus, skipped=skipped, duration_range=duration_range)

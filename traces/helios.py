@@ -1,0 +1,50 @@
+"""Helios traces (SenseTime, SC'21): ``cluster_log.csv`` of each cluster.
+
+Columns used: ``submit_time`` (``YYYY-MM-DD HH:MM:SS``), ``duration`` (seconds;
+or ``start_time``/``end_time``), ``gpu_num`` and ``cpu_num`` (others, e.g.
+``job_id, user, vc, node_num, state``, are ignored). The job's requested CPUs
+per GPU are ``cpu_num / gpu_num``; Helios records no memory request, so the
+model's applies. CPU-only jobs (``gpu_num`` 0), rows with a missing field, a
+bad time or a duration ≤ 0 are skipped and counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from traces.csv_table import read_job_table
+from traces.trace_jobs import TraceJobs
+
+REQUIRED = ("submit_time", "gpu_num", "cpu_num")
+
+
+def read_helios(path: str | Path) -> TraceJobs:
+    path = Path(path)
+    frame = read_job_table(path, REQUIRED, "trace file")
+    submit_t = pd.to_datetime(frame["submit_time"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
+    submit = (submit_t - submit_t.min()).dt.total_seconds().to_numpy()
+    if "duration" in frame.columns:
+        duration = pd.to_numeric(frame["duration"], errors="coerce").to_numpy(dtype=float)
+    else:
+        start = pd.to_datetime(frame.get("start_time"), errors="coerce", format="%Y-%m-%d %H:%M:%S")
+        end = pd.to_datetime(frame.get("end_time"), errors="coerce", format="%Y-%m-%d %H:%M:%S")
+        duration = (end - start).dt.total_seconds().to_numpy()
+    gpus = pd.to_numeric(frame["gpu_num"], errors="coerce").to_numpy(dtype=float)
+    cpus = pd.to_numeric(frame["cpu_num"], errors="coerce").to_numpy(dtype=float)
+    skipped: dict[str, int] = {}
+    ok = np.ones(len(frame), dtype=bool)
+    for reason, bad in (
+        ("bad or missing submit_time", ~np.isfinite(submit)),
+        ("missing or non-numeric duration", ~np.isfinite(duration)),
+        ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
+        ("missing gpu_num", ~np.isfinite(gpus)),
+        ("no GPU (CPU-only job)", np.isfinite(gpus) & ((gpus < 1) | (gpus != np.floor(gpus)))),
+    ):
+        skipped[reason] = int(np.count_nonzero(bad & ok))
+        ok &= ~bad
+    cpu = cpus[ok] / gpus[ok]
+    cpu[~(cpu > 0)] = np.nan
+    return TraceJobs.build(str(path), submit[ok], duration[ok], gpus[ok], cpu_per_gpu=cpu, skipped=skipped)

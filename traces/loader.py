@@ -1,0 +1,54 @@
+"""One entry point for every trace format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from synergy_gym.errors import UnknownNameError, WorkloadError
+from traces.alibaba import read_alibaba
+from traces.helios import read_helios
+from traces.philly import read_philly_csv, read_philly_json
+from traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
+
+FORMATS: tuple[str, ...] = ("auto", "philly-csv", "philly-json", "alibaba", "helios")
+
+
+def detect_format(path: Path) -> str:
+    """Guess a trace's format from its name and header."""
+    if path.is_dir() or path.name.startswith("pai_job_table"):
+        return "alibaba"
+    if path.suffix.lower() == ".json":
+        return "philly-json"
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            header = fh.readline()
+    except OSError:
+        raise WorkloadError(f"trace file {str(path)!r} does not exist") from None
+    columns = {c.strip() for c in header.split(",")}
+    if {"timestamp", "duration", "num_gpus"} <= columns:
+        return "philly-csv"
+    if {"submit_time", "gpu_num"} <= columns:
+        return "helios"
+    if "job_name" in columns or "inst_id" in columns:
+        return "alibaba"
+    raise WorkloadError(f"{path}: cannot tell the trace format from its header; pass one of {', '.join(FORMATS[1:])}")
+
+
+def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool = True) -> TraceJobs:
+    """Read a trace; ``fmt`` is one of :data:`FORMATS` (an Alibaba trace may be its folder).
+
+    Philly traces get the paper's duration filter unless ``philly_duration_filter`` is False.
+    """
+    if fmt not in FORMATS:
+        raise UnknownNameError("trace format", fmt, FORMATS)
+    path = Path(path)
+    if fmt == "auto":
+        fmt = detect_format(path)
+    durations = REFERENCE_DURATION_RANGE_S if philly_duration_filter else None
+    if fmt == "philly-csv":
+        return read_philly_csv(path, durations)
+    if fmt == "philly-json":
+        return read_philly_json(path, durations)
+    if fmt == "helios":
+        return read_helios(path)
+    return read_alibaba(path / "pai_job_table.csv" if path.is_dir() else path)

@@ -1,0 +1,173 @@
+"""Jobs read from a real cluster trace, and the two ways of turning them into a workload.
+
+Every trace loader returns :class:`TraceJobs`: submit times (from 0, sorted),
+durations, GPU counts and – where the trace has them – the CPUs and memory per
+GPU the job requested. Rows a loader cannot use (a missing field, a bad
+timestamp, a duration ≤ 0, no GPU) are **skipped and counted**: one
+:class:`TraceWarning` per file gives the counts by reason. A file that is not
+a trace of that format (missing columns, unreadable, no usable job) is
+**rejected** with a one-line error.
+
+A trace becomes a workload in one of two ways:
+
+* :func:`to_workload` keeps the trace's own submit times (optionally scaled by
+  ``arrival_scale``: 0.5 doubles the arrival rate) and its GPU counts and
+  durations;
+* :func:`sample_workload` draws (GPU count, duration) pairs from the trace's
+  joint distribution, with Poisson arrivals at ``jobs_per_hour`` like the
+  synthetic generator.
+
+Either way models are assigned by the class split in arrival order, a job's
+duration is its run time at the fair share (``total_iters = ceil(duration /
+iter_time)``), a requested CPU/memory share becomes the job's demand, the
+measured window is the middle half of the jobs unless given, and a run ends
+when every job has finished.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from synergy_gym.errors import WorkloadError
+from synergy_gym.profiles import ModelZoo
+from synergy_gym.workload import Workload
+from traces.model_mix import DEFAULT_SPLIT, ModelAssigner
+
+#: The paper's simulator keeps Philly jobs lasting between 60·10^1.5 s (31.6 min) and 60·10^4 s (6.9 days).
+REFERENCE_DURATION_RANGE_S: tuple[float, float] = (60 * 10**1.5, 60 * 10**4)
+
+
+class TraceWarning(UserWarning):
+    """Rows of a trace were skipped; the message counts them by reason."""
+
+
+@dataclass(frozen=True)
+class TraceJobs:
+    """Usable jobs of a trace, sorted by submit time."""
+
+    source: str
+    submit_s: np.ndarray  # seconds since the first kept submit
+    duration_s: np.ndarray
+    gpus: np.ndarray
+    cpu_per_gpu: np.ndarray  # requested CPUs per GPU; NaN where the trace has none
+    mem_per_gpu: np.ndarray  # requested GB per GPU; NaN where the trace has none
+    skipped: dict[str, int] = field(default_factory=dict)  # malformed rows, by reason
+    filtered: int = 0  # well-formed jobs dropped by a documented filter (e.g. duration range)
+
+    @classmethod
+    def build(
+        cls,
+        source: str,
+        submit_s,
+        duration_s,
+        gpus,
+        cpu_per_gpu=None,
+        mem_per_gpu=None,
+        skipped: dict[str, int] | None = None,
+        duration_range: tuple[float, float] | None = None,
+    ) -> "TraceJobs":
+        """Sort by submit time, apply the duration filter, warn about skipped rows."""
+        submit = np.asarray(submit_s, dtype=float)
+        n = submit.size
+        duration = np.asarray(duration_s, dtype=float)
+        gpus = np.asarray(gpus, dtype=float)
+        cpu = np.full(n, np.nan) if cpu_per_gpu is None else np.asarray(cpu_per_gpu, dtype=float)
+        mem = np.full(n, np.nan) if mem_per_gpu is None else np.asarray(mem_per_gpu, dtype=float)
+        skipped = {k: v for k, v in (skipped or {}).items() if v}
+        keep = np.ones(n, dtype=bool)
+        filtered = 0
+        if duration_range is not None:
+            lo, hi = duration_range
+            inside = (duration > lo) & (duration < hi)
+            filtered = int(np.count_nonzero(~inside))
+            keep &= inside
+        if skipped:
+            total = sum(skipped.values())
+            reasons = ", ".join(f"{v} {k}" for k, v in sorted(skipped.items()))
+            warnings.warn(f"{source}: skipped {total} malformed row(s): {reasons}", TraceWarning, stacklevel=3)
+        if not keep.any():
+            raise WorkloadError(f"{source}: no usable job (after skipping malformed rows and filtering durations)")
+        order = np.argsort(submit[keep], kind="stable")
+        submit_kept = submit[keep][order]
+        return cls(
+            source=source,
+            submit_s=submit_kept - submit_kept[0],
+            duration_s=duration[keep][order],
+            gpus=gpus[keep][order].astype(np.int64),
+            cpu_per_gpu=cpu[keep][order],
+            mem_per_gpu=mem[keep][order],
+            skipped=skipped,
+            filtered=filtered,
+        )
+
+    def __len__(self) -> int:
+        return self.submit_s.size
+
+
+def _to_workload(
+    trace: TraceJobs, zoo: ModelZoo, arrival_s, idx: np.ndarray, class_split, window, source: str
+) -> Workload:
+    n = idx.size
+    model = ModelAssigner(zoo, class_split).assign(n)
+    iter_time = np.array([m.iter_time_s for m in zoo.models])[model]
+    a, b = window if window is not None else (n // 4, max(n // 4 + 1, (3 * n) // 4))
+    if not 0 <= a < b <= n:
+        raise WorkloadError(f"window {a}:{b} must satisfy 0 ≤ A < B ≤ {n}")
+    ids = np.arange(n, dtype=np.int64)
+    return Workload.build(
+        zoo,
+        job_id=ids,
+        model=model,
+        gpus=trace.gpus[idx],
+        arrival_s=arrival_s,
+        total_iters=np.ceil(trace.duration_s[idx] / iter_time),
+        iter_time_s=iter_time,
+        cpu_demand_per_gpu=trace.cpu_per_gpu[idx],
+        mem_demand_per_gpu=trace.mem_per_gpu[idx],
+        measured=(ids >= a) & (ids < b),
+        run_until="all",
+        source=source,
+    )
+
+
+def to_workload(
+    trace: TraceJobs,
+    zoo: ModelZoo | None = None,
+    class_split: tuple[float, float, float] = DEFAULT_SPLIT,
+    max_jobs: int | None = None,
+    window: tuple[int, int] | None = None,
+    arrival_scale: float = 1.0,
+) -> Workload:
+    """The trace's first ``max_jobs`` jobs at their own submit times (× ``arrival_scale``)."""
+    if max_jobs is not None and max_jobs < 1:
+        raise WorkloadError(f"max_jobs must be a positive integer, got {max_jobs!r}")
+    if not arrival_scale > 0:
+        raise WorkloadError(f"arrival_scale must be > 0, got {arrival_scale!r}")
+    n = len(trace) if max_jobs is None else min(max_jobs, len(trace))
+    idx = np.arange(n)
+    return _to_workload(trace, zoo or ModelZoo.default(), trace.submit_s[idx] * arrival_scale, idx, class_split,
+                        window, trace.source)
+
+
+def sample_workload(
+    trace: TraceJobs,
+    num_jobs: int,
+    jobs_per_hour: float,
+    seed: int = 0,
+    zoo: ModelZoo | None = None,
+    class_split: tuple[float, float, float] = DEFAULT_SPLIT,
+    window: tuple[int, int] | None = None,
+) -> Workload:
+    """``num_jobs`` jobs with (GPUs, duration, requested share) drawn from the trace, Poisson arrivals."""
+    if num_jobs < 1:
+        raise WorkloadError(f"num_jobs must be a positive integer, got {num_jobs!r}")
+    if not jobs_per_hour > 0:
+        raise WorkloadError(f"jobs_per_hour must be > 0, got {jobs_per_hour!r}")
+    rng_pick, rng_arrival = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    idx = rng_pick.integers(0, len(trace), num_jobs)
+    arrival = np.cumsum(np.ceil(3600.0 * rng_arrival.exponential(1.0, num_jobs) / jobs_per_hour))
+    return _to_workload(trace, zoo or ModelZoo.default(), arrival, idx, class_split, window,
+                        f"{trace.source} (sampled)")

@@ -1,0 +1,79 @@
+"""``synergy-gym trace-stats PATH``: what a job trace contains.
+
+Prints the number of usable jobs (and of rows skipped or filtered), the time
+span and arrival rate, the GPU-count mix, duration quantiles and – where the
+trace has them – the requested CPUs and memory per GPU; writes a histogram of
+durations and the GPU-count mix (``trace_stats.png``) to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from synergy_gym.files import atomic_write_bytes
+from synergy_gym.plots import figure_png, pyplot
+from traces.loader import FORMATS, load_trace
+from traces.trace_jobs import TraceJobs
+
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
+
+
+def summary(trace: TraceJobs) -> str:
+    n = len(trace)
+    span_h = float(trace.submit_s[-1] - trace.submit_s[0]) / 3600.0
+    lines = [f"trace: {trace.source}", f"jobs: {n:,}"]
+    if trace.skipped:
+        lines.append("skipped (malformed): " + ", ".join(f"{v:,} {k}" for k, v in sorted(trace.skipped.items())))
+    if trace.filtered:
+        lines.append(f"filtered (duration outside the paper's range): {trace.filtered:,}")
+    rate = f"{n / span_h:.2f} jobs/h" if span_h > 0 else "-"
+    lines.append(f"span: {span_h / 24:.1f} days, arrival rate {rate}")
+    gpus, counts = np.unique(trace.gpus, return_counts=True)
+    lines.append("GPU-count mix: " + ", ".join(f"{g}: {c:,} ({100 * c / n:.1f}%)" for g, c in zip(gpus, counts)))
+    q = np.quantile(trace.duration_s / 3600.0, QUANTILES)
+    lines.append("duration h: " + ", ".join(f"p{int(100 * p)} {v:.2f}" for p, v in zip(QUANTILES, q)))
+    for name, values in (("requested CPUs per GPU", trace.cpu_per_gpu), ("requested GB per GPU", trace.mem_per_gpu)):
+        known = values[np.isfinite(values)]
+        if known.size:
+            med = np.quantile(known, [0.1, 0.5, 0.9])
+            lines.append(f"{name} ({known.size:,} jobs): p10 {med[0]:.1f}, p50 {med[1]:.1f}, p90 {med[2]:.1f}")
+    return "\n".join(lines)
+
+
+def histogram_png(trace: TraceJobs) -> bytes:
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    hours = trace.duration_s / 3600.0
+    left.hist(hours, bins=np.logspace(np.log10(max(hours.min(), 1e-3)), np.log10(hours.max() * 1.01), 40))
+    left.set_xscale("log")
+    left.set_xlabel("duration (hours)")
+    left.set_ylabel("jobs")
+    gpus, counts = np.unique(trace.gpus, return_counts=True)
+    right.bar([str(g) for g in gpus], counts)
+    right.set_yscale("log")
+    right.set_xlabel("GPUs per job")
+    right.set_ylabel("jobs")
+    fig.suptitle(Path(trace.source).name)
+    return figure_png(fig)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("trace-stats", help="summarise a job trace", description=__doc__.split("\n\n")[0])
+    p.add_argument("path", type=Path, help="trace file (or an Alibaba trace folder)")
+    p.add_argument("--format", dest="fmt", default="auto", choices=FORMATS)
+    p.add_argument("--all-durations", action="store_true", help="do not apply the paper's duration filter to Philly traces")
+    p.add_argument("--out", type=Path, default=None, help="folder for trace_stats.png (default: runs/trace-stats-<timestamp>)")
+    p.set_defaults(run=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    trace = load_trace(args.path, args.fmt, philly_duration_filter=not args.all_durations)
+    print(summary(trace))
+    out = args.out or Path("runs") / f"trace-stats-{datetime.now():%Y%m%d-%H%M%S}"
+    atomic_write_bytes(out / "trace_stats.png", histogram_png(trace))
+    print(f"wrote {out / 'trace_stats.png'}")
+    return 0
