@@ -66,6 +66,7 @@ class JobTable:
         self.tput_fair = empty_f.copy()
         # Python mirrors for the allocation loop.
         self.gpus_l: list[int] = []
+        self.arrival_l: list[float] = []
         self.target_cpu_l: list[float] = []
         self.target_mem_l: list[float] = []
         self.tput_target_l: list[float] = []
@@ -123,6 +124,7 @@ class JobTable:
         first = self.n
         self.n += n_new
         self.gpus_l.extend(w.gpus.tolist())
+        self.arrival_l.extend(w.arrival_s.tolist())
         self.tput_fair_l.extend(fair_tput.tolist())
         for lst in (
             self.target_cpu_l, self.target_mem_l, self.tput_target_l,

@@ -276,14 +276,14 @@ class Simulator:
         p = self._next
         if p >= self.jobs.n:
             return math.inf
-        gpus = self.jobs.gpus
-        if gpus[p] <= free_gpus:
+        jobs = self.jobs
+        if jobs.gpus_l[p] <= free_gpus:
             j = p
         else:
-            window = gpus[p : p + _ARRIVAL_LOOKAHEAD] <= free_gpus
+            window = jobs.gpus[p : p + _ARRIVAL_LOOKAHEAD] <= free_gpus
             # No small-enough job within the lookahead: stop at its end anyway.
-            j = p + int(np.argmax(window)) if window.any() else min(p + _ARRIVAL_LOOKAHEAD, self.jobs.n) - 1
-        return self._boundary_at_or_after(float(self.jobs.arrival_s[j])) - self.now
+            j = p + int(np.argmax(window)) if window.any() else min(p + _ARRIVAL_LOOKAHEAD, jobs.n) - 1
+        return self._boundary_at_or_after(jobs.arrival_l[j]) - self.now
 
     # -- ordering -----------------------------------------------------------
     def _order(self) -> np.ndarray:
