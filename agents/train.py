@@ -214,6 +214,10 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
             self.next_eval = cfg.eval_freq
             self.history: list[dict[str, Any]] = []
 
+        def _on_training_start(self) -> None:
+            # A resumed run starts at its checkpoint's step count.
+            self.next_eval = (self.num_timesteps // cfg.eval_freq + 1) * cfg.eval_freq
+
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
                 self.next_eval += cfg.eval_freq

@@ -34,7 +34,7 @@ import pandas as pd
 from baselines.plots import avg_jct_png
 from synergy_gym.plots import jct_cdf_png
 from baselines.registry import make_policy, parse_policy_list
-from synergy_gym.cli_args import parse_seed_list
+from synergy_gym.cli_args import parse_float_list, parse_seed_list
 from synergy_gym.cluster import ClusterSpec, load_cluster
 from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
@@ -245,16 +245,6 @@ def _json_value(value):
 # -- command line ----------------------------------------------------------------------
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise SynergyGymError(f"--load {text!r}: expected numbers like 5,7,9") from None
-    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
-        raise SynergyGymError(f"--load {text!r}: loads must be positive numbers of jobs per hour")
-    return values
-
-
 def parse_window(text: str) -> tuple[int, int]:
     try:
         a, b = (int(x) for x in text.split(":"))
@@ -316,6 +306,8 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
             raise SynergyGymError(f"{sources[0]} fixes the jobs; {', '.join(clash)} does not apply")
     if args.jobs is not None and args.jobs < 1:
         raise SynergyGymError(f"--jobs must be a positive integer, got {args.jobs}")
+    if args.trace is None and (args.arrival_scale != 1.0 or args.trace_mode != "real" or args.trace_format != "auto"):
+        raise SynergyGymError("--arrival-scale, --trace-mode and --trace-format apply only with --trace")
     cluster = load_cluster(args.cluster)
     config = SimulationConfig(round_s=args.round_s, placement=args.placement, timing=args.timing)
     sensitivities = tuple(dict.fromkeys(x.strip() for x in args.sensitivity.split(",") if x.strip()))
@@ -326,7 +318,7 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
         policies=parse_policy_list(args.policies),
         sensitivities=sensitivities,
         profile_noise=ProfilerConfig(noise=args.profile_noise).noise,
-        loads=_floats(args.load) if args.load is not None else (9.0,),
+        loads=parse_float_list(args.load, "--load") if args.load is not None else (9.0,),
         seeds=parse_seed_list(args.seed, "--seed") if args.seed is not None else (42,),
         num_jobs=args.jobs,
         window=parse_window(args.window) if args.window is not None else None,

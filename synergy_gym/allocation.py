@@ -78,6 +78,10 @@ class ClusterLedger:
         self.mem: list[float] = []  # GB per GPU
         self.tput: list[float] = []
         self.parts: list[Parts] = []
+        # What Tune may cut each grant back to (per GPU); a grant at its fallback has itself.
+        self.fb_cpu: list[float] = []
+        self.fb_mem: list[float] = []
+        self.fb_tput: list[float] = []
         self.slot_on_server: list[list[int]] = [[] for _ in range(s)]
         self._log: list[tuple] = []
 
@@ -133,8 +137,15 @@ class ClusterLedger:
         return None
 
     # -- granting -----------------------------------------------------------
-    def grant(self, job: int, parts: Parts, cpu: float, mem: float, tput: float) -> int:
-        """Give ``job`` the GPUs in ``parts`` with (cpu, mem) per GPU; returns its slot."""
+    def grant(
+        self, job: int, parts: Parts, cpu: float, mem: float, tput: float,
+        fallback: tuple[float, float, float] | None = None,
+    ) -> int:
+        """Give ``job`` the GPUs in ``parts`` with (cpu, mem) per GPU; returns its slot.
+
+        ``fallback`` = (cpu, mem, tput) no larger than the grant: what Tune may
+        later cut it back to (default: nothing, the grant itself).
+        """
         slot = len(self.jobs)
         fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
         if self.undo:
@@ -146,6 +157,10 @@ class ClusterLedger:
         self.mem.append(mem)
         self.tput.append(tput)
         self.parts.append(parts)
+        fb_cpu, fb_mem, fb_tput = fallback if fallback is not None else (cpu, mem, tput)
+        self.fb_cpu.append(fb_cpu)
+        self.fb_mem.append(fb_mem)
+        self.fb_tput.append(fb_tput)
         for s, n in parts:
             fg[s] -= n
             fc[s] -= n * cpu
@@ -188,7 +203,7 @@ class ClusterLedger:
                 slot = len(self.jobs) - 1
                 for s, _ in self.parts[slot]:
                     self.slot_on_server[s].pop()
-                for lst in (self.jobs, self.cpu, self.mem, self.tput, self.parts):
+                for lst in (self.jobs, self.cpu, self.mem, self.tput, self.parts, self.fb_cpu, self.fb_mem, self.fb_tput):
                     lst.pop()
                 for s, g, c, m in servers:
                     self.free_gpu[s], self.free_cpu[s], self.free_mem[s] = g, c, m
@@ -278,7 +293,9 @@ class Tune:
 
         ``target`` = (CPUs, GB per GPU, throughput) overrides the job's own
         target for this round (Synergy-OPT's choice); the fallback is then that
-        target capped at the fair share.
+        target capped at the fair share. A target slower than its fallback (a
+        request below the fair share that the job's profile punishes) is not
+        tried: the job gets its fallback.
         """
         g = jobs.gpus_l[j]
         if target is None:
@@ -288,13 +305,18 @@ class Tune:
             tc, tm, tt = target
             cpu, mem = min(tc, jobs.fair_cpu), min(tm, jobs.fair_mem)
             tput = jobs.est_throughput(j, cpu, mem)
-        parts = ledger._first_fit(g, tc, tm) if ledger.placement == "first_fit" else ledger.find(g, tc, tm)
-        if parts is not None:
-            return ledger.grant(j, parts, tc, tm, tt)
-        if cpu != tc or mem != tm:
+        fallback = (cpu, mem, tput)
+        if tt >= tput:
+            parts = ledger._first_fit(g, tc, tm) if ledger.placement == "first_fit" else ledger.find(g, tc, tm)
+            if parts is not None:
+                if cpu > tc or mem > tm:  # never cut a grant back to more of anything than it holds
+                    low_cpu, low_mem = min(cpu, tc), min(mem, tm)
+                    fallback = (low_cpu, low_mem, jobs.est_throughput(j, low_cpu, low_mem))
+                return ledger.grant(j, parts, tc, tm, tt, fallback)
+        if cpu != tc or mem != tm or tt < tput:
             parts = ledger.find(g, cpu, mem)
             if parts is not None:
-                return ledger.grant(j, parts, cpu, mem, tput)
+                return ledger.grant(j, parts, cpu, mem, tput, fallback)
         self._reclaim(ledger, jobs, g, cpu, mem)
         parts = ledger.find(g, cpu, mem)
         if parts is None:
@@ -308,7 +330,7 @@ class Tune:
             parts = ledger.find(g, cpu, mem)
             if parts is None:  # pragma: no cover - impossible by construction
                 raise AssertionError(f"tune could not place job {jobs.job_id[j]} after reclaiming")
-        return ledger.grant(j, parts, cpu, mem, tput)
+        return ledger.grant(j, parts, cpu, mem, tput, fallback)
 
     def _reclaim(self, ledger: ClusterLedger, jobs: JobTable, g: int, cpu: float, mem: float) -> None:
         for s, n in reclaim_servers(ledger.free_gpu, g):
@@ -319,24 +341,19 @@ class Tune:
 
     @staticmethod
     def _downgrade_on(ledger: ClusterLedger, jobs: JobTable, server: int, need_cpu: float, need_mem: float) -> None:
-        """Switch jobs on ``server`` to their fallback until (need_cpu, need_mem) is freed."""
-        bc, bm, bt = jobs.fallback_cpu_l, jobs.fallback_mem_l, jobs.tput_fallback_l
+        """Cut jobs on ``server`` back to their fallback until (need_cpu, need_mem) is freed."""
+        bc, bm, bt = ledger.fb_cpu, ledger.fb_mem, ledger.fb_tput
         # Any excess counts, however small: targets from a solver carry round-off.
-        over = [
-            slot
-            for slot in ledger.slot_on_server[server]
-            if ledger.cpu[slot] > bc[ledger.jobs[slot]] or ledger.mem[slot] > bm[ledger.jobs[slot]]
-        ]
+        over = [slot for slot in ledger.slot_on_server[server] if ledger.cpu[slot] > bc[slot] or ledger.mem[slot] > bm[slot]]
         over.sort(key=lambda slot: (len(ledger.parts[slot]), -ledger.cpu[slot], -ledger.mem[slot]))
         for slot in over:
             if need_cpu <= EPS and need_mem <= EPS:
                 return
-            j = ledger.jobs[slot]
             n = ledger.gpus_of(slot, server)
-            extra_cpu = n * (ledger.cpu[slot] - bc[j])
-            extra_mem = n * (ledger.mem[slot] - bm[j])
+            extra_cpu = n * (ledger.cpu[slot] - bc[slot])
+            extra_mem = n * (ledger.mem[slot] - bm[slot])
             if (need_cpu > EPS and extra_cpu > 0) or (need_mem > EPS and extra_mem > 0):
-                ledger.resize(slot, bc[j], bm[j], bt[j])
+                ledger.resize(slot, bc[slot], bm[slot], bt[slot])
                 need_cpu -= extra_cpu
                 need_mem -= extra_mem
 

@@ -24,3 +24,16 @@ def parse_seed_list(text: str, flag: str = "--seed") -> tuple[int, ...]:
     if any(s < 0 for s in seeds):
         raise SynergyGymError(f"{flag} {text!r}: seeds must be non-negative")
     return tuple(dict.fromkeys(seeds))
+
+
+def parse_float_list(text: str, flag: str = "--load") -> tuple[float, ...]:
+    """``"5,7,9"`` → positive finite numbers."""
+    import math
+
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise SynergyGymError(f"{flag} {text!r}: expected numbers like 5,7,9") from None
+    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
+        raise SynergyGymError(f"{flag} {text!r}: values must be positive numbers")
+    return values

@@ -130,7 +130,9 @@ class SynergyEnv(gym.Env):
     cut back to make room. So the agent is asked once per job (again every
     ``reconsider_every`` rounds if set). Always choosing action 1 reproduces
     the simulator's ``<order>+tune`` exactly; always choosing action 0
-    reproduces ``<order>+fair``.
+    reproduces ``fifo+fair`` and ``las+fair`` (under ``srtf`` a job waiting for
+    its first decision is ranked at its demand's throughput, as under tune, so
+    action 0 differs slightly from ``srtf+fair``).
 
     ## Action Space
 
@@ -196,9 +198,10 @@ class SynergyEnv(gym.Env):
     after ``max_rounds`` rounds. ``info`` holds ``finished_jct_h`` and
     ``finished_job_ids`` (lists: JCTs in hours and ids of the jobs finished since
     the last step), ``sim_time_h`` and, at the end, ``mean_jct_h``,
-    ``median_jct_h``, ``p99_jct_h`` (all jobs), ``window_mean_jct_h``,
+    ``median_jct_h``, ``p99_jct_h`` (all arrived jobs; in a truncated episode
+    unfinished ones count with their time so far), ``window_mean_jct_h``,
     ``window_median_jct_h``, ``window_p99_jct_h`` (the middle half by arrival),
-    ``makespan_h``, ``jobs_finished`` and ``jobs_total``.
+    ``makespan_h``, ``jobs_finished``, ``jobs_unfinished`` and ``jobs_total``.
 
     ## Arguments
 
@@ -320,6 +323,8 @@ class SynergyEnv(gym.Env):
             config = replace(config, profiler=ProfilerConfig(noise=float(self.cfg.profile_noise), seed=seed))
         self.sim = sim = Simulator(self.cluster, workload, self.policy, config)
         sim.ledger.undo = True  # rounds re-use the unchanged start of the previous round's placement
+        # Profiled masks are per job of the last episode; the per-(model, GPUs) ones stay valid.
+        self._mask_cache = {k: v for k, v in self._mask_cache.items() if k[0] >= 0}
         self._prev: _Placed | None = None
         jobs = sim.jobs
         n = jobs.n
@@ -634,10 +639,18 @@ class SynergyEnv(gym.Env):
         return self._fin_jct_sum + in_system * t - (self._arrival_prefix[arrived] - self._fin_arrival_sum)
 
     def episode_summary(self) -> dict[str, float]:
-        """JCT statistics of the episode so far (all jobs and the middle-half window)."""
-        jobs = self.sim.jobs
+        """JCT statistics of the episode so far, over all arrived jobs and over the middle-half window.
+
+        A job still unfinished (a truncated episode) counts with its time in the
+        system so far – a lower bound on its JCT – so starving jobs until the
+        episode is cut off does not look good.
+        """
+        sim = self.sim
+        jobs = sim.jobs
         done = ~np.isnan(jobs.finish_s)
-        jct_h = (jobs.finish_s - jobs.arrival_s) / 3600.0
+        arrived = jobs.arrival_s <= sim.now
+        end = np.where(done, jobs.finish_s, sim.now)
+        jct_h = (end - jobs.arrival_s) / 3600.0
 
         def stats(mask: np.ndarray, prefix: str) -> dict[str, float]:
             x = jct_h[mask]
@@ -654,10 +667,11 @@ class SynergyEnv(gym.Env):
         window[n // 4 : max(n // 4 + 1, (3 * n) // 4)] = True
         last = float(np.nanmax(jobs.finish_s)) if done.any() else float(jobs.arrival_s[0])
         return {
-            **stats(done, ""),
-            **stats(done & window, "window_"),
+            **stats(arrived, ""),
+            **stats(arrived & window, "window_"),
             "makespan_h": (last - float(jobs.arrival_s[0])) / 3600.0,
             "jobs_finished": int(done.sum()),
+            "jobs_unfinished": int(np.count_nonzero(arrived & ~done)),
             "jobs_total": int(n),
             "episode_rounds": self._rounds_elapsed(),
         }

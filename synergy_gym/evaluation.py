@@ -16,7 +16,7 @@ import pandas as pd
 
 SUMMARY_KEYS = (
     "mean_jct_h", "median_jct_h", "p99_jct_h", "window_mean_jct_h", "window_median_jct_h",
-    "window_p99_jct_h", "makespan_h", "jobs_finished", "jobs_total",
+    "window_p99_jct_h", "makespan_h", "jobs_finished", "jobs_unfinished", "jobs_total",
 )
 
 
@@ -37,6 +37,10 @@ def evaluate(
     **env_kwargs: Any,
 ) -> pd.DataFrame:
     """Run one episode per seed; one row per seed with the episode's JCT summary.
+
+    JCT statistics are over all jobs of the episode (``compare`` reports its
+    measured window instead); in an episode cut off at ``max_rounds``
+    (``terminated`` False) unfinished jobs count with their time so far.
 
     With ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs.
 

@@ -13,7 +13,9 @@ Per job the table keeps three allocations, each as (CPUs, GB) per GPU:
 * the *fallback*: the target capped at the fair share in each dimension
   (``min(target, fair)``), which Synergy-Tune downgrades a job to when its
   target does not fit – for the zoo's models this is the fair share itself, or
-  the demand of a job that asks for less than fair;
+  the demand of a job that asks for less than fair. Where that would be slower
+  than the fair share (a request below fair that the job's profile punishes),
+  the fallback is the fair share;
 * the *fair share* and its throughput, for GPU-proportional allocation.
 """
 
@@ -167,6 +169,11 @@ class JobTable:
         fb_mem = np.minimum(mem, self.fair_mem)
         t_target = self.est_throughput_many(jobs, cpu, mem)
         t_fb = self.est_throughput_many(jobs, fb_cpu, fb_mem)
+        slow = t_fb < self.tput_fair[jobs] - 1e-12
+        if slow.any():  # never fall back below the fair share
+            fb_cpu = np.where(slow, self.fair_cpu, fb_cpu)
+            fb_mem = np.where(slow, self.fair_mem, fb_mem)
+            t_fb = np.where(slow, self.tput_fair[jobs], t_fb)
         self.target_cpu[jobs] = cpu
         self.target_mem[jobs] = mem
         self.tput_target[jobs] = t_target
@@ -187,6 +194,8 @@ class JobTable:
         fb_mem = min(mem_per_gpu, self.fair_mem)
         t_target = self.est_throughput(j, cpu_per_gpu, mem_per_gpu)
         t_fb = self.est_throughput(j, fb_cpu, fb_mem)
+        if t_fb < self.tput_fair_l[j] - 1e-12:  # never fall back below the fair share
+            fb_cpu, fb_mem, t_fb = self.fair_cpu, self.fair_mem, self.tput_fair_l[j]
         self.target_cpu[j] = cpu_per_gpu
         self.target_mem[j] = mem_per_gpu
         self.tput_target[j] = t_target

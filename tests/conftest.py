@@ -12,6 +12,23 @@ from synergy_gym import ModelZoo, Workload
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--long", action="store_true", default=False,
+        help="run the full reliability suite (10^6 fuzzed steps, 50 long episodes) instead of its short version",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "reliability: long-running robustness checks (short unless --long)")
+
+
+@pytest.fixture(scope="session")
+def long_run(request) -> bool:
+    """True with ``pytest --long``: the reliability suite runs at full size."""
+    return bool(request.config.getoption("--long"))
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """``../shared`` beside the clone; tests that need it skip when it is absent."""

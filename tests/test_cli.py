@@ -86,7 +86,7 @@ HEADER = "job_id,model,gpus,arrival_s,total_iters,in_measured_window\n"
          "gpus_per_server must be a positive integer, got 0"),
         ("unknown policy", lambda d: ["--policies", "fifo+tune,fifo+magic"], "unknown policy 'fifo+magic'; valid:"),
         ("empty seed range", lambda d: ["--seed", "5..2"], "the seed range is empty"),
-        ("bad load", lambda d: ["--load", "-3"], "loads must be positive"),
+        ("bad load", lambda d: ["--load", "-3"], "values must be positive numbers"),
         ("replay with load", lambda d: ["--workload", _write(d / "w.csv", HEADER + "0,gnmt,1,0,100,1\n"), "--load", "5"],
          "--workload fixes the jobs; --load does not apply"),
         ("missing workload file", lambda d: ["--workload", str(d / "nope.csv")], "does not exist"),

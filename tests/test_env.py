@@ -66,10 +66,11 @@ def _simulate(env, policy_name):
     return Simulator(u.cluster, u.sim.jobs.workload, make_policy(policy_name)).run().jobs["jct_s"].to_numpy()
 
 
-@pytest.mark.parametrize("order", ["fifo", "srtf", "las"])
-def test_constant_actions_reproduce_tune_and_fair_on_a_generated_workload(order):
+@pytest.mark.parametrize("order, actions", [("fifo", (1, 0)), ("las", (1, 0)), ("srtf", (1,))])
+def test_constant_actions_reproduce_tune_and_fair_on_a_generated_workload(order, actions):
     env = gym.make("Synergy-small-v0", num_jobs=120, order=order)
-    for action, policy in ((DEMAND_ACTION, f"{order}+tune"), (FAIR_ACTION, f"{order}+fair")):
+    for action in actions:
+        policy = f"{order}+tune" if action == DEMAND_ACTION else f"{order}+fair"
         jobs = _run_constant(env, action, seed=3)
         np.testing.assert_array_equal(jobs.finish_s - jobs.arrival_s, _simulate(env, policy))
 
@@ -251,8 +252,14 @@ def test_reconsider_every_asks_again():
 def test_truncation_at_max_rounds():
     env = SynergyEnv(cluster="small", num_jobs=200, jobs_per_hour=20, max_rounds=30)
     _, _, infos = random_episode(env, seed=0)
-    assert env._truncated and infos[-1]["episode_rounds"] == 30
-    assert infos[-1]["jobs_finished"] < 200
+    final = infos[-1]
+    assert env._truncated and final["episode_rounds"] == 30
+    assert final["jobs_finished"] < 200 and final["jobs_unfinished"] > 0
+    # Unfinished jobs count with their time so far, so the mean covers every arrived job.
+    jobs = env.sim.jobs
+    arrived = jobs.arrival_s <= env.sim.now
+    end = np.where(np.isnan(jobs.finish_s), env.sim.now, jobs.finish_s)
+    assert final["mean_jct_h"] == pytest.approx(np.mean((end - jobs.arrival_s)[arrived]) / 3600)
 
 
 def test_render_modes():
@@ -322,3 +329,21 @@ def test_profiled_sensitivity_in_the_env():
     np.testing.assert_allclose(obs["job_sensitivity"], expected, rtol=1e-6)
     with pytest.raises(UnknownNameError, match="unknown sensitivity 'guessed'"):
         SynergyEnv(sensitivity="guessed")
+
+
+def test_profiled_masks_follow_each_episodes_estimates():
+    env = SynergyEnv(cluster="small", num_jobs=40, sensitivity="profiled", profile_noise=0.3)
+    for seed in (1, 2):
+        env.reset(seed=seed)
+        while env._job >= 0:
+            j = env._job
+            jobs = env.sim.jobs
+            idx = np.full(env.n_grid, j)
+            fresh = env._grid_mask(
+                jobs.est_throughput_many(idx, env._grid_cpu, env._grid_mem),
+                jobs.est_throughput_many(idx, np.minimum(env._grid_cpu, jobs.fair_cpu), np.minimum(env._grid_mem, jobs.fair_mem)),
+                jobs.tput_fair_l[j],
+                jobs.gpus_l[j],
+            )
+            np.testing.assert_array_equal(env.action_masks(), fresh)
+            env.step(DEMAND_ACTION)

@@ -43,8 +43,13 @@ def round_states(draw):
         total_iters=np.full(n, 1000),
         run_until="all",
     )
+    # Some jobs carry their own request (as trace jobs do), possibly below the fair share.
+    requests = st.one_of(st.just(float("nan")), st.sampled_from([0.5, 1.0, 2.0, 3.0, 6.0, 12.0, 24.0]))
+    mem_requests = st.one_of(st.just(float("nan")), st.sampled_from([10.0, 20.0, 62.5, 125.0, 250.0]))
     w = Workload.build(ZOO, job_id=w.job_id, model=w.model, gpus=np.minimum(w.gpus, cluster.total_gpus),
-                       arrival_s=w.arrival_s, total_iters=w.total_iters, run_until="all")
+                       arrival_s=w.arrival_s, total_iters=w.total_iters, run_until="all",
+                       cpu_demand_per_gpu=draw(st.lists(requests, min_size=n, max_size=n)),
+                       mem_demand_per_gpu=draw(st.lists(mem_requests, min_size=n, max_size=n)))
     jobs = JobTable(cluster, w)
     return jobs, admit_by_gpus(list(range(n)), jobs.gpus_l, cluster.total_gpus)
 

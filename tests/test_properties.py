@@ -35,6 +35,11 @@ def scenarios(draw):
         gpus=draw(st.lists(st.sampled_from(sizes), min_size=n, max_size=n)),
         arrival_s=draw(st.lists(st.floats(0, 6 * 3600, allow_nan=False), min_size=n, max_size=n)),
         total_iters=draw(st.lists(st.integers(1, 30000), min_size=n, max_size=n)),
+        # Some jobs carry their own request (as trace jobs do), possibly below the fair share.
+        cpu_demand_per_gpu=draw(st.lists(st.one_of(st.just(float("nan")), st.sampled_from([0.5, 1.0, 3.0, 9.0, 24.0])),
+                                         min_size=n, max_size=n)),
+        mem_demand_per_gpu=draw(st.lists(st.one_of(st.just(float("nan")), st.sampled_from([10.0, 62.5, 250.0])),
+                                         min_size=n, max_size=n)),
         run_until="all",
     )
     config = SimulationConfig(

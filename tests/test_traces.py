@@ -292,3 +292,32 @@ def test_the_real_philly_trace_runs(shared_dir):
     assert len(w) == 400 and np.all(np.diff(w.arrival_s) >= 0)
     result = Simulator(ClusterSpec(), w, make_policy("fifo+tune")).run()
     assert result.jobs["finish_s"].notna().all()
+
+
+def test_philly_job_log_times_do_not_depend_on_the_time_zone(tmp_path, monkeypatch):
+    import json
+    import time
+
+    log = [
+        {"jobid": k, "submitted_time": t, "attempts": [{"start_time": t, "end_time": e, "detail": [{"ip": "m", "gpus": ["g"]}]}]}
+        for k, t, e in (("a", "2017-11-04 12:00:00", "2017-11-04 14:00:00"), ("b", "2017-11-06 12:00:00", "2017-11-06 14:00:00"))
+    ]
+    path = _write(tmp_path, json.dumps(log), "log.json")
+    monkeypatch.setenv("TZ", "America/Los_Angeles")  # a daylight-saving switch between the two jobs
+    time.tzset()
+    try:
+        assert read_philly_json(path).submit_s.tolist() == [0.0, 2 * 86400.0]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_a_bad_row_in_a_seconds_timestamp_philly_csv_is_skipped(tmp_path):
+    text = "timestamp,duration,num_gpus\n0,6000,1\n100,6000,1\nabc,6000,1\n"
+    with pytest.warns(TraceWarning, match="1 bad or missing timestamp"):
+        assert read_philly_csv(_write(tmp_path, text)).submit_s.tolist() == [0.0, 100.0]
+
+
+def test_helios_without_durations_is_rejected_in_one_line(tmp_path):
+    with pytest.raises(WorkloadError, match="missing column\\(s\\) duration \\(or start_time and end_time\\)"):
+        load_trace(_write(tmp_path, "submit_time,gpu_num,cpu_num\n2020-04-01 00:00:00,1,8\n", "cluster_log.csv"))

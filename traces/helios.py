@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from synergy_gym.errors import WorkloadError
 from traces.csv_table import read_job_table
 from traces.trace_jobs import TraceJobs
 
@@ -28,10 +29,12 @@ def read_helios(path: str | Path) -> TraceJobs:
     submit = (submit_t - submit_t.min()).dt.total_seconds().to_numpy()
     if "duration" in frame.columns:
         duration = pd.to_numeric(frame["duration"], errors="coerce").to_numpy(dtype=float)
-    else:
-        start = pd.to_datetime(frame.get("start_time"), errors="coerce", format="%Y-%m-%d %H:%M:%S")
-        end = pd.to_datetime(frame.get("end_time"), errors="coerce", format="%Y-%m-%d %H:%M:%S")
+    elif {"start_time", "end_time"} <= set(frame.columns):
+        start = pd.to_datetime(frame["start_time"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
+        end = pd.to_datetime(frame["end_time"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
         duration = (end - start).dt.total_seconds().to_numpy()
+    else:
+        raise WorkloadError(f"{path}: missing column(s) duration (or start_time and end_time)")
     gpus = pd.to_numeric(frame["gpu_num"], errors="coerce").to_numpy(dtype=float)
     cpus = pd.to_numeric(frame["cpu_num"], errors="coerce").to_numpy(dtype=float)
     skipped: dict[str, int] = {}

@@ -21,6 +21,7 @@ counted (see :mod:`traces.trace_jobs`).
 
 from __future__ import annotations
 
+import calendar
 import json
 from datetime import datetime
 from pathlib import Path
@@ -42,8 +43,9 @@ def read_philly_csv(
     path = Path(path)
     frame = read_job_table(path, REQUIRED, "trace file")
     skipped: dict[str, int] = {}
-    if pd.api.types.is_numeric_dtype(frame["timestamp"]):
-        submit = frame["timestamp"].to_numpy(dtype=float)
+    numeric = pd.to_numeric(frame["timestamp"], errors="coerce")
+    if numeric.notna().sum() * 2 > len(frame):  # mostly seconds: the rest are malformed
+        submit = numeric.to_numpy(dtype=float)
     else:
         parsed = pd.to_datetime(frame["timestamp"], errors="coerce", format=_TIME_FORMAT)
         submit = (parsed - parsed.min()).dt.total_seconds().to_numpy()
@@ -101,7 +103,7 @@ def read_philly_json(
         if total <= 0:
             skipped["no usable attempt"] += 1
             continue
-        submit.append(submitted.timestamp())
+        submit.append(calendar.timegm(submitted.timetuple()))  # the trace's wall clock, no time zone
         duration.append(total)
         gpus.append(last_gpus)
     if not submit:
