@@ -17,14 +17,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from synergy_gym.allocation import PLACEMENTS, Tune
+from synergy_gym.allocation import Tune
 from synergy_gym.cluster import ClusterSpec, load_cluster
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.ordering import ORDERINGS
 from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.profiles import TASKS, ModelZoo
-from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.simulator import TIMINGS, SimulationConfig, Simulator
+from synergy_gym.profiling import ProfilerConfig
+from synergy_gym.simulator import SimulationConfig, Simulator
 from synergy_gym.workload import Workload
 
 #: Action 0: the fair share; action 1: the model's best-case demand; 2..: grid points.
@@ -68,6 +68,14 @@ class EnvConfig:
     profile_noise: float = 0.0
     render_mode: str | None = None
 
+    def simulation_config(self, profile_seed: int = 0) -> SimulationConfig:
+        """The simulator settings these kwargs ask for (the env keeps no round log)."""
+        return SimulationConfig(
+            round_s=self.round_s, placement=self.placement, timing=self.timing, debug=self.debug,
+            record_rounds=False, sensitivity=self.sensitivity,
+            profiler=ProfilerConfig(noise=self.profile_noise, seed=profile_seed),
+        )
+
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> "EnvConfig":
         valid = [f.name for f in fields(cls)]
@@ -99,13 +107,7 @@ class EnvConfig:
         positive("reconsider_every", integer=True, allow_none=True)
         positive("max_queue", integer=True)
         positive("round_s")
-        if self.placement not in PLACEMENTS:
-            raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
-        if self.timing not in TIMINGS:
-            raise UnknownNameError("timing", str(self.timing), TIMINGS)
-        if self.sensitivity not in SENSITIVITIES:
-            raise UnknownNameError("sensitivity", str(self.sensitivity), SENSITIVITIES)
-        ProfilerConfig(noise=self.profile_noise)  # validates the noise
+        self.simulation_config()  # validates placement, timing, sensitivity and profile noise
         if self.render_mode not in (None, "ansi", "rgb_array"):
             raise UnknownNameError("render_mode", str(self.render_mode), ("ansi", "rgb_array"))
         if self.workload is not None and self.trace is not None:
@@ -243,10 +245,7 @@ class SynergyEnv(gym.Env):
                 jobs_per_hour=float(cfg.jobs_per_hour), num_jobs=int(cfg.num_jobs), multigpu=bool(cfg.multigpu),
                 class_split=tuple(cfg.class_split), max_gpus=self.cluster.total_gpus,
             )
-        self.sim_config = SimulationConfig(
-            round_s=cfg.round_s, placement=cfg.placement, timing=cfg.timing, debug=cfg.debug, record_rounds=False,
-            sensitivity=cfg.sensitivity,
-        )
+        self.sim_config = cfg.simulation_config()
         self.policy = SchedulingPolicy(ORDERINGS[cfg.order](), Tune())
         zoo = self.zoo
         self._n_cpu, self._n_mem = len(zoo.cpu_grid), len(zoo.mem_grid)
@@ -319,8 +318,7 @@ class SynergyEnv(gym.Env):
         workload = self._draw_workload()
         config = self.sim_config
         if self.cfg.sensitivity == "profiled":  # a fresh profiling noise draw per episode
-            seed = int(self.np_random.integers(0, 2**31 - 1))
-            config = replace(config, profiler=ProfilerConfig(noise=float(self.cfg.profile_noise), seed=seed))
+            config = self.cfg.simulation_config(profile_seed=int(self.np_random.integers(0, 2**31 - 1)))
         self.sim = sim = Simulator(self.cluster, workload, self.policy, config)
         sim.ledger.undo = True  # rounds re-use the unchanged start of the previous round's placement
         # Profiled masks are per job of the last episode; the per-(model, GPUs) ones stay valid.

@@ -33,7 +33,7 @@ SHAPES = [
 
 
 def test_fuzzed_env_steps_keep_every_invariant(long_run):
-    target = 1_000_000 if long_run else 30_000
+    target = 1_000_000 if long_run else 100_000
     violations = {"capacity": 0, "below_fair": 0, "reward": 0}
 
     def watch(sim, placed, tput):
