@@ -307,7 +307,7 @@ class Tune:
             tput = jobs.est_throughput(j, cpu, mem)
         fallback = (cpu, mem, tput)
         if tt >= tput:
-            parts = ledger._first_fit(g, tc, tm) if ledger.placement == "first_fit" else ledger.find(g, tc, tm)
+            parts = ledger.find(g, tc, tm)
             if parts is not None:
                 if cpu > tc or mem > tm:  # never cut a grant back to more of anything than it holds
                     low_cpu, low_mem = min(cpu, tc), min(mem, tm)

@@ -588,19 +588,25 @@ class SynergyEnv(gym.Env):
         masks = self._mask_cache.get(key)
         if masks is None:
             if profiled:
-                idx = np.full(self.n_grid, j)
-                mask = self._grid_mask(
-                    jobs.est_throughput_many(idx, self._grid_cpu, self._grid_mem),
-                    jobs.est_throughput_many(idx, np.minimum(self._grid_cpu, jobs.fair_cpu), np.minimum(self._grid_mem, jobs.fair_mem)),
-                    jobs.tput_fair_l[j],
-                    jobs.gpus_l[j],
-                )
+                mask = self._mask_from_estimates(j)
             else:
                 mask = self._build_mask(*key)
             as_f32 = mask.astype(np.float32)
             as_f32.setflags(write=False)
             masks = self._mask_cache[key] = (mask, as_f32)
         return masks[1] if as_float else masks[0]
+
+    def _mask_from_estimates(self, j: int) -> np.ndarray:
+        """Valid actions of job ``j`` by its own estimated matrix (profiled sensitivity)."""
+        jobs = self.sim.jobs
+        idx = np.full(self.n_grid, j)
+        fair_cpu, fair_mem = np.minimum(self._grid_cpu, jobs.fair_cpu), np.minimum(self._grid_mem, jobs.fair_mem)
+        return self._grid_mask(
+            jobs.est_throughput_many(idx, self._grid_cpu, self._grid_mem),
+            jobs.est_throughput_many(idx, fair_cpu, fair_mem),
+            jobs.tput_fair_l[j],
+            jobs.gpus_l[j],
+        )
 
     def _build_mask(self, model: int, gpus: int) -> np.ndarray:
         """Valid actions for a ``gpus``-GPU job of ``model`` by the zoo's measured matrix."""

@@ -206,7 +206,3 @@ class JobTable:
         self.fallback_cpu_l[j] = fb_cpu
         self.fallback_mem_l[j] = fb_mem
         self.tput_fallback_l[j] = t_fb
-
-    @property
-    def remaining_iters(self) -> np.ndarray:
-        return self.total_iters - self.executed

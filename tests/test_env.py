@@ -302,14 +302,6 @@ def test_profiled_masks_follow_each_episodes_estimates():
     for seed in (1, 2):
         env.reset(seed=seed)
         while env._job >= 0:
-            j = env._job
-            jobs = env.sim.jobs
-            idx = np.full(env.n_grid, j)
-            fresh = env._grid_mask(
-                jobs.est_throughput_many(idx, env._grid_cpu, env._grid_mem),
-                jobs.est_throughput_many(idx, np.minimum(env._grid_cpu, jobs.fair_cpu), np.minimum(env._grid_mem, jobs.fair_mem)),
-                jobs.tput_fair_l[j],
-                jobs.gpus_l[j],
-            )
+            fresh = env._mask_from_estimates(env._job)  # rebuilt from this episode's estimates
             np.testing.assert_array_equal(env.action_masks(), fresh)
             env.step(DEMAND_ACTION)
