@@ -78,10 +78,8 @@ class ClusterLedger:
         self.mem: list[float] = []  # GB per GPU
         self.tput: list[float] = []
         self.parts: list[Parts] = []
-        # What Tune may cut each grant back to (per GPU); a grant at its fallback has itself.
-        self.fb_cpu: list[float] = []
-        self.fb_mem: list[float] = []
-        self.fb_tput: list[float] = []
+        # What Tune may cut each grant back to: (cpu, mem, tput) per GPU, the grant itself by default.
+        self.fallback: list[tuple[float, float, float]] = []
         self.slot_on_server: list[list[int]] = [[] for _ in range(s)]
         self._log: list[tuple] = []
 
@@ -157,10 +155,7 @@ class ClusterLedger:
         self.mem.append(mem)
         self.tput.append(tput)
         self.parts.append(parts)
-        fb_cpu, fb_mem, fb_tput = fallback if fallback is not None else (cpu, mem, tput)
-        self.fb_cpu.append(fb_cpu)
-        self.fb_mem.append(fb_mem)
-        self.fb_tput.append(fb_tput)
+        self.fallback.append(fallback if fallback is not None else (cpu, mem, tput))
         for s, n in parts:
             fg[s] -= n
             fc[s] -= n * cpu
@@ -203,7 +198,7 @@ class ClusterLedger:
                 slot = len(self.jobs) - 1
                 for s, _ in self.parts[slot]:
                     self.slot_on_server[s].pop()
-                for lst in (self.jobs, self.cpu, self.mem, self.tput, self.parts, self.fb_cpu, self.fb_mem, self.fb_tput):
+                for lst in (self.jobs, self.cpu, self.mem, self.tput, self.parts, self.fallback):
                     lst.pop()
                 for s, g, c, m in servers:
                     self.free_gpu[s], self.free_cpu[s], self.free_mem[s] = g, c, m
@@ -342,18 +337,22 @@ class Tune:
     @staticmethod
     def _downgrade_on(ledger: ClusterLedger, jobs: JobTable, server: int, need_cpu: float, need_mem: float) -> None:
         """Cut jobs on ``server`` back to their fallback until (need_cpu, need_mem) is freed."""
-        bc, bm, bt = ledger.fb_cpu, ledger.fb_mem, ledger.fb_tput
+        fallback = ledger.fallback
         # Any excess counts, however small: targets from a solver carry round-off.
-        over = [slot for slot in ledger.slot_on_server[server] if ledger.cpu[slot] > bc[slot] or ledger.mem[slot] > bm[slot]]
+        over = [
+            slot for slot in ledger.slot_on_server[server]
+            if ledger.cpu[slot] > fallback[slot][0] or ledger.mem[slot] > fallback[slot][1]
+        ]
         over.sort(key=lambda slot: (len(ledger.parts[slot]), -ledger.cpu[slot], -ledger.mem[slot]))
         for slot in over:
             if need_cpu <= EPS and need_mem <= EPS:
                 return
             n = ledger.gpus_of(slot, server)
-            extra_cpu = n * (ledger.cpu[slot] - bc[slot])
-            extra_mem = n * (ledger.mem[slot] - bm[slot])
+            fb_cpu, fb_mem, fb_tput = fallback[slot]
+            extra_cpu = n * (ledger.cpu[slot] - fb_cpu)
+            extra_mem = n * (ledger.mem[slot] - fb_mem)
             if (need_cpu > EPS and extra_cpu > 0) or (need_mem > EPS and extra_mem > 0):
-                ledger.resize(slot, bc[slot], bm[slot], bt[slot])
+                ledger.resize(slot, fb_cpu, fb_mem, fb_tput)
                 need_cpu -= extra_cpu
                 need_mem -= extra_mem
 
