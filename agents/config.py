@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.files import require_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -122,9 +123,7 @@ class TrainConfig:
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The settings in a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file, or a saved ``config.json``."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
+    path = require_file(path, "config file", ConfigError)
     text = path.read_text(encoding="utf-8")
     suffix = path.suffix.lower()
     try:

@@ -30,8 +30,10 @@ from agents.wrappers import AgentPolicy
 from synergy_gym.action_policies import RandomMaskedPolicy, fair_share_policy, tune_policy
 from synergy_gym.cli_args import parse_seed_list
 from synergy_gym.errors import ConfigError
+from synergy_gym.files import require_file
 from synergy_gym.evaluation import evaluate
-from synergy_gym.files import atomic_write_bytes, atomic_write_text
+from synergy_gym.errors import SynergyGymError
+from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.plots import jct_cdf_png
 
 FIELDS = ("policy", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h", "jobs_measured", "wall_s")
@@ -59,6 +61,112 @@ def _load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: st
     return AgentPolicy(model, vec_norm, name=name)
 
 
+def space_parts(space, prefix: str = "") -> dict[str, str]:
+    """Each part of a (Dict) space by name: ``{"queue": "Box(320,)", "action": "Discrete(47)", …}``.
+
+    Only what a trained network depends on (kinds, shapes, sizes) is compared,
+    not the bounds, so a model can be evaluated on another load or cluster of
+    the same shape.
+    """
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Dict):
+        parts: dict[str, str] = {}
+        for key, sub in space.spaces.items():
+            parts.update(space_parts(sub, f"{prefix}{key}."))
+        return parts
+    if isinstance(space, spaces.Discrete):
+        desc = f"Discrete({int(space.n)})"
+    else:
+        desc = f"{type(space).__name__}{tuple(space.shape) if space.shape is not None else ''}"
+    return {prefix[:-1] if prefix else "observation": desc}
+
+
+def _env_parts(env_id: str, kwargs: dict[str, Any]) -> dict[str, str]:
+    """The observation and action space parts of ``env_id`` with ``kwargs``."""
+    import gymnasium as gym
+
+    import synergy_gym  # noqa: F401  (registers the environments)
+
+    try:
+        env = gym.make(env_id, **kwargs)
+    except gym.error.Error as exc:
+        raise ConfigError(f"--env {env_id!r}: {str(exc).splitlines()[0]}") from None
+    try:
+        return {**space_parts(env.observation_space), "action": space_parts(env.action_space)["observation"]}
+    finally:
+        env.close()
+
+
+def _effective_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Every env kwarg's value: ``kwargs`` over the registered ones over the defaults."""
+    from dataclasses import MISSING, fields
+
+    import gymnasium as gym
+
+    from synergy_gym.env import EnvConfig
+
+    values = {f.name: f.default for f in fields(EnvConfig) if f.default is not MISSING}
+    try:
+        values.update(gym.spec(env_id).kwargs)
+    except gym.error.Error:
+        pass
+    return {**values, **kwargs}
+
+
+def _mismatch_cause(cfg: TrainConfig | None, model_parts: dict[str, str], env_id: str, kwargs: dict[str, Any]) -> str:
+    """``trained with max_queue=32 but the environment has max_queue=8`` – the settings behind a space mismatch.
+
+    Each difference between the run's environment (``config.json``) and the
+    requested one is tried alone on the run's; those that alone change the
+    spaces are named (all differences when none does by itself).
+    """
+    if cfg is None:
+        return "its run folder has no config.json to tell the environment it was trained on"
+    trained, wanted = _effective_kwargs(cfg.env_id, cfg.env_kwargs), _effective_kwargs(env_id, kwargs)
+    changes = [("env", cfg.env_id, env_id)] if cfg.env_id != env_id else []
+    changes += [(k, trained.get(k), wanted.get(k)) for k in dict.fromkeys([*trained, *wanted]) if trained.get(k) != wanted.get(k)]
+    if not changes:
+        return f"it was trained on {cfg.env_id} with the same env kwargs"
+    causes = []
+    for key, old, new in changes:
+        try:
+            if key == "env":
+                parts = _env_parts(new, dict(cfg.env_kwargs))
+            else:
+                parts = _env_parts(cfg.env_id, {**cfg.env_kwargs, key: new})
+        except SynergyGymError:
+            continue
+        if parts != model_parts:
+            causes.append((key, old, new))
+    causes = causes or changes
+    return (f"this model was trained with {', '.join(f'{k}={old}' for k, old, _ in causes)} "
+            f"but the environment has {', '.join(f'{k}={new}' for k, _, new in causes)}")
+
+
+def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
+                     env_parts: dict[str, str]) -> None:
+    """Refuse a model (or its normalisation statistics) whose spaces differ from the environment's."""
+    model = agent.model
+    model_parts = {**space_parts(model.observation_space), "action": space_parts(model.action_space)["observation"]}
+    differ = [k for k in dict.fromkeys([*model_parts, *env_parts]) if model_parts.get(k) != env_parts.get(k)]
+    if differ:
+        k = differ[0]
+        what = "action space" if k == "action" else f"observation {k!r}"
+        raise ConfigError(f"--model {path}: {_mismatch_cause(cfg, model_parts, env_id, kwargs)} "
+                          f"({what}: {model_parts.get(k, 'absent')} in the model vs {env_parts.get(k, 'absent')})")
+    rms = getattr(agent.vec_normalize, "obs_rms", None)
+    if rms is None:
+        return
+    for key, stats in (rms.items() if isinstance(rms, dict) else [("observation", rms)]):
+        want = env_parts.get(key, "absent")
+        have = f"Box{tuple(np.shape(stats.mean))}"
+        if want != have:
+            raise ConfigError(f"--model {path}: its normalisation statistics do not fit the environment "
+                              f"({_mismatch_cause(cfg, model_parts, env_id, kwargs)}; observation {key!r}: "
+                              f"{have} in the statistics vs {want})")
+
+
 def confidence_interval(values: np.ndarray) -> tuple[float, float]:
     """Mean and half-width of a 95% t-interval (half-width NaN for one value)."""
     values = np.asarray(values, dtype=float)
@@ -78,10 +186,12 @@ def run_evaluation(
     base = next((c for c in configs if c is not None), None)
     env_id = env_id or (base.env_id if base else "Synergy-small-v0")
     kwargs = dict(base.env_kwargs) if base and env_kwargs is None else dict(env_kwargs or {})
+    env_parts = _env_parts(env_id, kwargs)
     agents = []
     for i, (path, cfg) in enumerate(zip(models, configs)):
         name = "agent" if len(models) == 1 else f"agent[{i}]"
         agents.append(_load_agent(path, cfg, device, name))
+        check_agent_fits(path, agents[-1], cfg, env_id, kwargs, env_parts)
     names = baseline_names(TrainConfig(env_kwargs=kwargs))
     baselines = [
         (names["fair"], fair_share_policy()),
@@ -158,12 +268,17 @@ def _json_value(value):
     return value
 
 
+OUTPUT_FILES = ("results.csv", "results.json", "jct_cdf.png")
+
+
 def main(args: argparse.Namespace) -> int:
+    out = check_output_dir(args.out or Path("runs") / f"evaluate-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES)
+    if args.json is not None:
+        check_output_file(args.json, "--json", folders=((out, "--out"),))
     device = resolve_device(args.device)
     models = [Path(m) for m in args.model]
     for m in models:
-        if not m.is_file():
-            raise ConfigError(f"model file {str(m)!r} does not exist")
+        require_file(m, "model file", ConfigError)
     if args.seeds is not None:
         seeds = list(parse_seed_list(args.seeds, "--seeds"))
     else:
@@ -175,7 +290,6 @@ def main(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else None
     results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device)
     print(format_summary(summary, seeds))
-    out = args.out or Path("runs") / f"evaluate-{datetime.now():%Y%m%d-%H%M%S}"
     write_outputs(results, jcts, out, args.json)
     print(f"wrote results.csv, results.json, jct_cdf.png to {out}")
     return 0

@@ -46,9 +46,12 @@ from agents.wrappers import AgentPolicy, InvalidActionToFair
 from synergy_gym.action_policies import fair_share_policy, tune_policy
 from synergy_gym.errors import ConfigError, SynergyGymError
 from synergy_gym.evaluation import evaluate
-from synergy_gym.files import atomic_write_text
+from synergy_gym.files import atomic_write_text, check_input_file, check_output_dir
 
 MASK_KEYS = ("action_mask", "queue_mask")
+#: What a run folder holds (see above); checked before training starts.
+RUN_FILES = ("config.json", "versions.json", "tb/", "eval.csv", "best_model.zip", "best_vecnormalize.pkl",
+             "last_model.zip", "vecnormalize.pkl")
 
 
 def algorithm_class(algo: str):
@@ -277,9 +280,11 @@ def default_run_dir(cfg: TrainConfig) -> Path:
 
 def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None) -> Path:
     """Train as ``cfg`` says (continuing the checkpoint ``resume`` if given); returns the run folder."""
+    if resume is not None:
+        resume = check_input_file(resume, "--resume")
+    run_dir = check_output_dir(Path(out) if out is not None else default_run_dir(cfg), "--out", RUN_FILES)
     device = resolve_device(cfg.device)
     check_env_kwargs(cfg)
-    run_dir = Path(out) if out is not None else default_run_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
     atomic_write_text(run_dir / "versions.json", json.dumps(versions(), indent=2) + "\n")
@@ -392,10 +397,13 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        check_input_file(args.resume, "--resume")
     cfg = config_from_args(args)
+    out = check_output_dir(args.out or default_run_dir(cfg), "--out", RUN_FILES)
     started = time.perf_counter()
     try:
-        run_dir = train(cfg, out=args.out, resume=args.resume)
+        run_dir = train(cfg, out=out, resume=args.resume)
     except gym.error.Error as exc:
         raise SynergyGymError(str(exc).splitlines()[0]) from None
     history = pd.read_csv(run_dir / "eval.csv")

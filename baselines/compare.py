@@ -12,8 +12,8 @@ table and writes to ``--out`` (default ``runs/compare-<timestamp>``):
 ``workloads/``    the jobs each synthetic case ran, replayable with ``--workload``
 
 ``--json FILE`` also writes ``{"results": [{policy, load, seed, mean_jct_h,
-median_jct_h, p99_jct_h, makespan_h, jobs_measured, wall_s, …}]}``. Inputs are
-all checked before anything runs, and files are written only after every run
+median_jct_h, p99_jct_h, makespan_h, jobs_measured, wall_s, …}]}``. Inputs and
+output paths are all checked before anything runs, and files are written only after every run
 has finished, each one atomically.
 """
 
@@ -31,14 +31,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from baselines.plots import avg_jct_png
+from baselines.plots import avg_jct_png, describe_runs
 from synergy_gym.plots import jct_cdf_png
 from baselines.registry import make_policy, parse_policy_list
-from synergy_gym.cli_args import parse_float_list, parse_seed_list
+from synergy_gym.cli_args import check_job_count, parse_float_list, parse_seed_list
 from synergy_gym.cluster import ClusterSpec, load_cluster
 from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.files import atomic_write_bytes, atomic_write_text
+from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
+from synergy_gym.workload import MAX_JOBS
 from synergy_gym.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.simulator import TIMINGS, SimulationConfig
 from synergy_gym.allocation import PLACEMENTS
@@ -89,21 +90,21 @@ class CompareSpec:
         if self.workload_csv is not None:
             w = read_workload_csv(self.workload_csv)
             w.check_window(str(self.workload_csv))
-            w.check_fits(self.cluster)
+            w.check_fits(self.cluster, str(self.workload_csv))
             return [WorkloadCase(label=self.workload_csv.name, make=lambda: (w, None))]
         if self.trace_csv is not None:
             trace = load_trace(self.trace_csv, self.trace_format)
             if self.trace_mode == "real":
                 w = to_workload(trace, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window,
                                 arrival_scale=self.arrival_scale)
-                w.check_fits(self.cluster)
+                w.check_fits(self.cluster, str(self.trace_csv))
                 return [WorkloadCase(label=self.trace_csv.name, make=lambda: (w, None))]
             cases = []
             for load in self.loads:
                 for seed in self.seeds:
                     w = sample_workload(trace, self.num_jobs or 1000, load, seed, class_split=self.class_split,
                                         window=self.window)
-                    w.check_fits(self.cluster)
+                    w.check_fits(self.cluster, str(self.trace_csv))
                     cases.append(WorkloadCase(label=f"{self.trace_csv.stem}_load{load:g}_seed{seed}",
                                               make=lambda w=w: (w, None), load=load, seed=seed))
             return cases
@@ -216,13 +217,17 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
         jobs.insert(0, "policy", run.policy)
         job_frames.append(jobs)
     atomic_write_text(out_dir / "jobs.csv", pd.concat(job_frames, ignore_index=True).to_csv(index=False))
-    atomic_write_bytes(out_dir / "avg_jct.png", avg_jct_png(results))
+    window = measured_window_text(outcome.runs)
+    atomic_write_bytes(out_dir / "avg_jct.png", avg_jct_png(results, window))
     jcts: dict[tuple[str, object], list[np.ndarray]] = {}
     for run in outcome.runs:
         label = run.policy if run.result.summary.sensitivity == "true" else f"{run.policy} (profiled)"
         key = (label, run.case.load if run.case.load is not None else run.case.label)
         jcts.setdefault(key, []).append(run.result.measured_jct_h())
-    atomic_write_bytes(out_dir / "jct_cdf.png", jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}))
+    policies = list(dict.fromkeys(results["policy"]))
+    title = (f"CDF of job completion times: {len(policies)} {'policy' if len(policies) == 1 else 'policies'}\n"
+             f"{describe_runs(results, window)}" + (", seeds pooled" if results["seed"].nunique() > 1 else ""))
+    atomic_write_bytes(out_dir / "jct_cdf.png", jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}, title))
     largest: dict[str, CaseResult] = {}
     for run in outcome.runs:
         if run.case.load is not None and (run.case.label not in largest or len(run.workload) > len(largest[run.case.label].workload)):
@@ -232,6 +237,20 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
     if json_path is not None:
         records = [{k: _json_value(v) for k, v in row.items()} for row in results[list(JSON_FIELDS)].to_dict("records")]
         atomic_write_text(json_path, json.dumps({"results": records}, indent=2) + "\n")
+
+
+def measured_window_text(runs: Sequence[CaseResult]) -> str | None:
+    """``measured window: jobs A:B (N jobs)`` when every run measured the same jobs by arrival, else None."""
+    windows = set()
+    for run in runs:
+        idx = np.flatnonzero(run.workload.measured)
+        if idx.size == 0 or idx[-1] - idx[0] + 1 != idx.size:
+            return None
+        windows.add((int(idx[0]), int(idx[-1]) + 1))
+    if len(windows) != 1:
+        return None
+    (a, b), = windows
+    return f"measured window: jobs {a}:{b} ({b - a} jobs)"
 
 
 def _json_value(value):
@@ -267,10 +286,11 @@ def register(subparsers) -> None:
     )
     p.add_argument("--load", default=None, help="jobs per hour, comma-separated (default: 9)")
     p.add_argument("--seed", default=None, help="workload seed(s): 42, 1,2,3 or 0..9 (default: 42)")
-    p.add_argument("--jobs", type=int, default=None, help="run exactly N jobs; the window becomes the middle half and the run ends when all finish")
+    p.add_argument("--jobs", type=int, default=None,
+                   help=f"run exactly N jobs (1 to {MAX_JOBS:,}); the window becomes the middle half and the run ends when all finish")
     p.add_argument("--window", default=None, help="measured window A:B (job indices by arrival, B exclusive)")
     p.add_argument("--multigpu", action="store_true", help="draw GPU counts from the Philly trace's mix")
-    p.add_argument("--split", default=None, help="vision/language/speech class split (default: 20/70/10)")
+    p.add_argument("--split", default=None, help="vision/language/speech class split in percent, summing to 100 (default: 20/70/10)")
     p.add_argument("--workload", type=Path, default=None, help="replay a workload CSV (reference format)")
     p.add_argument("--trace", type=Path, default=None,
                    help="a real job trace: Philly CSV or JSON log, Alibaba PAI job table (or its folder), Helios cluster_log")
@@ -304,8 +324,7 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
         clash = [k for k, v in fixed.items() if v is not None]
         if clash:
             raise SynergyGymError(f"{sources[0]} fixes the jobs; {', '.join(clash)} does not apply")
-    if args.jobs is not None and args.jobs < 1:
-        raise SynergyGymError(f"--jobs must be a positive integer, got {args.jobs}")
+    check_job_count(args.jobs, "--jobs")
     if args.trace is None and (args.arrival_scale != 1.0 or args.trace_mode != "real" or args.trace_format != "auto"):
         raise SynergyGymError("--arrival-scale, --trace-mode and --trace-format apply only with --trace")
     cluster = load_cluster(args.cluster)
@@ -335,9 +354,15 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
     return spec, spec.cases()
 
 
+OUTPUT_FILES = ("results.csv", "jobs.csv", "avg_jct.png", "jct_cdf.png", "workloads/")
+
+
 def main(args: argparse.Namespace) -> int:
-    spec, cases = spec_from_args(args)
     out_dir = args.out or Path("runs") / f"compare-{datetime.now():%Y%m%d-%H%M%S}"
+    check_output_dir(out_dir, "--out", OUTPUT_FILES)
+    if args.json is not None:
+        check_output_file(args.json, "--json", folders=((out_dir, "--out"),))
+    spec, cases = spec_from_args(args)
     if not args.quiet:
         print(f"cluster: {spec.cluster.describe()}; policies: {', '.join(spec.policies)}", file=sys.stderr)
     outcome = run_compare(spec, show_progress=not args.quiet, cases=cases)

@@ -15,12 +15,14 @@ duplicating results. At the end the folder gets
 ``results.csv`` (and ``results.parquet`` when pyarrow is installed)
     one row per cell: policy, load, seed and the run's summary;
 ``avg_jct_vs_load.png``
-    mean JCT against load per policy, with a 95% confidence band over seeds;
+    mean JCT against load per policy (bars per policy for one load), with the
+    95 % confidence interval over seeds (t-distribution) that the printed
+    table gives as ``± CI95``; none with one seed;
 ``jct_cdf.png``
     the CDF of measured JCTs, one panel per load.
 
-Inputs are checked (policies, seeds, loads, cluster, Ray address) before
-anything is written.
+Inputs are checked (``--out``, policies, seeds, loads, ``--jobs``, cluster,
+Ray address) before anything is written.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ import numpy as np
 import pandas as pd
 
 from baselines.registry import make_policy, parse_policy_list
-from synergy_gym.cli_args import parse_float_list, parse_seed_list
+from synergy_gym.cli_args import check_job_count, parse_float_list, parse_seed_list
 from synergy_gym.cluster import ClusterSpec, load_cluster
-from synergy_gym.errors import SynergyGymError
-from synergy_gym.files import atomic_write_bytes, atomic_write_text
-from synergy_gym.plots import figure_png, jct_cdf_png, pyplot
+from synergy_gym.errors import Interrupted, SynergyGymError
+from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_output_dir
+from synergy_gym.plots import ci95_half_width, figure_png, jct_cdf_png, pyplot
 from synergy_gym.simulator import SimulationConfig, Simulator
+from synergy_gym.workload import MAX_JOBS
 from traces.synthetic import SyntheticWorkload
 
 
@@ -98,6 +101,15 @@ def finished_cells(out: Path, cells: Iterable[SweepCell]) -> dict[str, dict]:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 continue
     return done
+
+
+def interrupted_message(out: Path, cells: list[SweepCell], same_out: bool) -> str:
+    """What an interrupted sweep kept, and how to resume it (``same_out``: ``--out`` was given)."""
+    kept = len(finished_cells(out, cells))
+    if not kept:
+        return "no cell had finished; nothing written"
+    again = "re-run the same command to resume" if same_out else f"re-run it with --out {out} to resume"
+    return f"{kept} of {len(cells)} cells kept in {out / 'cells'}; {again}"
 
 
 def connect_ray(address: str | None) -> object:
@@ -180,23 +192,99 @@ def run_sweep(
     return pd.DataFrame([{k: v for k, v in r.items() if k != "jct_h"} for r in rows]), rows
 
 
-def avg_jct_vs_load_png(table: pd.DataFrame) -> bytes:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    from scipy import stats
+CI_LABEL = "95 % CI over seeds"
 
-    for policy, rows in table.groupby("policy", sort=False):
-        by_load = rows.groupby("load")["mean_jct_h"]
-        mean, std, n = by_load.mean(), by_load.std().fillna(0.0), by_load.count()
-        half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * std / np.sqrt(n)
-        half[n < 2] = 0.0
-        ax.plot(mean.index, mean.to_numpy(), marker="o", label=policy)
-        ax.fill_between(mean.index, (mean - half).to_numpy(), (mean + half).to_numpy(), alpha=0.2)
-    ax.set_xlabel("load (jobs per hour)")
-    ax.set_ylabel("average JCT (hours)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return figure_png(fig)
+
+def seed_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (policy, load): seeds, mean JCT over seeds and the half-width of its 95 % CI (t; NaN with one seed).
+
+    The console table and ``avg_jct_vs_load.png`` both show these numbers.
+    """
+    grouped = table.groupby(["policy", "load"], sort=False)["mean_jct_h"]
+    out = grouped.agg(seeds="count", mean_jct_h="mean", std="std").reset_index()
+    out["ci95_h"] = ci95_half_width(out["std"].to_numpy(), out["seeds"].to_numpy())
+    return out.drop(columns=["std"])
+
+
+def format_seed_summary(summary: pd.DataFrame) -> str:
+    """The console table: mean JCT ± half-width of the 95 % confidence interval over seeds."""
+    header = f"{'policy':<14}{'load':>6}{'seeds':>7}{'mean JCT h':>12}{'± CI95 h':>11}"
+    lines = ["mean JCT over seeds ± 95 % confidence interval (t-distribution, half-width in hours)",
+             header, "-" * len(header)]
+    for r in summary.itertuples():
+        ci = "-" if np.isnan(r.ci95_h) else f"± {r.ci95_h:.2f}"
+        lines.append(f"{r.policy:<14}{r.load:>6g}{r.seeds:>7}{r.mean_jct_h:>12.2f}{ci:>11}")
+    if summary["seeds"].min() < 2:
+        lines.append("(one seed: no confidence interval; pass several seeds, e.g. --seed 1..5)")
+    return "\n".join(lines)
+
+
+def make_avg_jct_vs_load_figure(table: pd.DataFrame):
+    """Mean JCT against load per policy with its 95 % CI over seeds (bars per policy for one load)."""
+    plt = pyplot()
+    summary = seed_summary(table)
+    policies = list(dict.fromkeys(summary["policy"]))
+    loads = sorted(summary["load"].unique())
+    n_seeds = int(summary["seeds"].max())
+    fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(policies) + 2), 4.5))
+    if len(loads) == 1:
+        x = np.arange(len(policies))
+        mean = summary.set_index("policy").loc[policies, "mean_jct_h"].to_numpy()
+        half = summary.set_index("policy").loc[policies, "ci95_h"].to_numpy()
+        bars = ax.bar(x, mean, color=[f"C{i % 10}" for i in range(len(policies))])
+        if n_seeds > 1:
+            ax.errorbar(x, mean, yerr=np.nan_to_num(half), fmt="none", ecolor="black", capsize=5,
+                        label=f"{CI_LABEL} (t, n={n_seeds})")
+            ax.legend(loc="upper right")
+        labels = [f"{m:.2f} h" if np.isnan(h) else f"{m:.2f} ± {h:.2f} h" for m, h in zip(mean, half)]
+        ax.bar_label(bars, labels=labels, fontsize=9, label_type="center",
+                     bbox=dict(boxstyle="round,pad=0.2", facecolor="white", alpha=0.85, linewidth=0))
+        ax.set_xticks(x, policies, rotation=20 if len(policies) > 3 else 0, ha="right" if len(policies) > 3 else "center")
+        ax.set_xlabel(f"policy (load {loads[0]:g} jobs/h)")
+    else:
+        for i, policy in enumerate(policies):
+            rows_p = summary[summary["policy"] == policy].sort_values("load")
+            load, mean, half = rows_p["load"].to_numpy(), rows_p["mean_jct_h"].to_numpy(), rows_p["ci95_h"].to_numpy()
+            ax.plot(load, mean, marker="o", color=f"C{i % 10}", label=policy)
+            if n_seeds > 1:
+                ax.fill_between(load, mean - np.nan_to_num(half), mean + np.nan_to_num(half), color=f"C{i % 10}",
+                                alpha=0.2, linewidth=0)
+        handles, labels = ax.get_legend_handles_labels()
+        if n_seeds > 1:
+            from matplotlib.patches import Patch
+
+            handles.append(Patch(color="0.6", alpha=0.4))
+            labels.append(f"shaded: {CI_LABEL} (t, n={n_seeds})")
+        ax.legend(handles, labels, loc="best")
+        ax.set_xlabel("load (jobs per hour)")
+    if n_seeds < 2:
+        ax.text(0.99, 0.98, "one seed: no confidence interval", transform=ax.transAxes, ha="right", va="top",
+                fontsize=8, color="0.35")
+    ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.08)
+    ax.set_ylabel("average JCT of measured jobs (hours)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(f"Sweep: average JCT {'by policy' if len(loads) == 1 else 'against load'}\n"
+                 f"{_sweep_description(table)}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _sweep_description(table: pd.DataFrame) -> str:
+    loads = sorted(table["load"].unique())
+    seeds = sorted(int(s) for s in table["seed"].unique())
+    seed_text = (f"seeds {seeds[0]}–{seeds[-1]} ({len(seeds)})" if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[-1] + 1))
+                 else ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds)))
+    measured = table["jobs_measured"] if "jobs_measured" in table else pd.Series(dtype=int)
+    jobs = ""
+    if len(measured):
+        lo, hi = int(measured.min()), int(measured.max())
+        jobs = f", {lo} measured jobs per run" if lo == hi else f", {lo}–{hi} measured jobs per run"
+    return (("load " if len(loads) == 1 else "loads ") + ", ".join(f"{x:g}" for x in loads) + " jobs/h, "
+            + seed_text + jobs)
+
+
+def avg_jct_vs_load_png(table: pd.DataFrame) -> bytes:
+    return figure_png(make_avg_jct_vs_load_figure(table))
 
 
 def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path) -> list[str]:
@@ -215,7 +303,10 @@ def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path) -> list[str]
     jcts: dict[tuple[str, object], list] = {}
     for r in rows:
         jcts.setdefault((r["policy"], r["load"]), []).extend(r["jct_h"])
-    atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png({k: np.asarray(v) for k, v in jcts.items()}))
+    policies = list(dict.fromkeys(table["policy"]))
+    title = (f"Sweep: CDF of job completion times, {len(policies)} {'policy' if len(policies) == 1 else 'policies'}\n"
+             f"{_sweep_description(table)}" + (", seeds pooled" if table["seed"].nunique() > 1 else ""))
+    atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png({k: np.asarray(v) for k, v in jcts.items()}, title))
     return written + ["avg_jct_vs_load.png", "jct_cdf.png"]
 
 
@@ -225,7 +316,8 @@ def register(subparsers) -> None:
     p.add_argument("--policies", required=True, help="comma-separated <order>+<alloc> names")
     p.add_argument("--load", required=True, help="jobs per hour, comma-separated, e.g. 5,7,9,11")
     p.add_argument("--seed", required=True, help="seeds: 42, 1,2,3 or 0..9")
-    p.add_argument("--jobs", type=int, default=None, help="exactly N jobs per cell (default: the paper's open-ended run)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help=f"exactly N jobs per cell, 1 to {MAX_JOBS:,} (default: the paper's open-ended run)")
     p.add_argument("--cluster", default="default", help="preset or TOML file (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="output folder; re-use it to resume (default: runs/sweep-<timestamp>)")
     p.add_argument("--address", default=None, help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
@@ -238,20 +330,23 @@ def cells_from_args(args: argparse.Namespace) -> list[SweepCell]:
     policies = parse_policy_list(args.policies)
     loads = parse_float_list(args.load, "--load")
     seeds = parse_seed_list(args.seed, "--seed")
-    if args.jobs is not None and args.jobs < 1:
-        raise SynergyGymError(f"--jobs must be a positive integer, got {args.jobs}")
+    check_job_count(args.jobs, "--jobs")
     cluster = load_cluster(args.cluster)
     for load in loads:  # validate the workload settings once per load
         SyntheticWorkload(jobs_per_hour=load, num_jobs=args.jobs, max_gpus=cluster.total_gpus)
     return [SweepCell(p, load, seed, args.jobs, cluster) for load in loads for seed in seeds for p in policies]
 
 
+OUTPUT_FILES = ("cells/", "results.csv", "results.parquet", "avg_jct_vs_load.png", "jct_cdf.png")
+
+
 def main(args: argparse.Namespace) -> int:
+    out = args.out or Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
+    check_output_dir(out, "--out", OUTPUT_FILES)
     cells = cells_from_args(args)
     ray_module = None if args.no_ray else connect_ray(args.address)
     if ray_module is None and args.address and not args.no_ray:
         raise SynergyGymError("--address given but Ray is not installed (pip install 'synergy-gym[ray]')")
-    out = args.out or Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
     started = time.perf_counter()
     where = "in this process" if ray_module is None else "on Ray"
     if not args.quiet:
@@ -262,9 +357,11 @@ def main(args: argparse.Namespace) -> int:
             print(f"  [{done}/{total}] {row['policy']:<12} load {row['load']:g} seed {row['seed']}: "
                   f"mean JCT {row['mean_jct_h']:.2f} h ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
-    table, rows = run_sweep(cells, out, ray_module, on_cell=progress)
-    written = write_outputs(table, rows, out)
-    summary = table.groupby(["policy", "load"], sort=False)["mean_jct_h"].agg(["mean", "std", "count"]).reset_index()
-    print(summary.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    try:
+        table, rows = run_sweep(cells, out, ray_module, on_cell=progress)
+        written = write_outputs(table, rows, out)
+    except KeyboardInterrupt:  # Ctrl-C: the finished cells stay in <out>/cells
+        raise Interrupted(interrupted_message(out, cells, same_out=args.out is not None)) from None
+    print(format_seed_summary(seed_summary(table)))
     print(f"wrote {', '.join(written)} to {out}")
     return 0

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import NoReturn, Sequence
 
-from synergy_gym.errors import SynergyGymError
+from synergy_gym.errors import Interrupted, SynergyGymError
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -27,11 +27,35 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="synergy-gym", description="Multi-tenant GPU cluster scheduling simulator and gym.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    sub.required = True
     for ep in sorted(entry_points(group="synergy_gym.commands"), key=lambda e: e.name):
         ep.load()(sub)
     return parser
+
+
+def package_version() -> str:
+    try:
+        return version("synergy-gym")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        from synergy_gym import __version__
+
+        return __version__
+
+
+def command_list(parser: argparse.ArgumentParser) -> str:
+    """Usage and one line per command (its name and the help its register function gave)."""
+    commands = [
+        (choice.dest, choice.help or "")
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for choice in action._choices_actions
+    ]
+    width = max((len(name) for name, _ in commands), default=0)
+    lines = [parser.format_usage().rstrip(), "", "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in commands]
+    lines += ["", f"run '{parser.prog} COMMAND --help' for a command's options"]
+    return "\n".join(lines)
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -41,6 +65,12 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.version:
+        print(f"synergy-gym {package_version()}")
+        return 0
+    if args.command is None:
+        print(command_list(parser), file=sys.stderr)
+        return 2
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
@@ -48,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SynergyGymError as exc:
         print(f"synergy-gym {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:  # the command says what it kept
+        print(f"synergy-gym {args.command}: interrupted; {exc}", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print(f"synergy-gym {args.command}: interrupted; nothing written", file=sys.stderr)
         return 130

@@ -26,6 +26,19 @@ def parse_seed_list(text: str, flag: str = "--seed") -> tuple[int, ...]:
     return tuple(dict.fromkeys(seeds))
 
 
+def check_job_count(value: int | None, flag: str = "--jobs") -> int | None:
+    """A job count of at least 1 and at most :data:`~synergy_gym.workload.MAX_JOBS` (None passes)."""
+    from synergy_gym.workload import MAX_JOBS
+
+    if value is None:
+        return None
+    if value < 1:
+        raise SynergyGymError(f"{flag} must be a positive integer, got {value}")
+    if value > MAX_JOBS:
+        raise SynergyGymError(f"{flag} {value} exceeds the maximum of {MAX_JOBS:,}")
+    return value
+
+
 def parse_float_list(text: str, flag: str = "--load") -> tuple[float, ...]:
     """``"5,7,9"`` → positive finite numbers."""
     import math

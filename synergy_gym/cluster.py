@@ -119,7 +119,10 @@ class ClusterSpec:
                 raise ConfigError(
                     f"{source}: unknown cluster field {key!r}; valid: {', '.join(sorted(known))}"
                 )
-        return cls(**dict(values))
+        try:
+            return cls(**dict(values))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
 
 
 _PRESETS: dict[str, dict[str, float]] = {
@@ -149,6 +152,8 @@ def load_cluster(spec: str | Path) -> ClusterSpec:
     if text_spec in _PRESETS:
         return cluster_preset(text_spec)
     path = Path(spec)
+    if path.is_dir():
+        raise ConfigError(f"--cluster {text_spec!r} is a folder, not a TOML file")
     if not path.is_file():
         raise ConfigError(
             f"--cluster {text_spec!r} is neither a preset ({', '.join(preset_names())}) nor a file"
@@ -156,7 +161,7 @@ def load_cluster(spec: str | Path) -> ClusterSpec:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        raise ConfigError(f"{path}: not valid TOML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     table = data.get("cluster", data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [cluster] must be a table")

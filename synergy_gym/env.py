@@ -25,7 +25,7 @@ from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.profiles import TASKS, ModelZoo
 from synergy_gym.profiling import ProfilerConfig
 from synergy_gym.simulator import SimulationConfig, Simulator
-from synergy_gym.workload import Workload
+from synergy_gym.workload import MAX_JOBS, Workload
 
 #: Action 0: the fair share; action 1: the model's best-case demand; 2..: grid points.
 FAIR_ACTION = 0
@@ -101,6 +101,8 @@ class EnvConfig:
             raise UnknownNameError("order", str(self.order), tuple(ORDERINGS))
         positive("jobs_per_hour")
         positive("num_jobs", integer=True)
+        if self.num_jobs > MAX_JOBS:
+            raise ConfigError(f"env kwarg num_jobs {self.num_jobs!r} exceeds the maximum of {MAX_JOBS:,}")
         positive("max_rounds", integer=True)
         positive("reward_scale")
         positive("max_defer_rounds", integer=True)
@@ -283,21 +285,24 @@ class SynergyEnv(gym.Env):
     # -- construction helpers -------------------------------------------------------
     def _load_fixed_workload(self) -> Workload | None:
         cfg = self.cfg
+        source = None
         if cfg.workload is not None:
             if isinstance(cfg.workload, Workload):
                 w = replace(cfg.workload, run_until="all")
             else:
                 from traces.replay import read_workload_csv
 
+                source = str(cfg.workload)
                 w = read_workload_csv(Path(cfg.workload), run_until="all")
         elif cfg.trace is not None:
             from traces.loader import load_trace
             from traces.trace_jobs import to_workload
 
+            source = str(cfg.trace)
             w = to_workload(load_trace(Path(cfg.trace)), class_split=tuple(cfg.class_split), max_jobs=int(cfg.num_jobs))
         else:
             return None
-        w.check_fits(self.cluster)
+        w.check_fits(self.cluster, source)
         return w
 
     def _draw_workload(self) -> Workload:
@@ -821,29 +826,123 @@ class SynergyEnv(gym.Env):
         return "\n".join(lines)
 
     def _render_rgb(self) -> np.ndarray:
-        """One row of three bars (GPU, CPU, memory in use) per server; white background."""
+        """The cluster as an RGB image (H × W × 3 uint8, at least 640 × 360).
+
+        Three panels – GPUs, CPUs and memory in use – with one labelled bar per
+        server (scaled to the server's capacity), and a header with the time,
+        round, job counts and the job being decided. See :class:`_ClusterPicture`.
+        """
+        picture = getattr(self, "_picture", None)
+        if picture is None:
+            picture = self._picture = _ClusterPicture(self.cluster)
+        sim = self.sim
         c = self.cluster
-        bar_h, bar_w, gap = 6, 60, 4
-        height = c.num_servers * (bar_h + gap) + gap
-        width = 3 * (bar_w + gap) + gap
-        img = np.full((height, width, 3), 255, dtype=np.uint8)
-        if self.sim is None:
-            return img
-        ledger = self.sim.ledger
+        if sim is None:
+            zeros = np.zeros(c.num_servers)
+            return picture.draw((zeros, zeros, zeros), "Synergy cluster (not reset)")
+        ledger = sim.ledger
         used = (
-            1 - np.asarray(ledger.free_gpu) / c.gpus_per_server,
-            1 - np.asarray(ledger.free_cpu) / c.cpus_per_server,
-            1 - np.asarray(ledger.free_mem) / c.mem_gb_per_server,
+            c.gpus_per_server - np.asarray(ledger.free_gpu, dtype=float),
+            c.cpus_per_server - np.asarray(ledger.free_cpu, dtype=float),
+            c.mem_gb_per_server - np.asarray(ledger.free_mem, dtype=float),
         )
-        colours = ((31, 119, 180), (255, 127, 14), (44, 160, 44))
-        for s in range(c.num_servers):
-            y = gap + s * (bar_h + gap)
-            for k in range(3):
-                x = gap + k * (bar_w + gap)
-                img[y : y + bar_h, x : x + bar_w] = 220
-                fill = int(round(np.clip(used[k][s], 0, 1) * bar_w))
-                img[y : y + bar_h, x : x + fill] = colours[k]
-        return img
+        waiting = max(0, sim._runnable.size - len(ledger.jobs))
+        header = (f"t = {sim.now / 3600:.2f} h, round {self._rounds_elapsed()}: {len(ledger.jobs)} running, "
+                  f"{waiting} waiting, {self._fin_count}/{sim.jobs.n} finished")
+        if self._job >= 0:
+            j = self._job
+            gpus = int(sim.jobs.gpus[j])
+            header += (f"\ndeciding job {sim.jobs.job_id[j]} ({self.zoo.names[sim.jobs.model[j]]}, "
+                       f"{gpus} GPU{'' if gpus == 1 else 's'})")
+        return picture.draw(used, header)
+
+    def close(self) -> None:
+        picture = getattr(self, "_picture", None)
+        if picture is not None:
+            picture.close()
+            self._picture = None
+        super().close()
+
+
+class _ClusterPicture:
+    """The ``rgb_array`` picture of a cluster: a matplotlib figure on its own Agg canvas.
+
+    The frame (axes, server labels, capacity bars, panel titles) is drawn once;
+    each :meth:`draw` restores it and draws only the bars in use and the texts
+    (blitting), which keeps a render at a few milliseconds. The figure is not
+    registered with pyplot, so renders leave no open figures behind; pickling
+    drops it (it is rebuilt on the next render).
+    """
+
+    PANELS = (("GPUs", "tab:blue"), ("CPUs", "tab:orange"), ("memory GB", "tab:green"))
+
+    def __init__(self, cluster: ClusterSpec) -> None:
+        self.cluster = cluster
+        self._fig = None
+
+    def __getstate__(self) -> dict:
+        return {"cluster": self.cluster, "_fig": None}
+
+    def close(self) -> None:
+        if self._fig is not None:
+            self._fig.clear()
+        self._fig = None
+
+    def _build(self) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        c = self.cluster
+        n = c.num_servers
+        height_in = min(max(3.6, 1.4 + 0.16 * n), 12.0)  # at 100 dpi: 640 × ≥360 pixels, taller for big clusters
+        fig = Figure(figsize=(6.4, height_in), dpi=100, facecolor="white")
+        canvas = FigureCanvasAgg(fig)
+        axes = fig.subplots(1, 3, sharey=True)
+        top_px, bottom_px = 62, 34  # room for the header and the totals, in pixels
+        fig.subplots_adjust(left=0.14, right=0.98, bottom=bottom_px / (100 * height_in),
+                            top=1 - top_px / (100 * height_in), wspace=0.12)
+        y = np.arange(n)
+        step = max(1, int(np.ceil(n / 24)))  # label at most ~24 servers
+        fontsize = 7 if n <= 24 else 6
+        self._bars, self._totals = [], []
+        capacities = (c.gpus_per_server, c.cpus_per_server, c.mem_gb_per_server)
+        for ax, (name, colour), capacity in zip(axes, self.PANELS, capacities):
+            ax.barh(y, np.full(n, float(capacity)), color="0.9", height=0.8)
+            bars = ax.barh(y, np.zeros(n), color=colour, height=0.8)
+            for bar in bars.patches:
+                bar.set_animated(True)
+            self._bars.append(bars.patches)
+            ax.set_xlim(0, capacity)
+            ax.set_title(f"{name} in use (of {capacity:g})", fontsize=8)
+            ax.set_xticks([0, capacity / 2, capacity], ["0", f"{capacity / 2:g}", f"{capacity:g}"])
+            ax.tick_params(labelsize=fontsize, length=2, pad=1)
+            self._totals.append(ax.text(0.5, -bottom_px * 0.45 / ax.bbox.height, "", transform=ax.transAxes,
+                                        ha="center", va="top", fontsize=8, animated=True))
+        axes[0].set_yticks(y[::step], [f"server {s}" for s in y[::step]])
+        axes[0].set_ylim(n - 0.5, -0.5)  # server 0 at the top
+        self._header = fig.text(0.5, 1 - 6 / (100 * height_in), "", ha="center", va="top", fontsize=9, animated=True)
+        canvas.draw()
+        self._background = canvas.copy_from_bbox(fig.bbox)
+        self._fig, self._canvas, self._capacities = fig, canvas, capacities
+
+    def draw(self, used: tuple[np.ndarray, np.ndarray, np.ndarray], header: str) -> np.ndarray:
+        """The picture with ``used`` (GPUs, CPUs, GB in use per server) and ``header``, as H × W × 3 uint8."""
+        if self._fig is None:
+            self._build()
+        fig, canvas = self._fig, self._canvas
+        canvas.restore_region(self._background)
+        n = self.cluster.num_servers
+        for patches, values, total_text, capacity in zip(self._bars, used, self._totals, self._capacities):
+            values = np.clip(np.asarray(values, dtype=float), 0.0, capacity)
+            for patch, value in zip(patches, values.tolist()):
+                patch.set_width(value)
+                fig.draw_artist(patch)
+            total = float(values.sum())
+            total_text.set_text(f"total {total:g} / {capacity * n:g} ({100 * total / (capacity * n):.0f}%)")
+            fig.draw_artist(total_text)
+        self._header.set_text(header)
+        fig.draw_artist(self._header)
+        return np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
 
 
 class MaskedDiscrete(spaces.Discrete):

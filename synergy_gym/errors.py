@@ -21,6 +21,10 @@ class WorkloadError(SynergyGymError):
     """An invalid workload, workload file or trace."""
 
 
+class PathError(SynergyGymError):
+    """A file or folder argument that cannot be read, or written to, as asked."""
+
+
 class UnknownNameError(SynergyGymError):
     """A name (policy, model, preset) that is not one of the valid ones."""
 
@@ -29,3 +33,8 @@ class UnknownNameError(SynergyGymError):
         self.name = name
         self.valid = tuple(valid)
         super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.valid)}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with a one-line message saying what was kept (the command-line tool exits with 130)."""
+

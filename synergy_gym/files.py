@@ -1,10 +1,13 @@
-"""Writing files so that a reader never sees a partial one."""
+"""Writing files so that a reader never sees a partial one, and checking output paths up front."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+from synergy_gym.errors import PathError, SynergyGymError
 
 
 def _umask() -> int:
@@ -33,3 +36,120 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
 
 def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+# -- checking paths before any work -----------------------------------------------------
+#
+# Every command checks the paths it will write (``--out``, ``--json``, …) and the
+# files it must read (``--resume``) before it loads, simulates or trains
+# anything, so a bad path costs nothing and leaves nothing behind: the checks
+# create nothing. An output folder need not exist: it is created with any
+# missing parents (like ``mkdir -p``) when the results are written, so it is
+# enough that its deepest existing ancestor is a writable folder. A file (not a
+# folder) anywhere on the way is an error.
+
+
+def is_writable_dir(path: str | os.PathLike) -> bool:
+    """``path`` is a folder this process can create entries in.
+
+    Besides :func:`os.access`, a folder with no write bit at all in its mode
+    counts as read-only for every user, root included (permission bits do not
+    stop root), so that a ``chmod 555`` folder is refused alike everywhere.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) and mode & 0o222 != 0 and os.access(path, os.W_OK | os.X_OK)
+
+
+def _shown(path: Path) -> str:
+    return str(Path.cwd()) if str(path) == "." else str(path)
+
+
+def _folder_problem(path: Path, what: str = "") -> str | None:
+    """Why ``path`` cannot be used or created as a writable folder (None if it can)."""
+    if os.path.isdir(path):
+        return None if is_writable_dir(path) else f"{what}folder {_shown(path)} is not writable"
+    if os.path.lexists(path):
+        if os.path.islink(path):
+            return f"{what}{path} is a broken symbolic link"
+        return f"{what}{path} is a file, not a folder"
+    current = path
+    while current.parent != current:
+        current = current.parent
+        if os.path.isdir(current):
+            if is_writable_dir(current):
+                return None
+            return f"cannot create it: folder {_shown(current)} is not writable"
+        if os.path.lexists(current):
+            kind = "a broken symbolic link" if os.path.islink(current) else "a file, not a folder"
+            return f"parent {current} is {kind}"
+    return "cannot create it: none of its parent folders exists"
+
+
+def check_output_dir(path: str | os.PathLike, flag: str, contents: tuple[str, ...] = ()) -> Path:
+    """Refuse (with a one-line :class:`PathError`) an output folder that cannot be written.
+
+    ``path`` must be a writable folder or creatable (see above). ``contents``
+    are the names the command writes inside it (``"cells/"`` for a folder); an
+    existing one of the wrong kind – a folder where a file goes, a file or
+    read-only folder where a folder goes – is refused too.
+    """
+    path = Path(path)
+    problem = _folder_problem(path)
+    if problem is None and os.path.isdir(path):
+        for name in contents:
+            target = path / name.rstrip("/")
+            if not os.path.lexists(target):
+                continue
+            if name.endswith("/"):
+                problem = _folder_problem(target)
+            elif os.path.isdir(target):
+                problem = f"{target} is a folder, but the command writes a file there"
+            if problem is not None:
+                break
+    if problem is not None:
+        raise PathError(f"{flag} {path}: {problem}")
+    return path
+
+
+def check_output_file(path: str | os.PathLike, flag: str, folders: tuple[tuple[str | os.PathLike, str], ...] = ()) -> Path:
+    """Refuse an output file that is a folder or whose folder cannot be written (or created).
+
+    ``folders`` are the command's output folders as ``(path, flag)``; the file
+    may not be one of them.
+    """
+    path = Path(path)
+    if os.path.isdir(path):
+        raise PathError(f"{flag} {path}: is a folder, not a file")
+    for folder, folder_flag in folders:
+        if os.path.abspath(folder) == os.path.abspath(path):
+            raise PathError(f"{flag} {path}: is also the {folder_flag} folder")
+    problem = _folder_problem(path.parent, what="parent ")
+    if problem is not None:
+        raise PathError(f"{flag} {path}: {problem}")
+    return path
+
+
+def require_file(path: str | Path, kind: str, error: type[SynergyGymError] = PathError) -> Path:
+    """``path`` when it is a file; otherwise ``error`` saying that it does not exist or is a folder.
+
+    ``kind`` names the input in the message ("workload file", "--cluster file").
+    """
+    path = Path(path)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        raise error(f"{kind} {str(path)!r} is a folder, not a file")
+    if path.exists():
+        raise error(f"{kind} {str(path)!r} is not a regular file")
+    raise error(f"{kind} {str(path)!r} does not exist")
+
+
+def check_input_file(path: str | os.PathLike, flag: str) -> Path:
+    """Refuse an input file that does not exist, is a folder or cannot be read."""
+    path = require_file(path, flag, PathError)
+    if not os.access(path, os.R_OK):
+        raise PathError(f"{flag} {str(path)!r} is not readable")
+    return path

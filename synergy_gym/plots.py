@@ -25,25 +25,93 @@ def figure_png(fig) -> bytes:
     return buf.getvalue()
 
 
-def jct_cdf_png(jcts: dict[tuple[str, object], np.ndarray]) -> bytes:
-    """CDF of JCTs (hours) per policy, one panel per load; keys are (policy, load or case label)."""
+def ci95_half_width(std, n):
+    """Half-width of the 95 % confidence interval of a mean (t-distribution); NaN where n < 2.
+
+    ``std`` is the sample standard deviation (ddof=1) of ``n`` values; both may be arrays.
+    """
+    from scipy import stats
+
+    std = np.asarray(std, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * std / np.sqrt(n)
+    return np.where(n >= 2, half, np.nan)
+
+
+#: Tick multipliers per decade for log axes, coarsest first.
+_LOG_SUBS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0), tuple(range(1, 10)),
+             (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0), tuple(np.arange(1.0, 10.0, 0.2)))
+
+
+def _tick_label(value: float, _pos=None) -> str:
+    if value >= 1e5 or value < 1e-3:
+        return f"{value:.0e}"
+    return f"{value:g}"
+
+
+def label_log_axis(axis, lo: float, hi: float, min_ticks: int = 5) -> None:
+    """Labelled ticks (…, 20, 50, 100, 200, …) on a log ``axis`` showing ``lo``–``hi`` (both > 0).
+
+    Picks the coarsest ticks per decade that put at least ``min_ticks`` labels in
+    the range, so a range under a decade still gets several labelled ticks;
+    unlabelled minor ticks mark the rest of 1–9 per decade.
+    """
     import matplotlib.ticker as mticker
 
+    lo, hi = float(min(lo, hi)), float(max(lo, hi))
+    decades = np.arange(np.floor(np.log10(lo)) - 1, np.ceil(np.log10(hi)) + 1)
+    subs = _LOG_SUBS[-1]
+    for candidate in _LOG_SUBS:
+        ticks = (10.0 ** decades[:, None] * np.asarray(candidate)[None, :]).ravel()
+        if np.count_nonzero((ticks >= lo * (1 - 1e-9)) & (ticks <= hi * (1 + 1e-9))) >= min_ticks:
+            subs = candidate
+            break
+    axis.set_major_locator(mticker.LogLocator(base=10.0, subs=subs, numticks=100))
+    axis.set_major_formatter(mticker.FuncFormatter(_tick_label))
+    axis.set_minor_locator(mticker.LogLocator(base=10.0, subs=tuple(range(1, 10)), numticks=100))
+    axis.set_minor_formatter(mticker.NullFormatter())
+
+
+def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str | None = None):
+    """The JCT CDF figure (see :func:`jct_cdf_png`), not yet saved."""
     plt = pyplot()
     loads = list(dict.fromkeys(load for _, load in jcts))
-    fig, axes = plt.subplots(1, len(loads), figsize=(6 * len(loads), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(loads), figsize=(max(7, 6 * len(loads)), 4.5), squeeze=False)
     for ax, load in zip(axes[0], loads):
+        lo, hi = np.inf, 0.0
         for (policy, key_load), values in jcts.items():
+            values = np.asarray(values, dtype=float)
+            values = values[np.isfinite(values) & (values > 0)]
             if key_load != load or values.size == 0:
                 continue
             x = np.sort(values)
-            ax.plot(x, np.arange(1, x.size + 1) / x.size, label=policy)
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(mticker.NullFormatter())
-        ax.set_xlabel("JCT (hours)")
-        ax.set_ylabel("fraction of jobs")
+            lo, hi = min(lo, x[0]), max(hi, x[-1])
+            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{policy} ({x.size} jobs)")
+        if hi > 0:
+            if hi <= lo * 1.05:
+                lo, hi = lo / 1.5, hi * 1.5
+            pad = (hi / lo) ** 0.03
+            ax.set_xscale("log")
+            ax.set_xlim(lo / pad, hi * pad)
+            label_log_axis(ax.xaxis, lo / pad, hi * pad)
+            ax.legend(loc="lower right")
+        else:
+            ax.text(0.5, 0.5, "no measured jobs", transform=ax.transAxes, ha="center", va="center")
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("job completion time (hours, log scale)")
+        ax.set_ylabel("fraction of measured jobs ≤ JCT")
         ax.set_title(f"load {load:g} jobs/h" if isinstance(load, (int, float)) else str(load))
         ax.grid(alpha=0.3)
-        ax.legend()
-    return figure_png(fig)
+        ax.grid(which="minor", alpha=0.1)
+    fig.suptitle(title or "CDF of job completion times (measured jobs)")
+    fig.tight_layout()
+    return fig
+
+
+def jct_cdf_png(jcts: dict[tuple[str, object], np.ndarray], title: str | None = None) -> bytes:
+    """CDF of JCTs (hours) per policy, one panel per load; keys are (policy, load or case label).
+
+    ``title`` (the figure's title) should say what was run: policies, seeds, measured window.
+    """
+    return figure_png(make_jct_cdf_figure(jcts, title))

@@ -25,6 +25,11 @@ from synergy_gym.profiles import ModelZoo, capped_demand_per_gpu
 
 RunUntil = Literal["window", "all"]
 
+#: The most jobs one generated workload may have (``--jobs`` of ``compare`` and
+#: ``sweep``, the env kwarg ``num_jobs``); larger counts are refused before
+#: anything runs, instead of failing later on an impossible allocation.
+MAX_JOBS = 1_000_000
+
 #: More jobs for a run that needs them: each item extends the workload.
 JobStream = Iterator["Workload"]
 
@@ -147,13 +152,14 @@ class Workload:
         if self.run_until == "window" and not self.measured.any():
             raise WorkloadError(f"{source}: the measured window is empty (no job has in_measured_window=1)")
 
-    def check_fits(self, cluster: ClusterSpec) -> None:
-        """Reject jobs that ask for more GPUs than the cluster has."""
+    def check_fits(self, cluster: ClusterSpec, source: str | None = None) -> None:
+        """Reject jobs that ask for more GPUs than the cluster has; ``source`` (the file) starts the message."""
         too_big = self.gpus > cluster.total_gpus
         if too_big.any():
             i = int(np.flatnonzero(too_big)[0])
+            where = f"{source}: " if source else ""
             raise WorkloadError(
-                f"job {self.job_id[i]} asks for {self.gpus[i]} GPUs but the cluster has {cluster.total_gpus}"
+                f"{where}job {self.job_id[i]} asks for {self.gpus[i]} GPUs but the cluster has {cluster.total_gpus}"
             )
 
     def concat(self, more: "Workload") -> "Workload":

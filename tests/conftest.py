@@ -21,6 +21,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "reliability: long-running robustness checks (short unless --long)")
+    config.addinivalue_line(
+        "markers", "slow: takes more than a few seconds; the quick subset is `python -m pytest -m \"not slow\"`"
+    )
 
 
 @pytest.fixture(scope="session")

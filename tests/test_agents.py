@@ -39,6 +39,7 @@ def _write(path, text):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["maskable_ppo", "ppo", "a2c", "dqn"])
 def test_train_writes_checkpoints_config_and_tensorboard_tags(trained, algo):
     run = trained[algo]
@@ -56,6 +57,7 @@ def test_train_writes_checkpoints_config_and_tensorboard_tags(trained, algo):
     assert len(history) >= 2 and history["timesteps"].iloc[-1] >= 2048  # periodic and once at the end
 
 
+@pytest.mark.slow
 def test_evaluate_gives_agent_fair_and_tune_on_the_same_seeds(trained, tmp_path, capsys):
     out, js = tmp_path / "ev", tmp_path / "r.json"
     assert main(["evaluate", "--model", str(trained["maskable_ppo"] / "best_model.zip"), "--episodes", "2",
@@ -70,6 +72,7 @@ def test_evaluate_gives_agent_fair_and_tune_on_the_same_seeds(trained, tmp_path,
     assert (out / "jct_cdf.png").is_file() and (out / "results.csv").is_file()
 
 
+@pytest.mark.slow
 def test_evaluate_over_several_models_reports_a_confidence_interval(trained, tmp_path, capsys):
     models = [str(trained[a] / "last_model.zip") for a in ("maskable_ppo", "ppo")]
     assert main(["evaluate", "--model", models[0], "--model", models[1], "--episodes", "2", "--out", str(tmp_path / "e"),
@@ -78,6 +81,7 @@ def test_evaluate_over_several_models_reports_a_confidence_interval(trained, tmp
     assert line.split()[1] == "2" and line.split()[3] != "-"
 
 
+@pytest.mark.slow
 def test_training_twice_with_the_same_seed_gives_identical_evaluations(tmp_path):
     for name in ("a", "b"):
         assert main(["train", "--timesteps", "1100", "--n-envs", "2", "--eval-freq", "1000", "--seed", "3",
@@ -86,6 +90,7 @@ def test_training_twice_with_the_same_seed_gives_identical_evaluations(tmp_path)
     pd.testing.assert_frame_equal(a, b)
 
 
+@pytest.mark.slow
 def test_resume_continues_from_a_checkpoint(trained, tmp_path):
     out = tmp_path / "resumed"
     assert main(["train", "--resume", str(trained["maskable_ppo"] / "last_model.zip"), "--timesteps", "600",
@@ -140,6 +145,7 @@ def test_minimal_masked_ppo_runs_a_few_updates():
     assert result["updates"] == 4 and result["episodes"] > 0
 
 
+@pytest.mark.slow
 def test_imitation_warm_start_starts_the_agent_at_tune(tmp_path):
     config = _write(tmp_path / "bc.toml", "bc_steps = 1200\nbc_epochs = 20\nlearning_rate = 0.0003\n")
     assert main(["train", "--config", str(config), "--timesteps", "256", "--n-envs", "2", "--eval-freq", "100000",

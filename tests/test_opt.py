@@ -133,6 +133,7 @@ def test_simulator_runs_opt_and_compares_round_states(make_workload):
     assert sum(opt_ledger.tput) >= sum(tune_ledger.tput) - 1e-9 - 0.5  # placement may cost OPT a little
 
 
+@pytest.mark.slow
 def test_compare_reports_opt_beside_tune_on_the_reference_load9_workload(shared_dir, tmp_path):
     import json
 

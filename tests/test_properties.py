@@ -1,6 +1,7 @@
 """Property tests on random small clusters and workloads."""
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +52,7 @@ def scenarios(draw):
     return cluster, workload, draw(st.sampled_from(policy_names())), config
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_random_runs_respect_the_invariants(scenario):

@@ -32,6 +32,7 @@ SHAPES = [
 ]
 
 
+@pytest.mark.slow
 def test_fuzzed_env_steps_keep_every_invariant(long_run):
     target = 1_000_000 if long_run else 100_000
     violations = {"capacity": 0, "below_fair": 0, "reward": 0}
@@ -120,6 +121,7 @@ def test_memory_stays_flat_over_long_episodes(long_run):
     assert growth < 1_000_000  # under 1 MB beyond the first episodes' working set
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumes_without_lost_or_duplicated_results(tmp_path):
     spec = ["--policies", "fifo+fair,fifo+tune,srtf+tune", "--load", "10,20,30", "--seed", "0..2", "--jobs", "120",
             "--cluster", "small", "--no-ray", "--quiet"]

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
+from synergy_gym.files import require_file
 from traces.trace_jobs import TraceJobs
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -33,8 +34,7 @@ TASK_COLUMNS = (
 
 
 def _read(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
-    if not path.is_file():
-        raise WorkloadError(f"trace file {str(path)!r} does not exist")
+    require_file(path, "trace file", WorkloadError)
     try:
         head = pd.read_csv(path, nrows=0)
         has_header = columns[0] in head.columns

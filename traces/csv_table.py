@@ -8,6 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
+from synergy_gym.files import require_file
 
 
 def read_job_table(path: str | Path, required: Sequence[str], kind: str) -> pd.DataFrame:
@@ -15,9 +16,7 @@ def read_job_table(path: str | Path, required: Sequence[str], kind: str) -> pd.D
 
     ``kind`` names the file in errors ("workload file", "trace file").
     """
-    path = Path(path)
-    if not path.is_file():
-        raise WorkloadError(f"{kind} {str(path)!r} does not exist")
+    path = require_file(path, kind, WorkloadError)
     try:
         frame = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:

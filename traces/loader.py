@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from synergy_gym.errors import UnknownNameError, WorkloadError
+from synergy_gym.files import require_file
 from traces.alibaba import read_alibaba
 from traces.helios import read_helios
 from traces.philly import read_philly_csv, read_philly_json
@@ -19,11 +20,12 @@ def detect_format(path: Path) -> str:
         return "alibaba"
     if path.suffix.lower() == ".json":
         return "philly-json"
+    require_file(path, "trace file", WorkloadError)
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             header = fh.readline()
-    except OSError:
-        raise WorkloadError(f"trace file {str(path)!r} does not exist") from None
+    except OSError as exc:
+        raise WorkloadError(f"trace file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
     columns = {c.strip() for c in header.split(",")}
     if {"timestamp", "duration", "num_gpus"} <= columns:
         return "philly-csv"
@@ -51,4 +53,10 @@ def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool
         return read_philly_json(path, durations)
     if fmt == "helios":
         return read_helios(path)
-    return read_alibaba(path / "pai_job_table.csv" if path.is_dir() else path)
+    if path.is_dir():
+        if not (path / "pai_job_table.csv").is_file():
+            raise WorkloadError(
+                f"trace {str(path)!r} is a folder without pai_job_table.csv (only an Alibaba PAI trace may be a folder)"
+            )
+        path = path / "pai_job_table.csv"
+    return read_alibaba(path)

@@ -20,14 +20,23 @@ DEFAULT_SPLIT: tuple[float, float, float] = (20.0, 70.0, 10.0)
 
 
 def parse_split(text: str) -> tuple[float, float, float]:
-    """``"20/70/10"`` → (20, 70, 10): vision/language/speech weights."""
+    """``"20/70/10"`` → (20, 70, 10): the ``--split`` option's vision/language/speech percentages.
+
+    On the command line the three must be percentages that sum to 100 (± 0.01);
+    the programmatic API (``class_split=``) still takes any non-negative weights.
+    """
     parts = text.replace(",", "/").split("/")
     try:
         values = tuple(float(p) for p in parts)
     except ValueError:
-        raise WorkloadError(f"class split {text!r} must be three numbers like 20/70/10") from None
+        raise WorkloadError(f"--split {text!r} must be three numbers like 20/70/10") from None
     if len(values) != 3:
-        raise WorkloadError(f"class split {text!r} must be three numbers like 20/70/10")
+        raise WorkloadError(f"--split {text!r} must be three numbers like 20/70/10")
+    if any(not np.isfinite(v) or v < 0 for v in values):
+        raise WorkloadError(f"--split {text!r}: each percentage must be a number ≥ 0")
+    total = sum(values)
+    if abs(total - 100.0) > 0.01:
+        raise WorkloadError(f"--split {text!r}: the percentages must sum to 100, got {total:g}")
     return values  # type: ignore[return-value]
 
 

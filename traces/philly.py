@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
+from synergy_gym.files import require_file
 from traces.csv_table import read_job_table
 from traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
 
@@ -68,8 +69,7 @@ def read_philly_json(
     path: str | Path, duration_range: tuple[float, float] | None = REFERENCE_DURATION_RANGE_S
 ) -> TraceJobs:
     path = Path(path)
-    if not path.is_file():
-        raise WorkloadError(f"trace file {str(path)!r} does not exist")
+    require_file(path, "trace file", WorkloadError)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -33,6 +33,10 @@ COLUMNS = (
     "job_id", "model", "task", "gpus", "arrival_s", "iter_time_s", "total_iters",
     "fair_duration_s", "cpu_demand", "mem_demand_gb", "speedup_at_demand", "in_measured_window",
 )
+NUMERIC = (
+    "job_id", "gpus", "arrival_s", "total_iters", "in_measured_window", "iter_time_s", "fair_duration_s",
+    "cpu_demand", "mem_demand_gb",
+)
 
 
 def read_workload_csv(
@@ -42,15 +46,26 @@ def read_workload_csv(
     zoo = zoo or ModelZoo.default()
     path = Path(path)
     frame = read_job_table(path, REQUIRED, "workload file")
-    for col in ("job_id", "gpus", "arrival_s", "total_iters", "in_measured_window", "iter_time_s", "fair_duration_s", "cpu_demand", "mem_demand_gb"):
+    for col in NUMERIC:
         if col in frame.columns and not pd.api.types.is_numeric_dtype(frame[col]):
             bad = pd.to_numeric(frame[col], errors="coerce").isna() & frame[col].notna()
             i = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
             raise WorkloadError(f"{path}: row {i + 2}: column {col} is not a number: {frame[col].iloc[i]!r}")
-    for col in REQUIRED:
-        if col != "model" and frame[col].isna().any():
-            i = int(np.flatnonzero(frame[col].isna().to_numpy())[0])
-            raise WorkloadError(f"{path}: row {i + 2}: column {col} is empty")
+    raw = None
+    for col in NUMERIC:
+        if col in frame.columns and frame[col].isna().any():
+            if raw is None:  # the text as written: an empty cell and a "nan" both read as NaN
+                raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+            cells = raw[col].astype(str).str.strip().to_numpy()
+            written = np.flatnonzero(frame[col].isna().to_numpy() & (cells != ""))
+            if written.size:
+                i = int(written[0])
+                job = frame["job_id"].iloc[i]
+                which = f"row {i + 2} (job {job:.15g})" if col != "job_id" and pd.notna(job) else f"row {i + 2}"
+                raise WorkloadError(f"{path}: {which}: column {col} is not a number: {cells[i]!r}")
+            if col in REQUIRED:
+                i = int(np.flatnonzero(frame[col].isna().to_numpy())[0])
+                raise WorkloadError(f"{path}: row {i + 2}: column {col} is empty")
     if "fair_duration_s" in frame.columns:
         bad = ~(frame["fair_duration_s"].to_numpy(dtype=float) > 0)
         if bad.any():
@@ -71,7 +86,8 @@ def read_workload_csv(
     def per_gpu(col: str):
         if col not in frame.columns:
             return None
-        return frame[col].to_numpy(dtype=float) / gpus
+        # gpus < 1 is rejected by Workload.build, by job; no division by zero before that.
+        return np.divide(frame[col].to_numpy(dtype=float), gpus, out=np.full(len(gpus), np.nan), where=gpus > 0)
 
     return Workload.build(
         zoo,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from synergy_gym.files import atomic_write_bytes
-from synergy_gym.plots import figure_png, pyplot
+from synergy_gym.files import atomic_write_bytes, check_output_dir
+from synergy_gym.plots import figure_png, label_log_axis, pyplot
 from traces.loader import FORMATS, load_trace
 from traces.trace_jobs import TraceJobs
 
@@ -44,21 +44,39 @@ def summary(trace: TraceJobs) -> str:
     return "\n".join(lines)
 
 
-def histogram_png(trace: TraceJobs) -> bytes:
+def make_histogram_figure(trace: TraceJobs):
+    """Job durations (log histogram) and the GPU-count mix of ``trace``, not yet saved."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     hours = trace.duration_s / 3600.0
-    left.hist(hours, bins=np.logspace(np.log10(max(hours.min(), 1e-3)), np.log10(hours.max() * 1.01), 40))
+    lo, hi = max(hours.min(), 1e-3), max(hours.max() * 1.01, max(hours.min(), 1e-3) * 1.1)
+    left.hist(hours, bins=np.logspace(np.log10(lo), np.log10(hi), 40))
     left.set_xscale("log")
-    left.set_xlabel("duration (hours)")
+    left.set_xlim(lo, hi)
+    label_log_axis(left.xaxis, lo, hi)
+    left.set_ylim(bottom=0)
+    left.set_xlabel("duration (hours, log scale)")
     left.set_ylabel("jobs")
+    left.set_title(f"job durations (median {np.median(hours):.2f} h)")
+    left.grid(alpha=0.3)
     gpus, counts = np.unique(trace.gpus, return_counts=True)
-    right.bar([str(g) for g in gpus], counts)
+    bars = right.bar([str(g) for g in gpus], counts)
+    right.bar_label(bars, labels=[f"{100 * c / len(trace):.1f}%" if c >= len(trace) / 1000 else "<0.1%" for c in counts], padding=2, fontsize=8)
     right.set_yscale("log")
+    label_log_axis(right.yaxis, max(counts.min() * 0.8, 0.8), counts.max() * 2)
+    right.set_ylim(0.8, counts.max() * 2)
     right.set_xlabel("GPUs per job")
-    right.set_ylabel("jobs")
-    fig.suptitle(Path(trace.source).name)
-    return figure_png(fig)
+    right.set_ylabel("jobs (log scale)")
+    right.set_title("GPU-count mix")
+    right.grid(axis="y", alpha=0.3)
+    span_d = float(trace.submit_s[-1] - trace.submit_s[0]) / 86400.0 if len(trace) else 0.0
+    fig.suptitle(f"Trace {Path(trace.source).name}: {len(trace):,} jobs over {span_d:.1f} days")
+    fig.tight_layout()
+    return fig
+
+
+def histogram_png(trace: TraceJobs) -> bytes:
+    return figure_png(make_histogram_figure(trace))
 
 
 def register(subparsers) -> None:
@@ -71,9 +89,10 @@ def register(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    out = args.out or Path("runs") / f"trace-stats-{datetime.now():%Y%m%d-%H%M%S}"
+    check_output_dir(out, "--out", ("trace_stats.png",))
     trace = load_trace(args.path, args.fmt, philly_duration_filter=not args.all_durations)
     print(summary(trace))
-    out = args.out or Path("runs") / f"trace-stats-{datetime.now():%Y%m%d-%H%M%S}"
     atomic_write_bytes(out / "trace_stats.png", histogram_png(trace))
     print(f"wrote {out / 'trace_stats.png'}")
     return 0
