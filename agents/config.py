@@ -8,7 +8,6 @@ folder as ``config.json``, from which ``--resume`` and ``evaluate`` read it.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Mapping
 
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.files import require_file
+from synergy_gym.validation import check_positive
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -89,23 +89,16 @@ class TrainConfig:
             raise ConfigError(f"env_kwargs must be a table of env keyword arguments, got {self.env_kwargs!r}")
         for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "target_update_interval",
                      "train_freq", "job_dim", "slot_dim", "eval_freq", "eval_episodes", "bc_epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+            setattr(self, name, check_positive(name, getattr(self, name), integer=True))
         if self.bc_baseline not in ("tune", "fair"):
             raise UnknownNameError("bc_baseline", str(self.bc_baseline), ("tune", "fair"))
         if self.bc_steps and self.algo == "dqn":
             raise ConfigError("bc_steps (imitation warm start) needs an actor-critic algorithm, not dqn")
         for name in ("seed", "learning_starts", "bc_steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+            setattr(self, name, check_positive(name, getattr(self, name), integer=True, allow_zero=True))
         for name in ("learning_rate", "gamma", "gae_lambda", "clip_range", "vf_coef", "max_grad_norm", "exploration_fraction"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ConfigError(f"{name} must be a positive number, got {value!r}")
-        if not isinstance(self.ent_coef, (int, float)) or self.ent_coef < 0:
-            raise ConfigError(f"ent_coef must be a non-negative number, got {self.ent_coef!r}")
+            check_positive(name, getattr(self, name))
+        check_positive("ent_coef", self.ent_coef, allow_zero=True)
         if not (isinstance(self.net_arch, list) and all(isinstance(x, int) and x > 0 for x in self.net_arch)):
             raise ConfigError(f"net_arch must be a list of positive layer sizes, got {self.net_arch!r}")
 

@@ -43,11 +43,11 @@ from synergy_gym.workload import MAX_JOBS
 from synergy_gym.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.simulator import TIMINGS, SimulationConfig
 from synergy_gym.allocation import PLACEMENTS
-from traces.model_mix import DEFAULT_SPLIT, parse_split
+from synergy_gym.model_mix import DEFAULT_SPLIT, parse_split
 from traces.loader import FORMATS, load_trace
 from traces.trace_jobs import sample_workload, to_workload
 from traces.replay import read_workload_csv, workload_frame
-from traces.synthetic import SyntheticWorkload
+from synergy_gym.generator import SyntheticWorkload
 
 DEFAULT_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+greedy", "fifo+tune")
 JSON_FIELDS = (

@@ -54,7 +54,8 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_matrix
 
-from synergy_gym.allocation import ClusterLedger, Tune, admit_by_gpus
+from synergy_gym.allocation import ClusterLedger, Tune
+from synergy_gym.planner import RoundPlanner
 from synergy_gym.job_table import JobTable
 
 LOG = logging.getLogger(__name__)
@@ -90,7 +91,8 @@ class SynergyOpt:
         self._candidates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
-        admitted = admit_by_gpus(order, jobs.gpus_l, ledger.free_gpus_total)
+        planner = RoundPlanner(ledger, jobs, self._tune)
+        admitted = planner.admission(order)
         if not admitted:
             LOG.warning("%s: no runnable job fits this round; falling back to tune", self.name)
             self._tune.allocate(ledger, jobs, order)
@@ -101,10 +103,7 @@ class SynergyOpt:
             LOG.warning("%s: %s; falling back to tune for this round", self.name, exc)
             self._tune.allocate(ledger, jobs, order)
             return
-        target = dict(zip(admitted, solution.targets))
-        gpus = jobs.gpus_l
-        for j in sorted(admitted, key=lambda j: -gpus[j]):  # stable: policy order among equals
-            self._tune.place(ledger, jobs, j, target[j])
+        planner.place_all(admitted, dict(zip(admitted, solution.targets)))
 
     def solve(self, jobs: JobTable, admitted: Sequence[int]) -> OptSolution:
         """The first stage for ``admitted`` jobs (policy order)."""

@@ -49,7 +49,7 @@ from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_outpu
 from synergy_gym.plots import ci95_half_width, figure_png, jct_cdf_png, pyplot
 from synergy_gym.simulator import SimulationConfig, Simulator
 from synergy_gym.workload import MAX_JOBS
-from traces.synthetic import SyntheticWorkload
+from synergy_gym.generator import SyntheticWorkload
 
 
 @dataclass(frozen=True)

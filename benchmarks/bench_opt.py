@@ -19,9 +19,10 @@ import numpy as np
 
 from baselines.opt import SynergyOpt
 from synergy_gym import ClusterSpec, Tune
-from synergy_gym.allocation import ClusterLedger, admit_by_gpus
+from synergy_gym.allocation import ClusterLedger
+from synergy_gym.planner import admit_by_gpus
 from synergy_gym.job_table import JobTable
-from traces.synthetic import SyntheticWorkload
+from synergy_gym.generator import SyntheticWorkload
 
 
 def round_state(gpus: int, jobs: int, seed: int) -> tuple[JobTable, list[int]]:

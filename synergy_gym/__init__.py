@@ -1,8 +1,9 @@
 """synergy-gym: a multi-tenant GPU cluster simulator with Synergy's scheduling policies.
 
 The simulator core: cluster, model profiles, workloads, orderings, allocation
-mechanisms and the round-based :class:`Simulator`. Named baseline policies are
-in ``baselines``; workload generators and loaders in ``traces``.
+mechanisms, the round-based :class:`Simulator` and the paper's workload
+generator (:class:`SyntheticWorkload`). Named baseline policies are in
+``baselines``; loaders of replay files and real traces in ``traces``.
 
 Importing the package registers the Gymnasium environments ``Synergy-v0`` and
 ``Synergy-small-v0`` (``gym.make("synergy_gym:Synergy-v0")`` imports it for you).
@@ -12,6 +13,7 @@ from synergy_gym.allocation import FairShare, Greedy, Tune
 from synergy_gym.cluster import ClusterSpec, cluster_preset, load_cluster
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError, WorkloadError
 from synergy_gym.evaluation import evaluate
+from synergy_gym.generator import SyntheticWorkload
 from synergy_gym.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.metrics import RunSummary, SimulationResult
 from synergy_gym.ordering import FIFO, LAS, SRTF
@@ -43,6 +45,6 @@ _register_envs()
 __all__ = [
     "CaseResult", "ClusterSpec", "ConfigError", "FIFO", "FairShare", "Greedy", "LAS", "ModelProfile",
     "ModelZoo", "RunSummary", "SRTF", "SchedulingPolicy", "SimulationConfig", "SimulationResult",
-    "Simulator", "SynergyGymError", "Tune", "UnknownNameError", "Workload", "WorkloadCase",
+    "Simulator", "SynergyGymError", "SyntheticWorkload", "Tune", "UnknownNameError", "Workload", "WorkloadCase",
     "WorkloadError", "cluster_preset", "evaluate", "load_cluster", "run_cases",
 ]

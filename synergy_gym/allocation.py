@@ -8,7 +8,9 @@ free) and a mechanism walks the jobs in policy order:
            it fits; a job whose target does not fit is skipped this round and
            later jobs may take the GPUs.
 ``tune``   Synergy-Tune: jobs are admitted by GPU count in policy order, then
-           placed in descending GPU count. Each gets its target if it fits,
+           placed in descending GPU count (the sequence lives in
+           :class:`synergy_gym.planner.RoundPlanner`, which the simulator, OPT
+           and the environment all drive). Each gets its target if it fits,
            else its fallback (the target capped at the fair share); if even that
            does not fit, servers with free GPUs are chosen (a multi-GPU job
            takes the first server with enough free GPUs, otherwise servers with
@@ -34,6 +36,7 @@ from typing import Literal, Protocol, Sequence
 
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.job_table import JobTable
+from synergy_gym.planner import RoundPlanner
 
 Placement = Literal["first_fit", "consolidate"]
 PLACEMENTS: tuple[str, ...] = ("first_fit", "consolidate")
@@ -276,12 +279,8 @@ class Tune:
     uses_targets = True
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
-        gpus = jobs.gpus_l
-        admitted = admit_by_gpus(order, gpus, ledger.free_gpus_total)
-        if any(gpus[j] > 1 for j in admitted):
-            admitted.sort(key=lambda j: -gpus[j])  # stable: policy order among equals
-        for j in admitted:
-            self.place(ledger, jobs, j)
+        """A round with no decisions: :class:`~synergy_gym.planner.RoundPlanner` admits and places."""
+        RoundPlanner(ledger, jobs, self).plan(order)
 
     def place(self, ledger: ClusterLedger, jobs: JobTable, j: int, target: tuple[float, float, float] | None = None) -> int:
         """Place admitted job ``j`` (its GPUs must be free); returns its ledger slot.
@@ -355,19 +354,6 @@ class Tune:
                 ledger.resize(slot, fb_cpu, fb_mem, fb_tput)
                 need_cpu -= extra_cpu
                 need_mem -= extra_mem
-
-
-def admit_by_gpus(order: Sequence[int], gpus: Sequence[int], free: int) -> list[int]:
-    """Jobs of ``order`` whose GPUs fit in what is still free, in order (backfilling)."""
-    admitted: list[int] = []
-    for j in order:
-        if free == 0:
-            break
-        g = gpus[j]
-        if g <= free:
-            admitted.append(j)
-            free -= g
-    return admitted
 
 
 def reclaim_servers(free_gpu: Sequence[int], gpus: int) -> Parts:

@@ -18,36 +18,18 @@ divided by its GPUs: 3 CPUs and 62.5 GB per GPU on the default cluster.
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.validation import check_positive
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
-
-
-def _as_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    if isinstance(value, float) and not value.is_integer():
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    if value <= 0:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _as_positive_number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a positive number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{name} must be a positive number, got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -63,23 +45,10 @@ class ClusterSpec:
     storage_mb_s_per_server: float = 500.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "num_servers", _as_positive_int("num_servers", self.num_servers))
-        object.__setattr__(
-            self, "gpus_per_server", _as_positive_int("gpus_per_server", self.gpus_per_server)
-        )
-        object.__setattr__(
-            self, "cpus_per_server", _as_positive_number("cpus_per_server", self.cpus_per_server)
-        )
-        object.__setattr__(
-            self,
-            "mem_gb_per_server",
-            _as_positive_number("mem_gb_per_server", self.mem_gb_per_server),
-        )
-        object.__setattr__(
-            self,
-            "storage_mb_s_per_server",
-            _as_positive_number("storage_mb_s_per_server", self.storage_mb_s_per_server),
-        )
+        for name in ("num_servers", "gpus_per_server"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name), integer=True))
+        for name in ("cpus_per_server", "mem_gb_per_server", "storage_mb_s_per_server"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
 
     @property
     def total_gpus(self) -> int:

@@ -1,7 +1,8 @@
 """What a simulation reports: per-job times, per-round utilisation, a summary.
 
 JCT statistics are over the measured window (the jobs whose ``measured`` flag
-is set); ``makespan_h`` is the time from the first arrival to the last
+is set), computed by :func:`summarise_jcts` (which the Gymnasium environment's
+episode summary uses too); ``makespan_h`` is the time from the first arrival to the last
 completion of the run. Utilisation is the share of the cluster's GPUs, CPUs and
 memory allocated, averaged over simulated time; throughput is the sum over
 running jobs of GPUs × normalised throughput (the GPU count when every job runs
@@ -71,6 +72,45 @@ class RunSummary:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class JctStats:
+    """Mean, median and 99th percentile of a set of job completion times, in hours (NaN when empty)."""
+
+    mean_h: float
+    median_h: float
+    p99_h: float
+    #: How many jobs the statistics are over.
+    count: int
+
+
+def summarise_jcts(
+    arrival_s: np.ndarray, finish_s: np.ndarray, selected: np.ndarray, now: float | None = None
+) -> JctStats:
+    """JCT statistics over the ``selected`` jobs (a boolean mask over ``arrival_s`` and ``finish_s``).
+
+    A selected job not finished (``finish_s`` NaN) is left out, or, when ``now``
+    is given, counts with its time in the system so far (``now - arrival_s``):
+    a lower bound on its JCT. The 99th percentile is numpy's default (linear)
+    ``np.percentile(x, 99)``.
+    """
+    finished = ~np.isnan(finish_s)
+    if now is None:
+        jct_s = finish_s - arrival_s
+        mask = selected & finished
+    else:
+        jct_s = np.where(finished, finish_s, now) - arrival_s
+        mask = selected
+    jct_h = jct_s[mask] / 3600.0
+    if jct_h.size == 0:
+        return JctStats(mean_h=float("nan"), median_h=float("nan"), p99_h=float("nan"), count=0)
+    return JctStats(
+        mean_h=float(np.mean(jct_h)),
+        median_h=float(np.median(jct_h)),
+        p99_h=float(np.percentile(jct_h, 99)),
+        count=int(jct_h.size),
+    )
 
 
 _ROUND_METRICS = ("gpu_util", "cpu_util", "mem_util", "throughput", "running", "queued")
@@ -153,11 +193,7 @@ def build_result(sim: "Simulator", wall_s: float) -> SimulationResult:
         }
     )
     finished = ~np.isnan(jobs.finish_s)
-    measured = jobs.measured & finished
-    m_jct_h = jct[measured] / 3600.0
-
-    def stat(fn) -> float:
-        return float(fn(m_jct_h)) if m_jct_h.size else float("nan")
+    jct_stats = summarise_jcts(jobs.arrival_s, jobs.finish_s, jobs.measured)
 
     def weighted(col: str) -> float:
         total = duration.sum()
@@ -167,11 +203,11 @@ def build_result(sim: "Simulator", wall_s: float) -> SimulationResult:
     last_finish = float(np.nanmax(jobs.finish_s)) if finished.any() else first_arrival
     summary = RunSummary(
         policy=sim.policy.name,
-        mean_jct_h=stat(np.mean),
-        median_jct_h=stat(np.median),
-        p99_jct_h=stat(lambda x: np.percentile(x, 99)),
+        mean_jct_h=jct_stats.mean_h,
+        median_jct_h=jct_stats.median_h,
+        p99_jct_h=jct_stats.p99_h,
         makespan_h=(last_finish - first_arrival) / 3600.0,
-        jobs_measured=int(measured.sum()),
+        jobs_measured=jct_stats.count,
         jobs_finished=int(finished.sum()),
         mean_gpu_util=weighted("gpu_util"),
         mean_cpu_util=weighted("cpu_util"),

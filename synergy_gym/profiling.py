@@ -37,6 +37,7 @@ import numpy as np
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import ConfigError
 from synergy_gym.profiles import ModelProfile, ModelZoo
+from synergy_gym.validation import check_positive
 
 SENSITIVITIES: tuple[str, ...] = ("true", "profiled")
 
@@ -55,12 +56,10 @@ class ProfilerConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
-            raise ConfigError(f"profile repeats must be a positive integer, got {self.repeats!r}")
+        object.__setattr__(self, "repeats", check_positive("profile repeats", self.repeats, integer=True))
         if not (isinstance(self.noise, (int, float)) and math.isfinite(self.noise) and 0 <= self.noise < 1):
             raise ConfigError(f"profile noise must be in [0, 1), got {self.noise!r}")
-        if not (isinstance(self.seconds_per_point, (int, float)) and self.seconds_per_point >= 0):
-            raise ConfigError(f"seconds_per_point must be ≥ 0, got {self.seconds_per_point!r}")
+        check_positive("seconds_per_point", self.seconds_per_point, allow_zero=True)
         if not 0 <= self.saturation < 1:
             raise ConfigError(f"saturation must be in [0, 1), got {self.saturation!r}")
         if self.cpu_points is not None and (len(self.cpu_points) == 0 or any(c <= 0 for c in self.cpu_points)):

@@ -35,13 +35,15 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from synergy_gym.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement
+from synergy_gym.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement, Tune
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
 from synergy_gym.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
 from synergy_gym.metrics import RoundLog, SimulationResult, build_result
+from synergy_gym.planner import RoundPlanner
 from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
+from synergy_gym.validation import check_positive
 from synergy_gym.workload import JobStream, Workload
 
 Timing = Literal["round", "exact"]
@@ -76,12 +78,7 @@ class SimulationConfig:
 
     def __post_init__(self) -> None:
         for name in ("round_s", "starvation_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                math.isfinite(value) and value > 0
-            ):
-                raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
-            object.__setattr__(self, name, float(value))
+            object.__setattr__(self, name, float(check_positive(name, getattr(self, name), unit="seconds")))
         if self.placement not in PLACEMENTS:
             raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
         if self.timing not in TIMINGS:
@@ -119,6 +116,11 @@ class Simulator:
         self.jobs = JobTable(cluster, workload, profiler)
         self._check_progress(0)
         self.ledger = ClusterLedger(cluster, self.config.placement)
+        #: Tune's rounds go through one persistent planner, which keeps the unchanged
+        #: start of the last round's placement (see :mod:`synergy_gym.planner`).
+        self.planner = (
+            RoundPlanner(self.ledger, self.jobs, policy.mechanism, reuse=True) if isinstance(policy.mechanism, Tune) else None
+        )
         self._more = more_jobs
         self._runnable = np.zeros(0, dtype=np.int64)  # job indices in arrival order
         self._next = 0  # index of the next job to arrive
@@ -126,6 +128,8 @@ class Simulator:
         self._unfinished = len(workload)
         self.log = RoundLog()
         self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[0]))
+        self.first_round_s = self.now
+        self._rounds_at = (self.now, 0)  # (time, rounds elapsed) cache
         self.rounds_planned = 0
         self.exhausted = False  # no job left to run or arrive
 
@@ -135,6 +139,19 @@ class Simulator:
         if self.run_until == "window":
             return self._measured_left == 0
         return self._unfinished == 0 and self._next >= self.jobs.n and self._more is None
+
+    @property
+    def rounds_elapsed(self) -> int:
+        """Whole rounds simulated since the first round boundary."""
+        now = self.now
+        if now != self._rounds_at[0]:
+            self._rounds_at = (now, int(round((now - self.first_round_s) / self.config.round_s)))
+        return self._rounds_at[1]
+
+    @property
+    def runnable(self) -> np.ndarray:
+        """Jobs that have arrived and not finished (waiting or running), in arrival order; do not modify."""
+        return self._runnable
 
     @property
     def measured_finished(self) -> int:
@@ -191,6 +208,9 @@ class Simulator:
 
     def allocate(self, order: np.ndarray) -> None:
         """Allocate the round from an empty cluster, walking ``order`` with the policy's mechanism."""
+        if self.planner is not None:
+            self.planner.plan(order.tolist())
+            return
         self.ledger.reset()
         self.policy.mechanism.allocate(self.ledger, self.jobs, order)
 

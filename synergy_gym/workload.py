@@ -1,8 +1,9 @@
 """Workloads: the jobs a simulation runs, as columns of numpy arrays.
 
 A :class:`Workload` is immutable, validated and sorted by arrival time (ties by
-job id). Generators and loaders live in the ``traces`` package; this module
-only defines what a workload is.
+job id). The paper's generator is :mod:`synergy_gym.generator`; loaders of
+traces and replay files live in the ``traces`` package; this module only
+defines what a workload is.
 
 Jobs carry a *measured window* (``measured``): the jobs whose completion times
 the summary statistics are computed over. ``run_until`` says when a run ends:
@@ -32,6 +33,16 @@ MAX_JOBS = 1_000_000
 
 #: More jobs for a run that needs them: each item extends the workload.
 JobStream = Iterator["Workload"]
+
+
+def middle_half_window(num_jobs: int) -> tuple[int, int]:
+    """The default measured window of ``num_jobs`` jobs: the middle half by arrival, never empty.
+
+    Jobs ``num_jobs // 4`` up to (not including) ``3 * num_jobs // 4``, and at
+    least the one job ``num_jobs // 4``.
+    """
+    start = num_jobs // 4
+    return start, max(start + 1, (3 * num_jobs) // 4)
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,7 +3,8 @@
 import pytest
 
 from synergy_gym import ClusterSpec, FairShare, Greedy, Tune
-from synergy_gym.allocation import ClusterLedger, admit_by_gpus, reclaim_servers
+from synergy_gym.allocation import ClusterLedger, reclaim_servers
+from synergy_gym.planner import admit_by_gpus
 from synergy_gym.job_table import JobTable
 
 # One server with 4 GPUs and a fair share of 3 CPUs, 62.5 GB per GPU.

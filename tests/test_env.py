@@ -10,8 +10,8 @@ import synergy_gym  # noqa: F401  (registers the environments)
 from baselines import make_policy
 from synergy_gym import ClusterSpec, ConfigError, Simulator, UnknownNameError
 from synergy_gym.env import DEMAND_ACTION, FAIR_ACTION, SynergyEnv
+from synergy_gym.generator import SyntheticWorkload
 from traces.replay import write_workload_csv
-from traces.synthetic import SyntheticWorkload
 
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 60, "max_rounds": 4000}
 
@@ -208,16 +208,16 @@ def test_rllib_style_config_dict():
 def test_action_mask_keeps_only_honourable_preferences():
     env = SynergyEnv(**SMALL)
     zoo = env.zoo
-    mask = env._build_mask(zoo.index("alexnet"), 1)
+    mask = env.masks.for_model(zoo.index("alexnet"), 1)
     grid = [(c, m) for c in zoo.cpu_grid for m in zoo.mem_grid]
     allowed = {grid[k] for k in range(len(grid)) if mask[2 + k]}
     assert mask[FAIR_ACTION] and mask[DEMAND_ACTION]
     assert (12.0, 125.0) in allowed and (3.0, 62.5) in allowed
     assert all(c >= 3 and m >= 62.5 for c, m in allowed)  # below fair in either is slower than fair
     # 8 GPUs on an 8-GPU server: no more than 24 CPUs / 500 GB in all, i.e. 3 and 62.5 per GPU.
-    eight = env._build_mask(zoo.index("alexnet"), 8)
+    eight = env.masks.for_model(zoo.index("alexnet"), 8)
     assert {grid[k] for k in range(len(grid)) if eight[2 + k]} == {(3.0, 62.5)}
-    language = env._build_mask(zoo.index("gnmt"), 1)
+    language = env.masks.for_model(zoo.index("gnmt"), 1)
     assert language[2:].sum() == len(grid)  # flat profile: every point is as fast as fair
 
 
@@ -225,25 +225,25 @@ def test_defer_keeps_a_job_out_and_gives_up_after_max_defer_rounds():
     env = SynergyEnv(**SMALL, allow_defer=True, max_defer_rounds=3)
     assert env.action_space.n == 48
     env.reset(seed=0)
-    first = env._job
+    first = env.current_job
     rounds = []
     for _ in range(3):
-        assert env._job == first
-        rounds.append(env._rounds_elapsed())
+        assert env.current_job == first
+        rounds.append(env.sim.rounds_elapsed)
         env.step(env.defer_action)
     assert rounds == [0, 1, 2]
-    assert env._job != first and env._pref[first] == DEMAND_ACTION  # admitted at its demand without asking
-    while env._rounds_elapsed() <= 3:
+    assert env.current_job != first and env.preference_of(first) == DEMAND_ACTION  # admitted at its demand without asking
+    while env.sim.rounds_elapsed <= 3:
         env.step(DEMAND_ACTION)
-    assert env.sim.jobs.start_s[first] == env._first_round_s + 3 * 300
+    assert env.sim.jobs.start_s[first] == env.sim.first_round_s + 3 * 300
 
 
 def test_reconsider_every_asks_again():
     env = SynergyEnv(cluster="small", num_jobs=5, jobs_per_hour=100, reconsider_every=4)
     env.reset(seed=0)
     asked = []
-    while env._job >= 0:
-        asked.append((env._job, env._rounds_elapsed()))
+    while env.current_job >= 0:
+        asked.append((env.current_job, env.sim.rounds_elapsed))
         env.step(DEMAND_ACTION)
     first_job_rounds = [r for j, r in asked if j == asked[0][0]]
     assert len(first_job_rounds) >= 2 and first_job_rounds[1] - first_job_rounds[0] >= 4
@@ -253,7 +253,7 @@ def test_truncation_at_max_rounds():
     env = SynergyEnv(cluster="small", num_jobs=200, jobs_per_hour=20, max_rounds=30)
     _, _, infos = random_episode(env, seed=0)
     final = infos[-1]
-    assert env._truncated and final["episode_rounds"] == 30
+    assert env.current_job == -1 and final["episode_rounds"] == 30
     assert final["jobs_finished"] < 200 and final["jobs_unfinished"] > 0
     # Unfinished jobs count with their time so far, so the mean covers every arrived job.
     jobs = env.sim.jobs
@@ -290,8 +290,8 @@ def test_profiled_sensitivity_in_the_env():
     assert infos[-1]["jobs_finished"] == 60 and np.isfinite(sum(rewards))
     assert env.sim.jobs.belief is not None
     obs, _ = env.reset(seed=4)
-    j = env._job
-    expected = np.minimum(env.sim.jobs.belief[j].reshape(-1) / env._tput_scale, 1.0)
+    j = env.current_job
+    expected = np.minimum(env.sim.jobs.belief[j].reshape(-1) / env.obs_builder.tput_scale, 1.0)
     np.testing.assert_allclose(obs["job_sensitivity"], expected, rtol=1e-6)
     with pytest.raises(UnknownNameError, match="unknown sensitivity 'guessed'"):
         SynergyEnv(sensitivity="guessed")
@@ -301,7 +301,7 @@ def test_profiled_masks_follow_each_episodes_estimates():
     env = SynergyEnv(cluster="small", num_jobs=40, sensitivity="profiled", profile_noise=0.3)
     for seed in (1, 2):
         env.reset(seed=seed)
-        while env._job >= 0:
-            fresh = env._mask_from_estimates(env._job)  # rebuilt from this episode's estimates
+        while env.current_job >= 0:
+            fresh = env.masks.from_estimates(env.sim.jobs, env.current_job)  # rebuilt from this episode's estimates
             np.testing.assert_array_equal(env.action_masks(), fresh)
             env.step(DEMAND_ACTION)

@@ -8,8 +8,8 @@ import pytest
 import baselines.sweep
 from synergy_gym.cli import main
 from synergy_gym.errors import WorkloadError
+from synergy_gym.model_mix import ModelAssigner, parse_split
 from synergy_gym.profiles import ModelZoo
-from traces.model_mix import ModelAssigner, parse_split
 from traces.replay import read_workload_csv
 
 HEADER = "job_id,model,gpus,arrival_s,total_iters,in_measured_window\n"

@@ -11,7 +11,8 @@ import baselines.opt as opt_module
 from baselines import make_policy
 from baselines.opt import SynergyOpt
 from synergy_gym import ClusterSpec, FairShare, Simulator, Tune, Workload
-from synergy_gym.allocation import ClusterLedger, admit_by_gpus
+from synergy_gym.allocation import ClusterLedger
+from synergy_gym.planner import admit_by_gpus
 from synergy_gym.job_table import JobTable
 from synergy_gym.profiles import ModelZoo
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from synergy_gym.cli import main
-from traces.synthetic import SyntheticWorkload
+from synergy_gym.generator import SyntheticWorkload
 
 # Published by the authors (ae-readme) and reproduced by replaying their load-9 workload.
 PUBLISHED = {"fifo+fair": 81.09, "fifo+greedy": 24.98, "fifo+tune": 21.88}

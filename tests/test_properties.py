@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from baselines import make_policy, policy_names
 from synergy_gym import ClusterSpec, SimulationConfig, Simulator, Workload
+from synergy_gym.generator import SyntheticWorkload
 from synergy_gym.profiles import ModelZoo
-from traces.synthetic import SyntheticWorkload
 
 ZOO = ModelZoo.default()
 

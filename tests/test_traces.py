@@ -6,14 +6,15 @@ import pytest
 
 from baselines import make_policy
 from synergy_gym import ClusterSpec, Simulator, WorkloadError
-from traces.model_mix import ModelAssigner, parse_split
+from synergy_gym.generator import DEFAULT_WINDOW, SyntheticWorkload
+from synergy_gym.model_mix import ModelAssigner, parse_split
+from synergy_gym.philly_gpu_mix import PHILLY_GPU_COUNTS, gpu_mix
+from synergy_gym.workload import middle_half_window
 from traces.alibaba import read_alibaba
 from traces.loader import load_trace
 from traces.philly import read_philly_csv, read_philly_json
-from traces.trace_jobs import TraceWarning, sample_workload, to_workload
-from traces.philly_gpu_mix import PHILLY_GPU_COUNTS, gpu_mix
 from traces.replay import read_workload_csv, write_workload_csv
-from traces.synthetic import DEFAULT_WINDOW, SyntheticWorkload, middle_half
+from traces.trace_jobs import TraceWarning, sample_workload, to_workload
 
 
 def test_synthetic_durations_arrivals_and_split(zoo):
@@ -61,7 +62,7 @@ def test_windows_and_run_ends():
     assert extra.job_id[0] == 5000 and not extra.measured.any() and extra.arrival_s[0] >= open_ended.arrival_s[-1]
     fixed = SyntheticWorkload(seed=3, num_jobs=100).build()
     assert fixed.run_until == "all" and np.flatnonzero(fixed.measured).tolist() == list(range(25, 75))
-    assert middle_half(1) == (0, 1) and middle_half(3) == (0, 2)
+    assert middle_half_window(1) == (0, 1) and middle_half_window(3) == (0, 2)
     custom = SyntheticWorkload(seed=3, num_jobs=100, window=(10, 20)).build()
     assert np.flatnonzero(custom.measured).tolist() == list(range(10, 20))
     with pytest.raises(WorkloadError, match="window 90:120 must satisfy 0 ≤ A < B ≤ 100"):

@@ -9,7 +9,9 @@ from synergy_gym.files import require_file
 from traces.alibaba import read_alibaba
 from traces.helios import read_helios
 from traces.philly import read_philly_csv, read_philly_json
-from traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
+from synergy_gym.model_mix import DEFAULT_SPLIT
+from synergy_gym.workload import Workload
+from traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, to_workload
 
 FORMATS: tuple[str, ...] = ("auto", "philly-csv", "philly-json", "alibaba", "helios")
 
@@ -60,3 +62,10 @@ def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool
             )
         path = path / "pai_job_table.csv"
     return read_alibaba(path)
+
+
+def trace_workload(
+    path: str | Path, class_split: tuple[float, float, float] = DEFAULT_SPLIT, max_jobs: int | None = None
+) -> Workload:
+    """A trace's first ``max_jobs`` jobs at their submit times (the environment's ``trace=PATH`` reader)."""
+    return to_workload(load_trace(Path(path)), class_split=class_split, max_jobs=max_jobs)

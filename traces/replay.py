@@ -133,3 +133,8 @@ def write_workload_csv(workload: Workload, path: str | Path, cluster: ClusterSpe
     """Write ``workload`` atomically in the replay format; returns the path."""
     frame = workload_frame(workload, cluster or ClusterSpec())
     return atomic_write_text(Path(path), frame.to_csv(index=False))
+
+
+def replay_workload(path: str | Path) -> Workload:
+    """A replay file's jobs, run until all have finished (the environment's ``workload=PATH`` reader)."""
+    return read_workload_csv(path, run_until="all")

@@ -33,8 +33,8 @@ import numpy as np
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.profiles import ModelZoo
-from synergy_gym.workload import Workload
-from traces.model_mix import DEFAULT_SPLIT, ModelAssigner
+from synergy_gym.model_mix import DEFAULT_SPLIT, ModelAssigner
+from synergy_gym.workload import Workload, middle_half_window
 
 #: The paper's simulator keeps Philly jobs lasting between 60·10^1.5 s (31.6 min) and 60·10^4 s (6.9 days).
 REFERENCE_DURATION_RANGE_S: tuple[float, float] = (60 * 10**1.5, 60 * 10**4)
@@ -113,7 +113,7 @@ def _to_workload(
     n = idx.size
     model = ModelAssigner(zoo, class_split).assign(n)
     iter_time = np.array([m.iter_time_s for m in zoo.models])[model]
-    a, b = window if window is not None else (n // 4, max(n // 4 + 1, (3 * n) // 4))
+    a, b = window if window is not None else middle_half_window(n)
     if not 0 <= a < b <= n:
         raise WorkloadError(f"window {a}:{b} must satisfy 0 ≤ A < B ≤ {n}")
     ids = np.arange(n, dtype=np.int64)

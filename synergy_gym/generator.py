@@ -5,9 +5,9 @@
   ``total_iters = int(duration / iter_time)``.
 * Poisson arrivals at ``jobs_per_hour``: inter-arrival ``ceil(3600·Exp(1)/λ)`` s.
 * Task by the class split (default vision/language/speech = 20/70/10), models
-  taking turns within a task (:mod:`traces.model_mix`).
+  taking turns within a task (:mod:`synergy_gym.model_mix`).
 * One GPU per job, or with ``multigpu`` a GPU count drawn from the Philly
-  trace's mix (:mod:`traces.philly_gpu_mix`) up to ``max_gpus``.
+  trace's mix (:mod:`synergy_gym.philly_gpu_mix`) up to ``max_gpus``.
 
 **The random stream is the paper's.** The authors' simulator (msr-fiddle/synergy,
 MIT licence) draws with Python's :mod:`random` (Mersenne Twister) seeded with
@@ -50,20 +50,15 @@ from typing import Iterator
 import numpy as np
 
 from synergy_gym.errors import WorkloadError
+from synergy_gym.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
+from synergy_gym.philly_gpu_mix import gpu_mix
 from synergy_gym.profiles import ModelZoo
-from synergy_gym.workload import Workload
-from traces.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
-from traces.philly_gpu_mix import gpu_mix
+from synergy_gym.validation import check_positive
+from synergy_gym.workload import Workload, middle_half_window
 
 #: The paper's measured window: jobs 4000–4999.
 DEFAULT_WINDOW: tuple[int, int] = (4000, 5000)
 _CHUNK = 2048
-
-
-def middle_half(num_jobs: int) -> tuple[int, int]:
-    """Window of the middle half of ``num_jobs`` jobs (never empty)."""
-    start = num_jobs // 4
-    return start, max(start + 1, (3 * num_jobs) // 4)
 
 
 @dataclass(frozen=True)
@@ -80,16 +75,14 @@ class SyntheticWorkload:
     short_job_fraction: float = 0.8
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.jobs_per_hour, (int, float)) and math.isfinite(self.jobs_per_hour) and self.jobs_per_hour > 0):
-            raise WorkloadError(f"jobs_per_hour must be a positive number, got {self.jobs_per_hour!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise WorkloadError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if self.num_jobs is not None and (isinstance(self.num_jobs, bool) or not isinstance(self.num_jobs, (int, np.integer)) or self.num_jobs < 1):
-            raise WorkloadError(f"num_jobs must be a positive integer, got {self.num_jobs!r}")
+        check_positive("jobs_per_hour", self.jobs_per_hour, error=WorkloadError)
+        object.__setattr__(self, "seed", check_positive("seed", self.seed, integer=True, allow_zero=True, error=WorkloadError))
+        object.__setattr__(
+            self, "num_jobs", check_positive("num_jobs", self.num_jobs, integer=True, allow_none=True, error=WorkloadError)
+        )
         if not 0 <= self.short_job_fraction <= 1:
             raise WorkloadError(f"short_job_fraction must be in [0, 1], got {self.short_job_fraction!r}")
-        if isinstance(self.max_gpus, bool) or not isinstance(self.max_gpus, (int, np.integer)) or self.max_gpus < 1:
-            raise WorkloadError(f"max_gpus must be a positive integer, got {self.max_gpus!r}")
+        object.__setattr__(self, "max_gpus", check_positive("max_gpus", self.max_gpus, integer=True, error=WorkloadError))
         a, b = self.resolved_window
         limit = self.num_jobs
         if not (0 <= a < b) or (limit is not None and b > limit):
@@ -102,7 +95,7 @@ class SyntheticWorkload:
         if self.window is not None:
             return (int(self.window[0]), int(self.window[1]))
         if self.num_jobs is not None:
-            return middle_half(self.num_jobs)
+            return middle_half_window(self.num_jobs)
         return DEFAULT_WINDOW
 
     def build(self, zoo: ModelZoo | None = None) -> Workload:

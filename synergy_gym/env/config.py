@@ -1,0 +1,117 @@
+"""The environment's keyword arguments, validated (:class:`EnvConfig`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from synergy_gym.cluster import ClusterSpec, load_cluster
+from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.ordering import ORDERINGS
+from synergy_gym.profiling import ProfilerConfig
+from synergy_gym.simulator import SimulationConfig
+from synergy_gym.validation import check_positive
+from synergy_gym.workload import MAX_JOBS
+
+RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """The environment's keyword arguments (see :class:`~synergy_gym.env.SynergyEnv`), validated."""
+
+    #: Preset name (``default``, ``small``, ``large``), TOML path, mapping or :class:`ClusterSpec`.
+    cluster: Any = "default"
+    #: The ordering that admits jobs each round: ``fifo``, ``srtf`` or ``las``.
+    order: str = "fifo"
+    #: Poisson arrival rate of the generated workload.
+    jobs_per_hour: float = 9.0
+    #: Jobs per generated episode (also the number of trace jobs kept), at most ``MAX_JOBS``.
+    num_jobs: int = 1000
+    #: GPU counts from the Philly trace's mix instead of one GPU per job.
+    multigpu: bool = False
+    #: Vision/language/speech weights of the generated workload.
+    class_split: tuple = (20.0, 70.0, 10.0)
+    #: Fixed jobs instead of the generator: a replay CSV path, a :class:`Workload`, or a
+    #: workload source (an object with ``seeded`` and ``workload(seed)``, see :mod:`.source`).
+    workload: Any = None
+    #: A real trace's path (Philly CSV/JSON, Alibaba, Helios): its first ``num_jobs`` jobs.
+    trace: Any = None
+    #: Truncate the episode after this many rounds.
+    max_rounds: int = 10_000
+    #: Rewards are −(job-seconds in the system) / ``reward_scale`` (3600: job-hours).
+    reward_scale: float = 3600.0
+    #: Add the "defer" action (keep the job out for a round).
+    allow_defer: bool = False
+    #: After this many deferrals a job is admitted at its demand without asking.
+    max_defer_rounds: int = 12
+    #: Ask again about a running job every this many rounds (None: once per job).
+    reconsider_every: int | None = None
+    #: Waiting jobs shown in the observation's queue.
+    max_queue: int = 32
+    #: Round (lease) length in seconds.
+    round_s: float = 300.0
+    #: ``first_fit`` (the paper's) or ``consolidate``.
+    placement: str = "first_fit"
+    #: ``round`` (the paper's timing) or ``exact``.
+    timing: str = "round"
+    #: Assert every server's capacity every round.
+    debug: bool = False
+    #: ``true`` (measured sensitivity) or ``profiled`` (each job's estimate from optimistic profiling).
+    sensitivity: str = "true"
+    #: Relative measurement noise of optimistic profiling.
+    profile_noise: float = 0.0
+    #: ``None``, ``"ansi"`` or ``"rgb_array"``.
+    render_mode: str | None = None
+
+    def simulation_config(self, profile_seed: int = 0) -> SimulationConfig:
+        """The simulator settings these kwargs ask for (the env keeps no round log)."""
+        return SimulationConfig(
+            round_s=self.round_s, placement=self.placement, timing=self.timing, debug=self.debug,
+            record_rounds=False, sensitivity=self.sensitivity,
+            profiler=ProfilerConfig(noise=self.profile_noise, seed=profile_seed),
+        )
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> "EnvConfig":
+        valid = [f.name for f in fields(cls)]
+        for key in kwargs:
+            if key not in valid:
+                raise ConfigError(f"unknown env kwarg {key!r}; valid: {', '.join(valid)}")
+        cfg = cls(**dict(kwargs))
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        def positive(name: str, integer: bool = False, allow_none: bool = False) -> None:
+            check_positive(f"env kwarg {name}", getattr(self, name), integer=integer, allow_none=allow_none)
+
+        if self.order not in ORDERINGS:
+            raise UnknownNameError("order", str(self.order), tuple(ORDERINGS))
+        positive("jobs_per_hour")
+        positive("num_jobs", integer=True)
+        if self.num_jobs > MAX_JOBS:
+            raise ConfigError(f"env kwarg num_jobs {self.num_jobs!r} exceeds the maximum of {MAX_JOBS:,}")
+        positive("max_rounds", integer=True)
+        positive("reward_scale")
+        positive("max_defer_rounds", integer=True)
+        positive("reconsider_every", integer=True, allow_none=True)
+        positive("max_queue", integer=True)
+        positive("round_s")
+        self.simulation_config()  # validates placement, timing, sensitivity and profile noise
+        if self.render_mode not in (None, *RENDER_MODES):
+            raise UnknownNameError("render_mode", str(self.render_mode), RENDER_MODES)
+        if self.workload is not None and self.trace is not None:
+            raise ConfigError("env kwargs workload and trace cannot be combined")
+
+
+def as_cluster(value: Any) -> ClusterSpec:
+    """The cluster an env kwarg names."""
+    if isinstance(value, ClusterSpec):
+        return value
+    if isinstance(value, Mapping):
+        return ClusterSpec.from_mapping(value, source="env kwarg cluster")
+    if isinstance(value, (str, Path)):
+        return load_cluster(value)
+    raise ConfigError(f"env kwarg cluster must be a preset name, a TOML path, a mapping or a ClusterSpec, got {value!r}")

@@ -1,0 +1,71 @@
+"""The one check every settings dataclass uses for its positive (or non-negative) numbers and counts.
+
+:func:`check_positive` refuses, with a one-line :class:`SynergyGymError` that
+names the field and the value, anything that is not a finite number greater
+than zero (or ≥ 0 with ``allow_zero``): a bool, a string, NaN, ±inf; with
+``integer`` also a number with a fractional part. It returns the value as an
+``int`` (``integer``) or a ``float``, so a caller may store it normalised::
+
+    check_positive("num_jobs", 300.0, integer=True)        # -> 300
+    check_positive("round_s", 0, unit="seconds")           # ConfigError: round_s must be a positive number of seconds, got 0
+    check_positive("env kwarg max_rounds", 1.5, integer=True)
+    # ConfigError: env kwarg max_rounds must be a positive integer, got 1.5
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, overload
+
+import numpy as np
+
+from synergy_gym.errors import ConfigError, SynergyGymError
+
+
+@overload
+def check_positive(
+    name: str, value: Any, *, integer: Literal[True], allow_zero: bool = ..., allow_none: Literal[False] = ...,
+    unit: str | None = ..., error: type[SynergyGymError] = ...,
+) -> int: ...
+@overload
+def check_positive(
+    name: str, value: Any, *, integer: Literal[False] = ..., allow_zero: bool = ..., allow_none: Literal[False] = ...,
+    unit: str | None = ..., error: type[SynergyGymError] = ...,
+) -> float: ...
+@overload
+def check_positive(
+    name: str, value: Any, *, integer: bool = ..., allow_zero: bool = ..., allow_none: bool = ...,
+    unit: str | None = ..., error: type[SynergyGymError] = ...,
+) -> int | float | None: ...
+def check_positive(
+    name: str,
+    value: Any,
+    *,
+    integer: bool = False,
+    allow_zero: bool = False,
+    allow_none: bool = False,
+    unit: str | None = None,
+    error: type[SynergyGymError] = ConfigError,
+) -> int | float | None:
+    """``value`` as an ``int`` (``integer``) or ``float`` if it is a finite number > 0 (≥ 0 with ``allow_zero``).
+
+    ``name`` is the field as the user knows it (``"num_servers"``, ``"env
+    kwarg num_jobs"``); ``unit`` is added to the message (``"a positive number
+    of seconds"``). ``None`` passes through when ``allow_none``. Raises
+    ``error`` (a :class:`SynergyGymError` subclass, :class:`ConfigError` by
+    default) with ``"<name> must be a positive integer, got <value!r>"``.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        ok = False
+    elif isinstance(value, (int, np.integer)):
+        ok = bool(value >= 0 if allow_zero else value > 0)
+    else:
+        ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0) and (not integer or float(value).is_integer())
+    if not ok:
+        sign = "non-negative" if allow_zero else "positive"
+        kind = "integer" if integer else "number"
+        of_unit = f" of {unit}" if unit else ""
+        raise error(f"{name} must be a {sign} {kind}{of_unit}, got {value!r}")
+    return int(value) if integer else float(value)
