@@ -13,12 +13,13 @@ from synergy_gym.env.masks import DEMAND_ACTION, FAIR_ACTION, ActionMasks, Maske
 from synergy_gym.env.observation import ObservationBuilder
 from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
-from synergy_gym.env.source import source_from_config
-from synergy_gym.metrics import JctStats, summarise_jcts
+from synergy_gym.env.source import episode_workload, source_from_config
+from synergy_gym.env.summary import episode_summary
 from synergy_gym.ordering import ORDERINGS
 from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.profiles import ModelZoo
 from synergy_gym.simulator import Simulator
+from synergy_gym.workload import Workload
 
 
 class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
@@ -75,8 +76,9 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     The cluster starts empty. Jobs come from a workload source (:mod:`synergy_gym.env.source`):
     the paper's generator (``jobs_per_hour``, ``num_jobs``, ``multigpu``, ``class_split``) with a
-    seed from ``self.np_random`` on every reset, or fixed jobs – ``workload`` (a replay CSV path, a
-    :class:`Workload` or a source object) or ``trace`` (a real trace's first ``num_jobs`` jobs).
+    seed from ``self.np_random`` on every reset (or ``reset(options={"workload_seed": s})``), or
+    fixed jobs – ``workload`` (a replay CSV path, a :class:`Workload` or a source object) or
+    ``trace`` (a real trace's first ``num_jobs`` jobs).
     The first observation is the first admitted job.
 
     ## Episode End
@@ -129,7 +131,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     # -- gymnasium API --------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        workload = self.source.workload(int(self.np_random.integers(0, 2**31 - 1)) if self.source.seeded else None)
+        workload = episode_workload(self.source, self.np_random, options)
         config = self.sim_config
         if self.cfg.sensitivity == "profiled":  # a fresh profiling noise draw per episode
             config = self.cfg.simulation_config(profile_seed=int(self.np_random.integers(0, 2**31 - 1)))
@@ -180,6 +182,10 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         """Index (in ``sim.jobs``) of the job awaiting a decision; −1 once the episode has ended."""
         return self._job
 
+    def workload_for_seed(self, seed: int) -> Workload:
+        """The jobs ``reset(options={"workload_seed": seed})`` runs (any seed, for a fixed workload)."""
+        return self.source.workload(seed)
+
     def preference_of(self, j: int) -> int:
         """The action chosen for job ``j`` (−1: none yet)."""
         return int(self._pref[j])
@@ -205,30 +211,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         super().close()
 
     def episode_summary(self) -> dict[str, float]:
-        """JCT statistics of the episode so far: all arrived jobs, and the workload's measured window.
-
-        A job still unfinished (a truncated episode) counts with its time in the system so far –
-        a lower bound on its JCT – so starving jobs until the episode is cut off does not look good.
-        """
-        sim = self.sim
-        jobs = sim.jobs
-        done = ~np.isnan(jobs.finish_s)
-        arrived = jobs.arrival_s <= sim.now
-        last = float(np.nanmax(jobs.finish_s)) if done.any() else float(jobs.arrival_s[0])
-
-        def stats(selected: np.ndarray, prefix: str) -> dict[str, float]:
-            s: JctStats = summarise_jcts(jobs.arrival_s, jobs.finish_s, selected, now=sim.now)
-            return {f"{prefix}mean_jct_h": s.mean_h, f"{prefix}median_jct_h": s.median_h, f"{prefix}p99_jct_h": s.p99_h}
-
-        return {
-            **stats(arrived, ""),
-            **stats(arrived & jobs.measured, "window_"),
-            "makespan_h": (last - float(jobs.arrival_s[0])) / 3600.0,
-            "jobs_finished": int(done.sum()),
-            "jobs_unfinished": int(np.count_nonzero(arrived & ~done)),
-            "jobs_total": int(jobs.n),
-            "episode_rounds": sim.rounds_elapsed,
-        }
+        """JCT statistics of the episode so far (see :func:`synergy_gym.env.summary.episode_summary`)."""
+        return episode_summary(self.sim)
 
     # -- the decision loop ----------------------------------------------------------------
     def _advance_to_decision(self) -> None:

@@ -12,6 +12,11 @@ environment draws a seed from its ``np_random`` per reset only then) and
   ``synergy_gym.workload_readers`` (``replay`` and ``trace``, from ``traces``),
   so the core never imports the packages built on it;
 * ``workload=<any object with seeded and workload(seed)>``: used as it is.
+
+``reset(options={"workload_seed": s})`` runs the episode on the source's workload
+for seed ``s`` (without drawing from ``np_random``), and
+:meth:`SynergyEnv.workload_for_seed` returns that workload, so that environment
+runs, simulator runs and paired comparisons use the same jobs.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
 
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import ConfigError
@@ -60,6 +67,26 @@ class FixedWorkload:
 
     def workload(self, seed: int | None = None) -> Workload:
         return self.jobs
+
+
+RESET_OPTIONS: tuple[str, ...] = ("workload_seed",)
+
+
+def episode_workload(source: WorkloadSource, np_random: np.random.Generator, options: dict | None) -> Workload:
+    """The workload of a new episode: for ``options["workload_seed"]`` if given, else for a seed from ``np_random``.
+
+    A source that is not seeded is not asked for a seed (and ``np_random`` is not drawn from).
+    """
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(RESET_OPTIONS))
+    if unknown:
+        raise ConfigError(f"unknown reset option {unknown[0]!r}; valid: {', '.join(RESET_OPTIONS)}")
+    if "workload_seed" in options:
+        seed = options["workload_seed"]
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ConfigError(f"reset option workload_seed must be a non-negative integer, got {seed!r}")
+        return source.workload(int(seed))
+    return source.workload(int(np_random.integers(0, 2**31 - 1)) if source.seeded else None)
 
 
 def _reader(name: str) -> Callable[..., Workload]:
