@@ -257,7 +257,9 @@ def write_outputs(results: pd.DataFrame, jcts: dict[str, np.ndarray], out: Path,
     if json_path is not None:
         atomic_write_text(json_path, text)
     load = results["load"].iloc[0]
-    atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png({(name, load): values for name, values in jcts.items()}))
+    cdf = {(name, load): values for name, values in jcts.items()}
+    title = f"CDF of job completion times: {len(jcts)} policies, every job of the evaluation episodes"
+    atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png(cdf, title, jobs="jobs of the episodes"))
 
 
 def _json_value(value):
@@ -272,7 +274,10 @@ OUTPUT_FILES = ("results.csv", "results.json", "jct_cdf.png")
 
 
 def main(args: argparse.Namespace) -> int:
-    out = check_output_dir(args.out or Path("runs") / f"evaluate-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES)
+    out = check_output_dir(
+        args.out or Path("runs") / f"evaluate-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES,
+        create_parents=args.out is None,
+    )
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
     device = resolve_device(args.device)

@@ -282,7 +282,9 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None)
     """Train as ``cfg`` says (continuing the checkpoint ``resume`` if given); returns the run folder."""
     if resume is not None:
         resume = check_input_file(resume, "--resume")
-    run_dir = check_output_dir(Path(out) if out is not None else default_run_dir(cfg), "--out", RUN_FILES)
+    run_dir = check_output_dir(
+        Path(out) if out is not None else default_run_dir(cfg), "--out", RUN_FILES, create_parents=out is None
+    )
     device = resolve_device(cfg.device)
     check_env_kwargs(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -400,7 +402,7 @@ def main(args: argparse.Namespace) -> int:
     if args.resume is not None:
         check_input_file(args.resume, "--resume")
     cfg = config_from_args(args)
-    out = check_output_dir(args.out or default_run_dir(cfg), "--out", RUN_FILES)
+    out = check_output_dir(args.out or default_run_dir(cfg), "--out", RUN_FILES, create_parents=args.out is None)
     started = time.perf_counter()
     try:
         run_dir = train(cfg, out=out, resume=args.resume)

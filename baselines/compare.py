@@ -359,7 +359,7 @@ OUTPUT_FILES = ("results.csv", "jobs.csv", "avg_jct.png", "jct_cdf.png", "worklo
 
 def main(args: argparse.Namespace) -> int:
     out_dir = args.out or Path("runs") / f"compare-{datetime.now():%Y%m%d-%H%M%S}"
-    check_output_dir(out_dir, "--out", OUTPUT_FILES)
+    check_output_dir(out_dir, "--out", OUTPUT_FILES, create_parents=args.out is None)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out_dir, "--out"),))
     spec, cases = spec_from_args(args)

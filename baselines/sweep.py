@@ -342,7 +342,7 @@ OUTPUT_FILES = ("cells/", "results.csv", "results.parquet", "avg_jct_vs_load.png
 
 def main(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
-    check_output_dir(out, "--out", OUTPUT_FILES)
+    check_output_dir(out, "--out", OUTPUT_FILES, create_parents=args.out is None)
     cells = cells_from_args(args)
     ray_module = None if args.no_ray else connect_ray(args.address)
     if ray_module is None and args.address and not args.no_ray:

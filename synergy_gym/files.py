@@ -43,10 +43,13 @@ def atomic_write_text(path: Path, text: str) -> Path:
 # Every command checks the paths it will write (``--out``, ``--json``, …) and the
 # files it must read (``--resume``) before it loads, simulates or trains
 # anything, so a bad path costs nothing and leaves nothing behind: the checks
-# create nothing. An output folder need not exist: it is created with any
-# missing parents (like ``mkdir -p``) when the results are written, so it is
-# enough that its deepest existing ancestor is a writable folder. A file (not a
-# folder) anywhere on the way is an error.
+# create nothing. A folder the user names (``--out DIR``) need not exist, but
+# its parent must (as with ``mkdir``): a typo in a parent is refused, not
+# created. A command's default folder (``runs/<command>-<time>``) is created
+# with any missing parents (like ``mkdir -p``). A file the user names
+# (``--json FILE``) goes into an existing folder, or into the command's own
+# output folder. A file (not a folder) anywhere on the way, or a folder that
+# cannot be written, is an error.
 
 
 def is_writable_dir(path: str | os.PathLike) -> bool:
@@ -67,8 +70,11 @@ def _shown(path: Path) -> str:
     return str(Path.cwd()) if str(path) == "." else str(path)
 
 
-def _folder_problem(path: Path, what: str = "") -> str | None:
-    """Why ``path`` cannot be used or created as a writable folder (None if it can)."""
+def _folder_problem(path: Path, what: str = "", create_parents: bool = True) -> str | None:
+    """Why ``path`` cannot be used or created as a writable folder (None if it can).
+
+    Without ``create_parents`` its parent must already be a folder.
+    """
     if os.path.isdir(path):
         return None if is_writable_dir(path) else f"{what}folder {_shown(path)} is not writable"
     if os.path.lexists(path):
@@ -79,25 +85,30 @@ def _folder_problem(path: Path, what: str = "") -> str | None:
     while current.parent != current:
         current = current.parent
         if os.path.isdir(current):
-            if is_writable_dir(current):
-                return None
-            return f"cannot create it: folder {_shown(current)} is not writable"
+            if not is_writable_dir(current):
+                return f"cannot create it: folder {_shown(current)} is not writable"
+            if not create_parents and current != path.parent:
+                return f"{what}folder {path.parent} does not exist" if what else f"its parent folder {path.parent} does not exist"
+            return None
         if os.path.lexists(current):
             kind = "a broken symbolic link" if os.path.islink(current) else "a file, not a folder"
             return f"parent {current} is {kind}"
     return "cannot create it: none of its parent folders exists"
 
 
-def check_output_dir(path: str | os.PathLike, flag: str, contents: tuple[str, ...] = ()) -> Path:
+def check_output_dir(
+    path: str | os.PathLike, flag: str, contents: tuple[str, ...] = (), create_parents: bool = False
+) -> Path:
     """Refuse (with a one-line :class:`PathError`) an output folder that cannot be written.
 
-    ``path`` must be a writable folder or creatable (see above). ``contents``
+    ``path`` must be a writable folder or creatable (see above; missing parents
+    only with ``create_parents``, for a command's default folder). ``contents``
     are the names the command writes inside it (``"cells/"`` for a folder); an
     existing one of the wrong kind – a folder where a file goes, a file or
     read-only folder where a folder goes – is refused too.
     """
     path = Path(path)
-    problem = _folder_problem(path)
+    problem = _folder_problem(path, create_parents=create_parents)
     if problem is None and os.path.isdir(path):
         for name in contents:
             target = path / name.rstrip("/")
@@ -115,10 +126,10 @@ def check_output_dir(path: str | os.PathLike, flag: str, contents: tuple[str, ..
 
 
 def check_output_file(path: str | os.PathLike, flag: str, folders: tuple[tuple[str | os.PathLike, str], ...] = ()) -> Path:
-    """Refuse an output file that is a folder or whose folder cannot be written (or created).
+    """Refuse an output file that is a folder or whose folder does not exist or cannot be written.
 
-    ``folders`` are the command's output folders as ``(path, flag)``; the file
-    may not be one of them.
+    ``folders`` are the command's output folders as ``(path, flag)`` (already
+    checked); the file may not be one of them, but may go inside one.
     """
     path = Path(path)
     if os.path.isdir(path):
@@ -126,7 +137,11 @@ def check_output_file(path: str | os.PathLike, flag: str, folders: tuple[tuple[s
     for folder, folder_flag in folders:
         if os.path.abspath(folder) == os.path.abspath(path):
             raise PathError(f"{flag} {path}: is also the {folder_flag} folder")
-    problem = _folder_problem(path.parent, what="parent ")
+    if any(os.path.abspath(folder) == os.path.abspath(path.parent) for folder, _ in folders):
+        return path  # it goes into an output folder the command creates
+    problem = _folder_problem(path.parent, what="parent ", create_parents=False)
+    if problem is None and not os.path.isdir(path.parent):
+        problem = f"parent folder {path.parent} does not exist"
     if problem is not None:
         raise PathError(f"{flag} {path}: {problem}")
     return path

@@ -73,8 +73,8 @@ def label_log_axis(axis, lo: float, hi: float, min_ticks: int = 5) -> None:
     axis.set_minor_formatter(mticker.NullFormatter())
 
 
-def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str | None = None):
-    """The JCT CDF figure (see :func:`jct_cdf_png`), not yet saved."""
+def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str | None = None, jobs: str = "measured jobs"):
+    """The JCT CDF figure (see :func:`jct_cdf_png`), not yet saved; ``jobs`` says which jobs the JCTs are of."""
     plt = pyplot()
     loads = list(dict.fromkeys(load for _, load in jcts))
     fig, axes = plt.subplots(1, len(loads), figsize=(max(7, 6 * len(loads)), 4.5), squeeze=False)
@@ -97,21 +97,25 @@ def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str |
             label_log_axis(ax.xaxis, lo / pad, hi * pad)
             ax.legend(loc="lower right")
         else:
-            ax.text(0.5, 0.5, "no measured jobs", transform=ax.transAxes, ha="center", va="center")
+            ax.text(0.5, 0.5, f"no {jobs}", transform=ax.transAxes, ha="center", va="center")
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("job completion time (hours, log scale)")
-        ax.set_ylabel("fraction of measured jobs ≤ JCT")
-        ax.set_title(f"load {load:g} jobs/h" if isinstance(load, (int, float)) else str(load))
+        ax.set_ylabel(f"fraction of {jobs} ≤ JCT")
+        is_number = isinstance(load, (int, float, np.integer, np.floating)) and not isinstance(load, bool)
+        ax.set_title(f"load {float(load):g} jobs/h" if is_number else str(load))
         ax.grid(alpha=0.3)
         ax.grid(which="minor", alpha=0.1)
-    fig.suptitle(title or "CDF of job completion times (measured jobs)")
+    fig.suptitle(title or f"CDF of job completion times ({jobs})")
     fig.tight_layout()
     return fig
 
 
-def jct_cdf_png(jcts: dict[tuple[str, object], np.ndarray], title: str | None = None) -> bytes:
+def jct_cdf_png(
+    jcts: dict[tuple[str, object], np.ndarray], title: str | None = None, jobs: str = "measured jobs"
+) -> bytes:
     """CDF of JCTs (hours) per policy, one panel per load; keys are (policy, load or case label).
 
-    ``title`` (the figure's title) should say what was run: policies, seeds, measured window.
+    ``title`` (the figure's title) should say what was run: policies, seeds, measured window;
+    ``jobs`` which jobs the JCTs are of (the axis label).
     """
-    return figure_png(make_jct_cdf_figure(jcts, title))
+    return figure_png(make_jct_cdf_figure(jcts, title, jobs))

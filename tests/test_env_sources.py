@@ -134,3 +134,9 @@ def test_bad_reset_options_are_refused(options, message):
     env = SynergyEnv(**SMALL, num_jobs=10)
     with pytest.raises(ConfigError, match=message):
         env.reset(options=options)
+
+
+@pytest.mark.parametrize("name", ["allow_defer", "multigpu", "debug"])
+def test_boolean_kwargs_must_be_booleans(name):
+    with pytest.raises(ConfigError, match=f"env kwarg {name} must be true or false, got 'false'"):
+        SynergyEnv(**SMALL, **{name: "false"})

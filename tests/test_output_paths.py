@@ -151,10 +151,28 @@ def test_a_file_where_an_output_folder_goes_is_refused(place, capsys, command, i
     assert snapshot(place) == before
 
 
-def test_missing_parents_of_out_are_created(place, capsys):
-    code, out, err = run_cli([*COMMANDS["compare"], "--out", "a/b/c", "--json", "j/k/r.json"], capsys)
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_missing_parent_of_out_is_refused(place, capsys, command):
+    before = snapshot(place)
+    code, out, err = run_cli([*COMMANDS[command], "--out", "typo/run"], capsys)
+    assert_refused(code, out, err, "--out", "typo/run", "its parent folder typo does not exist")
+    assert snapshot(place) == before
+
+
+def test_a_missing_folder_of_json_is_refused_unless_it_is_the_out_folder(place, capsys):
+    before = snapshot(place)
+    code, out, err = run_cli([*COMMANDS["compare"], "--out", "run", "--json", "typo/r.json"], capsys)
+    assert_refused(code, out, err, "--json", "typo/r.json", "parent folder typo does not exist")
+    assert snapshot(place) == before
+    code, out, err = run_cli([*COMMANDS["compare"], "--out", "run", "--json", "run/r.json"], capsys)
     assert code == 0, err
-    assert (place / "a/b/c/results.csv").is_file() and (place / "j/k/r.json").is_file()
+    assert (place / "run/results.csv").is_file() and (place / "run/r.json").is_file()
+
+
+def test_the_default_out_folder_is_created_with_its_parents(place, capsys):
+    code, out, err = run_cli(COMMANDS["trace-stats"], capsys)
+    assert code == 0, err
+    assert len(list((place / "runs").glob("trace-stats-*/trace_stats.png"))) == 1
 
 
 def test_an_existing_writable_out_folder_is_used(place, capsys):
@@ -199,7 +217,10 @@ def test_a_folder_without_write_bits_is_read_only_for_everyone(tmp_path):
 
 
 def test_check_output_dir_accepts_creatable_and_refuses_blocked_paths(tmp_path):
-    assert check_output_dir(tmp_path / "new" / "deeper", "--out") == tmp_path / "new" / "deeper"
+    assert check_output_dir(tmp_path / "new", "--out") == tmp_path / "new"
+    with pytest.raises(PathError, match="its parent folder .*new does not exist"):
+        check_output_dir(tmp_path / "new" / "deeper", "--out")
+    assert check_output_dir(tmp_path / "new" / "deeper", "--out", create_parents=True) == tmp_path / "new" / "deeper"
     assert not (tmp_path / "new").exists()  # checking creates nothing
     (tmp_path / "link").symlink_to(tmp_path / "nowhere")
     with pytest.raises(PathError, match="is a broken symbolic link"):
@@ -212,7 +233,10 @@ def test_check_output_dir_accepts_creatable_and_refuses_blocked_paths(tmp_path):
 
 
 def test_check_output_file_and_check_input_file(tmp_path):
-    assert check_output_file(tmp_path / "x" / "r.json", "--json") == tmp_path / "x" / "r.json"
+    with pytest.raises(PathError, match="parent folder .*x does not exist"):
+        check_output_file(tmp_path / "x" / "r.json", "--json")
+    out = ((tmp_path / "x", "--out"),)  # unless it goes into the command's own output folder
+    assert check_output_file(tmp_path / "x" / "r.json", "--json", folders=out) == tmp_path / "x" / "r.json"
     (tmp_path / "old.json").write_text("{}")
     assert check_output_file(tmp_path / "old.json", "--json")  # replaced atomically: allowed
     with pytest.raises(PathError, match="is also the --out folder"):

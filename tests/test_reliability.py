@@ -66,6 +66,7 @@ def test_fuzzed_env_steps_keep_every_invariant(long_run):
     assert violations == {"capacity": 0, "below_fair": 0, "reward": 0}
 
 
+@pytest.mark.slow
 def test_determinism_across_processes():
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 

@@ -5,6 +5,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
 
+@pytest.mark.slow
 def test_rllib_ppo_with_action_masking_runs_one_iteration():
     from agents.rllib_ppo import build_algorithm, make_env
 

@@ -90,7 +90,7 @@ def register(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"trace-stats-{datetime.now():%Y%m%d-%H%M%S}"
-    check_output_dir(out, "--out", ("trace_stats.png",))
+    check_output_dir(out, "--out", ("trace_stats.png",), create_parents=args.out is None)
     trace = load_trace(args.path, args.fmt, philly_duration_filter=not args.all_durations)
     print(summary(trace))
     atomic_write_bytes(out / "trace_stats.png", histogram_png(trace))

@@ -6,6 +6,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
+
 from synergy_gym.cluster import ClusterSpec, load_cluster
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.ordering import ORDERINGS
@@ -87,6 +89,9 @@ class EnvConfig:
         def positive(name: str, integer: bool = False, allow_none: bool = False) -> None:
             check_positive(f"env kwarg {name}", getattr(self, name), integer=integer, allow_none=allow_none)
 
+        for name in ("multigpu", "allow_defer", "debug"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ConfigError(f"env kwarg {name} must be true or false, got {getattr(self, name)!r}")
         if self.order not in ORDERINGS:
             raise UnknownNameError("order", str(self.order), tuple(ORDERINGS))
         positive("jobs_per_hour")

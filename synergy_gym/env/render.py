@@ -37,7 +37,8 @@ def render_ansi(sim: Simulator | None, zoo: ModelZoo, finished: int, job: int) -
             f"{s:>6} {ledger.free_gpu[s]:>8} {ledger.free_cpu[s]:>8.1f} {ledger.free_mem[s]:>8.1f}  {', '.join(held)}"
         )
     if job >= 0:
-        lines.append(f"deciding job {sim.jobs.job_id[job]} ({names[sim.jobs.model[job]]}, {sim.jobs.gpus[job]} GPUs)")
+        gpus = int(sim.jobs.gpus[job])
+        lines.append(f"deciding job {sim.jobs.job_id[job]} ({names[sim.jobs.model[job]]}, {gpus} GPU{'' if gpus == 1 else 's'})")
     return "\n".join(lines)
 
 
