@@ -76,6 +76,7 @@ class _Scan:
     marks: list[int] = field(default_factory=list)  # ledger mark before each admitted job's placement
     taken: list[int] = field(default_factory=list)  # GPUs taken before each admitted job
     passed_over: bool = False  # a decision kept a job out of this round
+    pending: int = -1  # the job next_decision returned, until accepted or passed over
     #: Admitted jobs are in non-increasing GPU count, so placing them one by one
     #: in admission order is exactly what Tune does; otherwise they are re-placed.
     sorted_by_gpus: bool = True
@@ -178,6 +179,7 @@ class RoundPlanner:
             if gpus[j] <= scan.free:
                 if needs_decision is not None and needs_decision(j):
                     self._leave_sync(scan, len(scan.admitted))  # the ledger shows only the jobs before it
+                    scan.pending = j
                     return j
                 self._admit(j)
             scan.pos += 1
@@ -185,13 +187,22 @@ class RoundPlanner:
 
     def accept(self, j: int) -> None:
         """Admit ``j``, the job :meth:`next_decision` returned, at its (possibly new) target."""
+        self._decided(j)
         self._admit(j)
         self._scan.pos += 1
 
     def pass_over(self, j: int) -> None:
         """Keep ``j``, the job :meth:`next_decision` returned, out of this round."""
+        self._decided(j)
         self._scan.passed_over = True
         self._scan.pos += 1
+
+    def _decided(self, j: int) -> None:
+        scan = self._scan
+        if scan is None or scan.pending < 0 or scan.pending != j:
+            pending = "none" if scan is None or scan.pending < 0 else scan.pending
+            raise RuntimeError(f"job {j} is not awaiting a decision (pending: {pending})")
+        scan.pending = -1
 
     def finish(self) -> None:
         """End the scan, leaving the ledger with exactly Tune's allocation of the admitted jobs."""
@@ -204,11 +215,6 @@ class RoundPlanner:
             self.ledger.reset()
             self.place_all(scan.admitted)
             self._prev = None
-        self._scan = None
-
-    def forget(self) -> None:
-        """Drop the remembered placement (the next round starts from an empty cluster)."""
-        self._prev = None
         self._scan = None
 
     # -- internals ----------------------------------------------------------

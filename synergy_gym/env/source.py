@@ -108,7 +108,7 @@ def source_from_config(cfg: Any, cluster: ClusterSpec, zoo: ModelZoo) -> Workloa
             class_split=tuple(cfg.class_split), max_gpus=cluster.total_gpus,
         )  # validates the generator's arguments now, not at the first reset
         return GeneratedWorkloads(spec, zoo)
-    if isinstance(given, WorkloadSource) and not isinstance(given, (str, Path)):
+    if isinstance(given, WorkloadSource):
         return given
     if isinstance(given, Workload):
         jobs, where = replace(given, run_until="all"), None
