@@ -42,6 +42,20 @@ class Level:
     tput: float
 
 
+def honourable_points(
+    cluster: ClusterSpec, cpu: np.ndarray, mem: np.ndarray, tput: np.ndarray, capped: np.ndarray, fair_tput: float, gpus: int
+) -> np.ndarray:
+    """Which (cpu, mem) per-GPU points can ever be honoured for a ``gpus``-GPU job.
+
+    A point must be as fast as the fair share (``tput``), also when capped at
+    the fair share (``capped``: what Tune falls back to), and fit one server
+    for the job's GPUs.
+    """
+    per_server = min(gpus, cluster.gpus_per_server)
+    fits = (per_server * cpu <= cluster.cpus_per_server + 1e-9) & (per_server * mem <= cluster.mem_gb_per_server + 1e-9)
+    return (tput >= fair_tput - _EPS) & (capped >= fair_tput - _EPS) & fits
+
+
 def allocation_levels(zoo: ModelZoo, cluster: ClusterSpec, model: int, gpus: int, kind: str = "default") -> tuple[Level, ...]:
     """The allocation levels of a ``gpus``-GPU job of ``model`` on ``cluster`` (see the module docstring)."""
     if kind not in LEVEL_KINDS:
@@ -59,12 +73,8 @@ def allocation_levels(zoo: ModelZoo, cluster: ClusterSpec, model: int, gpus: int
     d_cpu = float(capped_demand_per_gpu(np.array([profile.demand_cpus_per_gpu]), np.array([gpus]), fair_cpu, cluster.cpus_per_server)[0])
     d_mem = float(capped_demand_per_gpu(np.array([profile.demand_mem_gb_per_gpu]), np.array([gpus]), fair_mem, cluster.mem_gb_per_server)[0])
     demand = Level(d_cpu, d_mem, zoo.throughput_of(model, d_cpu, d_mem))
-    per_server = min(gpus, cluster.gpus_per_server)
     capped = zoo.throughput_many(models, np.minimum(cpu, fair_cpu), np.minimum(mem, fair_mem))
-    ok = (
-        (tput >= fair.tput - _EPS) & (capped >= fair.tput - _EPS)
-        & (per_server * cpu <= cluster.cpus_per_server + 1e-9) & (per_server * mem <= cluster.mem_gb_per_server + 1e-9)
-    )
+    ok = honourable_points(cluster, cpu, mem, tput, capped, fair.tput, gpus)
     cost = cpu / cluster.cpus_per_server + mem / cluster.mem_gb_per_server
     levels = [fair, demand]
     top = max(demand.tput, fair.tput)

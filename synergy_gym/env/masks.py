@@ -7,6 +7,7 @@ from gymnasium import spaces
 
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.job_table import JobTable
+from synergy_gym.levels import honourable_points
 from synergy_gym.profiles import ModelZoo
 
 #: Action 0: the fair share; action 1: the model's best-case demand; 2..: grid points.
@@ -123,13 +124,7 @@ class ActionMasks:
         return a
 
     def _grid_mask(self, tput: np.ndarray, capped: np.ndarray, fair_tput: float, gpus: int) -> np.ndarray:
-        c = self.cluster
-        per_server = min(gpus, c.gpus_per_server)
-        fits = (per_server * self.grid_cpu <= c.cpus_per_server + 1e-9) & (
-            per_server * self.grid_mem <= c.mem_gb_per_server + 1e-9
-        )
-        grid_ok = (tput >= fair_tput - 1e-12) & (capped >= fair_tput - 1e-12) & fits
         mask = np.ones(self.n_actions, dtype=bool)
-        mask[2 : 2 + self.n_grid] = grid_ok
+        mask[2 : 2 + self.n_grid] = honourable_points(self.cluster, self.grid_cpu, self.grid_mem, tput, capped, fair_tput, gpus)
         mask.setflags(write=False)
         return mask
