@@ -37,7 +37,7 @@ import numpy as np
 
 from synergy_gym.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement, Tune
 from synergy_gym.cluster import ClusterSpec
-from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
+from synergy_gym.errors import UnknownNameError, WorkloadError
 from synergy_gym.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
 from synergy_gym.metrics import RoundLog, SimulationResult, build_result
 from synergy_gym.planner import RoundPlanner

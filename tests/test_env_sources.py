@@ -103,7 +103,7 @@ def test_a_workload_of_the_wrong_type_is_refused():
 
 def test_reset_on_a_given_workload_seed_pairs_env_and_simulator_runs():
     from baselines import make_policy
-    from synergy_gym import ClusterSpec, Simulator
+    from synergy_gym import Simulator
     from synergy_gym.cluster import cluster_preset
 
     env = SynergyEnv(**SMALL, num_jobs=40)
