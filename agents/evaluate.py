@@ -29,12 +29,10 @@ from agents.train import baseline_names, load_model, parse_env_kwargs, resolve_d
 from agents.wrappers import AgentPolicy
 from synergy_gym.action_policies import RandomMaskedPolicy, fair_share_policy, tune_policy
 from synergy_gym.cli_args import parse_seed_list
-from synergy_gym.errors import ConfigError
-from synergy_gym.files import require_file
+from synergy_gym.errors import ConfigError, SynergyGymError
 from synergy_gym.evaluation import evaluate
-from synergy_gym.errors import SynergyGymError
-from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
-from synergy_gym.plots import jct_cdf_png
+from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file, require_file
+from synergy_gym.plots import ci95_half_width, jct_cdf_png
 
 FIELDS = ("policy", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h", "jobs_measured", "wall_s")
 
@@ -82,6 +80,11 @@ def space_parts(space, prefix: str = "") -> dict[str, str]:
     return {prefix[:-1] if prefix else "observation": desc}
 
 
+def spaces_parts(observation_space, action_space) -> dict[str, str]:
+    """:func:`space_parts` of an observation space, plus ``"action"``: the action space's."""
+    return {**space_parts(observation_space), "action": space_parts(action_space)["observation"]}
+
+
 def _env_parts(env_id: str, kwargs: dict[str, Any]) -> dict[str, str]:
     """The observation and action space parts of ``env_id`` with ``kwargs``."""
     import gymnasium as gym
@@ -93,7 +96,7 @@ def _env_parts(env_id: str, kwargs: dict[str, Any]) -> dict[str, str]:
     except gym.error.Error as exc:
         raise ConfigError(f"--env {env_id!r}: {str(exc).splitlines()[0]}") from None
     try:
-        return {**space_parts(env.observation_space), "action": space_parts(env.action_space)["observation"]}
+        return spaces_parts(env.observation_space, env.action_space)
     finally:
         env.close()
 
@@ -148,7 +151,7 @@ def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, en
                      env_parts: dict[str, str]) -> None:
     """Refuse a model (or its normalisation statistics) whose spaces differ from the environment's."""
     model = agent.model
-    model_parts = {**space_parts(model.observation_space), "action": space_parts(model.action_space)["observation"]}
+    model_parts = spaces_parts(model.observation_space, model.action_space)
     differ = [k for k in dict.fromkeys([*model_parts, *env_parts]) if model_parts.get(k) != env_parts.get(k)]
     if differ:
         k = differ[0]
@@ -170,12 +173,8 @@ def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, en
 def confidence_interval(values: np.ndarray) -> tuple[float, float]:
     """Mean and half-width of a 95% t-interval (half-width NaN for one value)."""
     values = np.asarray(values, dtype=float)
-    if values.size < 2:
-        return float(values.mean()), float("nan")
-    from scipy import stats
-
-    half = stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size)
-    return float(values.mean()), float(half)
+    std = values.std(ddof=1) if values.size > 1 else float("nan")
+    return float(values.mean()), float(ci95_half_width(std, values.size))
 
 
 def run_evaluation(

@@ -41,6 +41,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from baselines.plots import describe_runs
 from baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli_args import check_job_count, parse_float_list, parse_seed_list
 from synergy_gym.cluster import ClusterSpec, load_cluster
@@ -264,23 +265,9 @@ def make_avg_jct_vs_load_figure(table: pd.DataFrame):
     ax.set_ylabel("average JCT of measured jobs (hours)")
     ax.grid(axis="y", alpha=0.3)
     ax.set_title(f"Sweep: average JCT {'by policy' if len(loads) == 1 else 'against load'}\n"
-                 f"{_sweep_description(table)}", fontsize=11)
+                 f"{describe_runs(table)}", fontsize=11)
     fig.tight_layout()
     return fig
-
-
-def _sweep_description(table: pd.DataFrame) -> str:
-    loads = sorted(table["load"].unique())
-    seeds = sorted(int(s) for s in table["seed"].unique())
-    seed_text = (f"seeds {seeds[0]}–{seeds[-1]} ({len(seeds)})" if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[-1] + 1))
-                 else ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds)))
-    measured = table["jobs_measured"] if "jobs_measured" in table else pd.Series(dtype=int)
-    jobs = ""
-    if len(measured):
-        lo, hi = int(measured.min()), int(measured.max())
-        jobs = f", {lo} measured jobs per run" if lo == hi else f", {lo}–{hi} measured jobs per run"
-    return (("load " if len(loads) == 1 else "loads ") + ", ".join(f"{x:g}" for x in loads) + " jobs/h, "
-            + seed_text + jobs)
 
 
 def avg_jct_vs_load_png(table: pd.DataFrame) -> bytes:
@@ -305,7 +292,7 @@ def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path) -> list[str]
         jcts.setdefault((r["policy"], r["load"]), []).extend(r["jct_h"])
     policies = list(dict.fromkeys(table["policy"]))
     title = (f"Sweep: CDF of job completion times, {len(policies)} {'policy' if len(policies) == 1 else 'policies'}\n"
-             f"{_sweep_description(table)}" + (", seeds pooled" if table["seed"].nunique() > 1 else ""))
+             f"{describe_runs(table)}" + (", seeds pooled" if table["seed"].nunique() > 1 else ""))
     atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png({k: np.asarray(v) for k, v in jcts.items()}, title))
     return written + ["avg_jct_vs_load.png", "jct_cdf.png"]
 
