@@ -15,10 +15,12 @@ take different paths:
 * ``Tune.allocate`` is a round with no decisions (:meth:`RoundPlanner.plan`);
 * Synergy-OPT admits with :meth:`RoundPlanner.admission` and places its
   solver's targets with :meth:`RoundPlanner.place_all`;
-* the Gymnasium environment walks a round with :meth:`RoundPlanner.begin`,
+* the Gymnasium environment begins a round over the jobs that keep running,
+  then admits the jobs its agent picks one at a time with
+  :meth:`RoundPlanner.add`, and ends it with :meth:`RoundPlanner.finish`;
+* a decider that walks a fixed order and stops at some jobs uses
   :meth:`RoundPlanner.next_decision`, :meth:`RoundPlanner.accept` /
-  :meth:`RoundPlanner.pass_over` and :meth:`RoundPlanner.finish`, stopping
-  wherever the agent has to decide about a job.
+  :meth:`RoundPlanner.pass_over`.
 
 While the admitted jobs come in non-increasing GPU count – always with
 single-GPU jobs – placing each as it is admitted is exactly Tune's placement, so
@@ -190,6 +192,23 @@ class RoundPlanner:
         self._decided(j)
         self._admit(j)
         self._scan.pos += 1
+
+    def add(self, j: int, target_changed: bool = True) -> None:
+        """Admit ``j`` now, after the jobs admitted so far, at its current target.
+
+        For deciders that pick jobs themselves (the environment's agent) rather
+        than walking ``order``: ``j``'s GPUs must fit :attr:`free_gpus`.
+        ``target_changed=False`` promises that ``j`` asks for what it asked for
+        last round, so an unchanged placement can be kept.
+        """
+        scan = self._scan
+        if scan.pending >= 0:
+            raise RuntimeError(f"job {scan.pending} is awaiting a decision; accept or pass it over first")
+        if self.jobs.gpus_l[j] > scan.free:
+            raise RuntimeError(f"job {j} needs {self.jobs.gpus_l[j]} GPUs but only {scan.free} are free")
+        if target_changed:
+            self._leave_sync(scan, len(scan.admitted))
+        self._admit(j)
 
     def pass_over(self, j: int) -> None:
         """Keep ``j``, the job :meth:`next_decision` returned, out of this round."""

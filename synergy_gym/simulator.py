@@ -289,7 +289,7 @@ class Simulator:
         self._top_up_stream()
         return self._next if self._next < self.jobs.n else None
 
-    def _rounds_until_admissible_arrival(self, free_gpus: int) -> float:
+    def seconds_until_admissible_arrival(self, free_gpus: int) -> float:
         """Seconds until the first round in which an arriving job could be admitted."""
         if free_gpus == 0:
             return math.inf
@@ -345,7 +345,7 @@ class Simulator:
         n = 1
         if self._skippable():
             n = int(np.minimum.reduce(rounds_left))
-            wait = self._rounds_until_admissible_arrival(self.ledger.free_gpus_total)
+            wait = self.seconds_until_admissible_arrival(self.ledger.free_gpus_total)
             if wait < math.inf:
                 n = max(1, min(n, int(round(wait / r))))
             if max_rounds is not None:
@@ -361,7 +361,7 @@ class Simulator:
         next_boundary = (math.floor(self.now / r + 1e-9) + 1) * r
         horizon = next_boundary - self.now
         if self._skippable():
-            horizon = max(horizon, self._rounds_until_admissible_arrival(self.ledger.free_gpus_total))
+            horizon = max(horizon, self.seconds_until_admissible_arrival(self.ledger.free_gpus_total))
             if max_rounds is not None:
                 horizon = min(horizon, next_boundary + (max(max_rounds, 1) - 1) * r - self.now)
         dt = min(float(t_finish.min()), horizon)

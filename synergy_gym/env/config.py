@@ -10,13 +10,22 @@ import numpy as np
 
 from synergy_gym.cluster import ClusterSpec, load_cluster
 from synergy_gym.errors import ConfigError, UnknownNameError
-from synergy_gym.ordering import ORDERINGS
+from synergy_gym.env.masks import INVALID_ACTION_MODES
+from synergy_gym.levels import LEVEL_KINDS
 from synergy_gym.profiling import ProfilerConfig
 from synergy_gym.simulator import SimulationConfig
 from synergy_gym.validation import check_positive
 from synergy_gym.workload import MAX_JOBS
 
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
+#: Keyword arguments of the per-job preference action space, replaced by scheduling actions.
+_REMOVED_WHY = "the action space now chooses which job runs next and its level (see SynergyEnv's docstring)"
+REMOVED: dict[str, str] = {
+    "order": f"{_REMOVED_WHY}; agent_orders=False keeps FIFO order",
+    "allow_defer": f"{_REMOVED_WHY}; the stop action keeps jobs waiting",
+    "max_defer_rounds": _REMOVED_WHY,
+    "reconsider_every": f"{_REMOVED_WHY}; preemptive=True re-decides every job at every event",
+}
 
 
 @dataclass(frozen=True)
@@ -25,8 +34,6 @@ class EnvConfig:
 
     #: Preset name (``default``, ``small``, ``large``), TOML path, mapping or :class:`ClusterSpec`.
     cluster: Any = "default"
-    #: The ordering that admits jobs each round: ``fifo``, ``srtf`` or ``las``.
-    order: str = "fifo"
     #: Poisson arrival rate of the generated workload.
     jobs_per_hour: float = 9.0
     #: Jobs per generated episode (also the number of trace jobs kept), at most ``MAX_JOBS``.
@@ -44,13 +51,18 @@ class EnvConfig:
     max_rounds: int = 10_000
     #: Rewards are −(job-seconds in the system) / ``reward_scale`` (3600: job-hours).
     reward_scale: float = 3600.0
-    #: Add the "defer" action (keep the job out for a round).
-    allow_defer: bool = False
-    #: After this many deferrals a job is admitted at its demand without asking.
-    max_defer_rounds: int = 12
-    #: Ask again about a running job every this many rounds (None: once per job).
-    reconsider_every: int | None = None
-    #: Waiting jobs shown in the observation's queue.
+    #: ``False`` (default): admitted jobs keep their GPUs until they finish; ``True``: at every
+    #: event all jobs return to the waiting set and the agent refills the cluster.
+    preemptive: bool = False
+    #: ``False``: only the first slot (earliest arrival that fits) is offered – allocation only.
+    agent_orders: bool = True
+    #: ``"fallback"``: a masked action falls back to a valid one (counted in
+    #: ``info["invalid_action"]``); ``"raise"``: it raises ``ValueError``.
+    invalid_action: str = "fallback"
+    #: Allocation levels per job: ``"default"`` (fair, demand and three cheaper points) or
+    #: ``"grid"`` (all 45 grid points); see :mod:`synergy_gym.levels`.
+    levels: str = "default"
+    #: Slots: waiting jobs (that fit now, by arrival) offered to the agent.
     max_queue: int = 32
     #: Round (lease) length in seconds.
     round_s: float = 300.0
@@ -79,6 +91,8 @@ class EnvConfig:
     def from_kwargs(cls, kwargs: Mapping[str, Any]) -> "EnvConfig":
         valid = [f.name for f in fields(cls)]
         for key in kwargs:
+            if key in REMOVED:
+                raise ConfigError(f"env kwarg {key!r} was removed: {REMOVED[key]}")
             if key not in valid:
                 raise ConfigError(f"unknown env kwarg {key!r}; valid: {', '.join(valid)}")
         cfg = cls(**dict(kwargs))
@@ -89,19 +103,19 @@ class EnvConfig:
         def positive(name: str, integer: bool = False, allow_none: bool = False) -> None:
             check_positive(f"env kwarg {name}", getattr(self, name), integer=integer, allow_none=allow_none)
 
-        for name in ("multigpu", "allow_defer", "debug"):
+        for name in ("multigpu", "preemptive", "agent_orders", "debug"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ConfigError(f"env kwarg {name} must be true or false, got {getattr(self, name)!r}")
-        if self.order not in ORDERINGS:
-            raise UnknownNameError("order", str(self.order), tuple(ORDERINGS))
+        if self.invalid_action not in INVALID_ACTION_MODES:
+            raise UnknownNameError("invalid_action", str(self.invalid_action), INVALID_ACTION_MODES)
+        if self.levels not in LEVEL_KINDS:
+            raise UnknownNameError("levels", str(self.levels), LEVEL_KINDS)
         positive("jobs_per_hour")
         positive("num_jobs", integer=True)
         if self.num_jobs > MAX_JOBS:
             raise ConfigError(f"env kwarg num_jobs {self.num_jobs!r} exceeds the maximum of {MAX_JOBS:,}")
         positive("max_rounds", integer=True)
         positive("reward_scale")
-        positive("max_defer_rounds", integer=True)
-        positive("reconsider_every", integer=True, allow_none=True)
         positive("max_queue", integer=True)
         positive("round_s")
         self.simulation_config()  # validates placement, timing, sensitivity and profile noise

@@ -1,4 +1,4 @@
-"""The Gymnasium environment: an agent chooses each job's CPU and memory around its GPUs."""
+"""The Gymnasium environment: an agent schedules a GPU cluster – which waiting job runs next, and with how much."""
 
 from __future__ import annotations
 
@@ -6,65 +6,78 @@ from typing import Any, Mapping
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 
 from synergy_gym.allocation import Tune
 from synergy_gym.env.config import EnvConfig, as_cluster
-from synergy_gym.env.masks import DEMAND_ACTION, FAIR_ACTION, ActionMasks, MaskedDiscrete
-from synergy_gym.env.observation import ObservationBuilder
+from synergy_gym.env.masks import ActionLayout
+from synergy_gym.env.observation import ObservationBuilder, speedup_bound
 from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
-from synergy_gym.ordering import ORDERINGS
+from synergy_gym.levels import LevelTable
+from synergy_gym.ordering import FIFO
 from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.profiles import ModelZoo
 from synergy_gym.simulator import Simulator
 from synergy_gym.workload import Workload
 
+_NO_JOBS = np.zeros(0, dtype=np.int64)
+
 
 class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
-    """Allocate CPUs and memory around each job's GPUs on a multi-tenant GPU cluster.
+    """Schedule training jobs on a multi-tenant GPU cluster: which job runs next, and with how many CPUs and GB.
 
     ## Description
 
     A cluster (by default the paper's 16 × (8 GPUs, 24 CPUs, 500 GB)) runs training jobs in
-    rounds of 300 s. Each round the ordering (``order``: ``fifo``, ``srtf``, ``las``) ranks the
-    runnable jobs and the simulator's :class:`~synergy_gym.planner.RoundPlanner` admits them by
-    GPU count (smaller later jobs backfill) and places them with Synergy-Tune's mechanics. When a
-    job is admitted for the first time the planner stops and the agent chooses its *preference*
-    (CPUs and memory per GPU), which is its target every round: it gets it where it fits, else
-    the preference capped at the fair share, and jobs holding more are cut back to make room.
-    The agent is asked once per job (again every ``reconsider_every`` rounds if set). Always
-    action 1 reproduces the simulator's ``<order>+tune`` exactly; always action 0 reproduces
-    ``fifo+fair`` and ``las+fair`` (under ``srtf`` an undecided job ranks at its demand).
+    rounds of 300 s. Each job asks for a fixed number of GPUs; its speed depends on the CPUs
+    and memory it gets around them. At every *scheduling event* – a round boundary at which a
+    job arrived or finished, and then each next ask after an admission – while some waiting
+    job's GPUs fit in the free GPUs, the agent picks one of those jobs and an *allocation
+    level* for it, or *stop*. Rounds in which nothing can change are skipped.
+
+    **Default (non-preemptive) mode:** an admitted job keeps its GPUs until it finishes; every
+    round the running jobs are re-placed in admission order at their levels with
+    Synergy-Tune's mechanics (a level that does not fit falls back towards the fair share and
+    over-provisioned jobs give back their excess; placement in descending GPU count, ties in
+    admission order). **``preemptive=True``:** at each event every job returns to the waiting
+    set and the agent refills the cluster, as the paper's simulator re-plans every round.
+    Always choosing the first slot at its demand level reproduces the simulator's
+    ``fifo+tune`` exactly in preemptive mode, and in the default mode on single-GPU workloads.
 
     ## Action Space
 
-    ``Discrete(2 + G)``, or ``Discrete(3 + G)`` with ``allow_defer=True`` (G = 45 grid points):
-    0 – the fair share (3 CPUs, 62.5 GB per GPU by default); 1 – the model's best-case demand;
-    2 + k – grid point k in row-major (cpu level, memory level) order, i.e. ``cpu_grid[k // 5]``
-    CPUs and ``mem_grid[k % 5]`` GB per GPU; 2 + G (with ``allow_defer``) – keep the job out this
-    round (after ``max_defer_rounds`` deferrals it is admitted at its demand without asking).
-    ``action_space.sample()`` draws a valid action. :meth:`action_masks` (and
-    ``obs["action_mask"]``) masks grid points slower than the fair share (at the point or capped
-    at the fair share) and points beyond one server's CPUs or memory; actions 0 and 1 are always
-    valid. Stepping with an invalid action raises ``ValueError``.
+    ``Discrete(max_queue · L + 1)``, L = the number of levels (5 with ``levels="default"``,
+    45 with ``"grid"``; :mod:`synergy_gym.levels`). Action ``slot · L + level`` admits the job
+    in ``slot`` at ``level``; the last action is *stop*: admit nothing more until the next
+    event (a stop that leaves the cluster idle moves to the next round boundary). Default
+    levels: 0 the fair share, 1 the job's best-case demand, 2–4 the cheapest grid points
+    reaching 90 %, 75 % and 50 % of the way from fair-share to demand throughput. Slots are
+    the first ``max_queue`` waiting jobs by arrival among those whose GPUs fit now.
+    ``agent_orders=False`` offers only the first slot (the agent allocates, FIFO orders).
+
+    Every action is accepted: :meth:`action_masks` (and ``obs["action_mask"]``) marks the
+    valid ones – filled slots, levels that can ever be honoured for the job, stop – and with
+    ``invalid_action="fallback"`` (default) a masked action falls back to a valid one (an
+    empty slot → stop; an invalid level → the nearest valid level of that slot; see
+    :mod:`synergy_gym.env.masks`), counted in ``info["invalid_action"]``. With
+    ``invalid_action="raise"`` it raises ``ValueError``.
 
     ## Observation Space
 
-    A ``Dict`` of ``Box`` spaces whose shapes do not depend on the cluster size (durations
-    enter as ``h / (h + 10)``, counts and sizes scaled into [0, 1]):
-
-    * ``job`` (14): the job being decided – log GPUs, task one-hot, demand (CPUs, GB per GPU),
-      speed-up at demand, age, fraction of work left, run time left at fair share and at demand,
-      deferrals, whether it already has a preference, its fair-share throughput;
-    * ``job_sensitivity`` (45): its normalised throughput matrix, row-major;
-    * ``cluster`` (20): free GPU, CPU and memory fractions this round (after the jobs admitted so
-      far; provisional while a multi-GPU job is re-placed at the round's end), histograms (5 bins)
-      of the per-server free GPU, CPU and memory fractions, running and queued jobs;
-    * ``queue`` (``max_queue`` · 10): the next waiting jobs in policy order (the first 10
-      features of ``job``), zero-padded; ``queue_mask`` (``max_queue``): 1 for real rows;
-    * ``time`` (1): rounds elapsed / ``max_rounds``; ``action_mask`` (actions): 1 for valid actions.
+    A ``Dict`` of ``Box`` spaces whose shapes do not depend on the cluster size (feature
+    order: :mod:`synergy_gym.env.observation`): ``slots`` (``max_queue`` × 11: GPUs, task,
+    remaining work, run time left at fair share and at demand, age, attained service, was
+    running), ``slot_levels`` (``max_queue`` × L × 3: CPUs and GB per GPU relative to the
+    fair share, speed-up), ``slot_mask``; ``cluster`` (free GPU/CPU/memory fractions and
+    per-server histograms, running and waiting counts); ``running`` (what the running jobs run
+    at: count, mean speed-up, speed-up and run-time-left histograms); ``demand`` (best-case
+    CPU and memory demand of running and waiting jobs, waiting GPUs, against capacity);
+    ``queue_rest`` (waiting jobs beyond the slots: count and work; jobs that do not fit);
+    ``time`` (rounds / ``max_rounds``); ``action_mask``. During an event with multi-GPU jobs
+    the free resources are provisional: the round is re-placed in Tune's order when it ends.
 
     ## Rewards
 
@@ -76,31 +89,33 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     The cluster starts empty. Jobs come from a workload source (:mod:`synergy_gym.env.source`):
     the paper's generator (``jobs_per_hour``, ``num_jobs``, ``multigpu``, ``class_split``) with a
-    seed from ``self.np_random`` on every reset (or ``reset(options={"workload_seed": s})``), or
-    fixed jobs – ``workload`` (a replay CSV path, a :class:`Workload` or a source object) or
-    ``trace`` (a real trace's first ``num_jobs`` jobs).
-    The first observation is the first admitted job.
+    seed from ``self.np_random`` on every reset (or ``reset(options={"workload_seed": s})``;
+    :meth:`workload_for_seed` gives those jobs), or fixed jobs – ``workload`` (a replay CSV
+    path, a :class:`Workload` or a source object) or ``trace`` (a real trace's first
+    ``num_jobs`` jobs).
 
     ## Episode End
 
     ``terminated`` when every job has finished; ``truncated`` after ``max_rounds`` rounds.
-    ``info`` holds ``finished_jct_h`` and ``finished_job_ids`` (since the last step) and
-    ``sim_time_h``; at the end also ``mean_jct_h``, ``median_jct_h``, ``p99_jct_h`` (all arrived
-    jobs; unfinished ones count with their time so far), ``window_mean_jct_h``,
-    ``window_median_jct_h``, ``window_p99_jct_h`` (the workload's measured window: the middle
-    half by arrival for generated workloads, a replay file's ``in_measured_window``),
-    ``makespan_h``, ``jobs_finished``, ``jobs_unfinished``, ``jobs_total``, ``episode_rounds``.
+    ``info`` holds ``finished_jct_h`` and ``finished_job_ids`` (since the last step),
+    ``sim_time_h`` and ``invalid_action``; at the end also ``mean_jct_h``, ``median_jct_h``,
+    ``p99_jct_h`` (all arrived jobs; unfinished ones count with their time so far),
+    ``window_mean_jct_h``, ``window_median_jct_h``, ``window_p99_jct_h`` (the workload's
+    measured window), ``makespan_h``, ``jobs_finished``, ``jobs_unfinished``, ``jobs_total``,
+    ``episode_rounds``, ``decisions`` and ``invalid_actions``.
 
     ## Arguments
 
     ``gym.make("Synergy-v0", **kwargs)`` or ``SynergyEnv(config_dict)`` (RLlib); every kwarg is a
-    field of :class:`~synergy_gym.env.config.EnvConfig`, documented there. Registered:
-    ``Synergy-v0`` (128 GPUs, 9 jobs/h, 1,000 jobs, max 10,000 rounds) and ``Synergy-small-v0``
-    (4 × 8 GPUs, 2.25 jobs/h – the same load per GPU – 300 jobs, max 4,000 rounds).
+    field of :class:`~synergy_gym.env.config.EnvConfig`, documented there. Registered ids:
+    ``Synergy-v0``, ``Synergy-small-v0``, ``Synergy-scarce-v0``, ``Synergy-small-scarce-v0``
+    (see ``synergy_gym.SCENARIOS``).
 
     ## Version History
 
-    * v0: initial version.
+    * v0: scheduling actions (slot × allocation level, and stop), non-preemptive by default.
+      Before any release the v0 ids briefly chose only each job's CPU/memory preference
+      (``Discrete(2 + 45)``); models trained on that action space do not load.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -112,21 +127,18 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.zoo = ModelZoo.default()
         self.source = source_from_config(cfg, self.cluster, self.zoo)
         self.sim_config = cfg.simulation_config()
-        self.policy = SchedulingPolicy(ORDERINGS[cfg.order](), Tune())
-        n_grid = len(self.zoo.cpu_grid) * len(self.zoo.mem_grid)
-        n_actions = 2 + n_grid + (1 if cfg.allow_defer else 0)
-        self.defer_action = 2 + n_grid if cfg.allow_defer else None
-        self.masks = ActionMasks(self.cluster, self.zoo, n_actions)
-        self.action_space = MaskedDiscrete(n_actions, self.action_masks)
-        self.obs_builder = ObservationBuilder(self.cluster, self.zoo, cfg.max_queue, n_actions)
+        self.policy = SchedulingPolicy(FIFO(), Tune())
+        self.levels = LevelTable(self.zoo, self.cluster, cfg.levels)
+        grid_shape = (len(self.zoo.cpu_grid), len(self.zoo.mem_grid)) if cfg.levels == "grid" else None
+        self.layout = ActionLayout(cfg.max_queue, self.levels.n_levels, cfg.agent_orders, cfg.invalid_action, grid_shape)
+        self.action_space = spaces.Discrete(self.layout.n)
+        self.obs_builder = ObservationBuilder(
+            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n, speedup_bound(self.zoo, self.cluster)
+        )
         self.observation_space = self.obs_builder.space
         self._picture: ClusterPicture | None = None
         self.sim: Simulator | None = None
-        self._job = -1
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.action_space._mask_fn = self.action_masks
+        self._ended = True
 
     # -- gymnasium API --------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -136,16 +148,20 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         if self.cfg.sensitivity == "profiled":  # a fresh profiling noise draw per episode
             config = self.cfg.simulation_config(profile_seed=int(self.np_random.integers(0, 2**31 - 1)))
         self.sim = sim = Simulator(self.cluster, workload, self.policy, config)
-        self.masks.new_episode()
         jobs = sim.jobs
-        self._demand_cpu, self._demand_mem = jobs.target_cpu.copy(), jobs.target_mem.copy()
-        self.obs_builder.new_episode(sim, workload)
-        self._pref = np.full(jobs.n, -1, dtype=np.int64)
-        self._decided_round = np.zeros(jobs.n, dtype=np.int64)
-        self._defers = np.zeros(jobs.n, dtype=np.int64)
+        self._level_cpu, self._level_mem, self._level_tput, self._level_valid = self.levels.build(jobs)
+        self.obs_builder.new_episode(sim, self._level_cpu, self._level_mem, self._level_tput)
+        self._level = np.full(jobs.n, -1, dtype=np.int64)  # level chosen last; −1: none (target = demand)
+        self._holds = np.zeros(jobs.n, dtype=bool)  # admitted in the current event (or running between events)
+        self._was_running = np.zeros(jobs.n, dtype=np.float32)
+        self._admitted: list[int] = []  # running jobs in admission order (default mode)
+        self._waiting = self._fits = self._slots = _NO_JOBS
+        self._stopped = False
         self._meter = SystemTimeMeter(jobs, self.cfg.reward_scale)
-        self._job, self._truncated = -1, False
+        self._ended, self._truncated = False, False
+        self._decisions = self._invalid = 0
         self._pending_finished: list[np.ndarray] = []
+        self._mask = np.zeros(self.layout.n, dtype=np.float32)
         self._advance_to_decision()
         return self._observation(), {}
 
@@ -153,15 +169,16 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() before step()")
-        if self._job < 0:
+        if self._ended:
             raise RuntimeError("the episode has ended; call reset()")
-        a, j = self.masks.check(sim.jobs, self._job, action), self._job
-        if a == self.defer_action:
-            self._defers[j] += 1
-            sim.planner.pass_over(j)
+        a = self.layout.parse(action)
+        slot, level, invalid = self.layout.resolve(a, self._level_valid[self._slots])
+        self._decisions += 1
+        self._invalid += invalid
+        if slot < 0:
+            self._stopped = True
         else:
-            self._set_preference(j, a)
-            sim.planner.accept(j)
+            self._admit(int(self._slots[slot]), level)
         self._advance_to_decision()
         reward = self._meter.reward_until(sim.now)
         jct_h: list[float] = []
@@ -171,37 +188,40 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             self._pending_finished = []
             jct_h = ((jobs.finish_s[finished] - jobs.arrival_s[finished]) / 3600.0).tolist()
             ids = jobs.job_id[finished].tolist()
-        info: dict[str, Any] = {"finished_jct_h": jct_h, "finished_job_ids": ids, "sim_time_h": sim.now / 3600.0}
-        terminated, truncated = self._job < 0 and not self._truncated, self._truncated
+        info: dict[str, Any] = {
+            "finished_jct_h": jct_h, "finished_job_ids": ids, "sim_time_h": sim.now / 3600.0, "invalid_action": invalid,
+        }
+        terminated, truncated = self._ended and not self._truncated, self._truncated
         if terminated or truncated:
             info.update(self.episode_summary())
         return self._observation(), float(reward), terminated, truncated, info
 
     @property
-    def current_job(self) -> int:
-        """Index (in ``sim.jobs``) of the job awaiting a decision; −1 once the episode has ended."""
-        return self._job
+    def slot_jobs(self) -> np.ndarray:
+        """Indices (in ``sim.jobs``) of the jobs in the slots, slot 0 first (empty once the episode has ended)."""
+        return self._slots.copy()
+
+    def level_of(self, j: int) -> int:
+        """The level job ``j`` was last admitted at (−1: never admitted)."""
+        return int(self._level[j])
 
     def workload_for_seed(self, seed: int) -> Workload:
         """The jobs ``reset(options={"workload_seed": seed})`` runs (any seed, for a fixed workload)."""
         return self.source.workload(seed)
 
-    def preference_of(self, j: int) -> int:
-        """The action chosen for job ``j`` (−1: none yet)."""
-        return int(self._pref[j])
-
     def action_masks(self) -> np.ndarray:
-        """Valid actions for the current job (for sb3-contrib's MaskablePPO)."""
-        return self.masks.ended() if self._job < 0 else self.masks.of(self.sim.jobs, self._job).copy()
+        """Valid actions (for sb3-contrib's MaskablePPO): filled slots' honourable levels, and stop."""
+        return self._mask > 0
 
     def render(self):
         finished = self._meter.finished if self.sim is not None else 0
+        job = int(self._slots[0]) if self._slots.size else -1
         if self.render_mode == "ansi":
-            return render_ansi(self.sim, self.zoo, finished, self._job)
+            return render_ansi(self.sim, self.zoo, finished, job)
         if self.render_mode == "rgb_array":
             if self._picture is None:
                 self._picture = ClusterPicture(self.cluster)
-            return render_rgb(self._picture, self.sim, self.zoo, finished, self._job)
+            return render_rgb(self._picture, self.sim, self.zoo, finished, job)
         return None
 
     def close(self) -> None:
@@ -212,73 +232,91 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def episode_summary(self) -> dict[str, float]:
         """JCT statistics of the episode so far (see :func:`synergy_gym.env.summary.episode_summary`)."""
-        return episode_summary(self.sim)
+        return {**episode_summary(self.sim), "decisions": self._decisions, "invalid_actions": self._invalid}
 
     # -- the decision loop ----------------------------------------------------------------
+    def _admit(self, j: int, level: int) -> None:
+        """Admit job ``j`` at ``level`` through the round planner."""
+        changed = self._level[j] != level
+        if changed:
+            self._level[j] = level
+            self.sim.jobs.set_target(j, float(self._level_cpu[j, level]), float(self._level_mem[j, level]))
+        self.sim.planner.add(j, target_changed=bool(changed))
+        self._holds[j] = True
+        if not self.cfg.preemptive:
+            self._admitted.append(j)
+        keep = self._waiting != j
+        self._waiting, self._fits = self._waiting[keep], self._fits[keep]
+
     def _advance_to_decision(self) -> None:
-        """Plan rounds until the planner stops at a job that needs a decision, or the episode ends."""
+        """Run events until the agent has a choice (a waiting job fits and it has not stopped), or the episode ends."""
         sim, cfg = self.sim, self.cfg
         planner = sim.planner
         while True:
-            if not planner.in_round:
-                if sim.done or sim.exhausted:
-                    self._job = -1
-                    return
-                if sim.rounds_elapsed >= cfg.max_rounds:
-                    self._truncated, self._job = True, -1
-                    return
-                order = sim.begin_round()
-                if order is None:
-                    continue
-                planner.begin(order.tolist(), reuse_prefix=cfg.reconsider_every is None)
-            j = planner.next_decision(self._needs_decision)
-            if j >= 0:
-                self._job = j
-                return
-            passed_over = planner.passed_over
-            planner.finish()
-            limit = max(1, cfg.max_rounds - sim.rounds_elapsed)
-            if passed_over:
-                limit = 1  # deferred jobs are asked again next round
-            elif cfg.reconsider_every is not None:
-                limit = min(limit, self._rounds_until_reconsideration())
-            finished = sim.advance(max_rounds=limit, allow_idle=passed_over)
-            if finished.size:
-                self._pending_finished.append(finished)
-                self._meter.record_finished(finished)
+            if planner.in_round:
+                if not self._stopped and self._waiting.size:
+                    free = planner.free_gpus
+                    fits = self._fits = sim.jobs.gpus[self._waiting] <= free
+                    if fits.any():
+                        self._slots = slots = self._waiting[fits][: cfg.max_queue]
+                        self.layout.mask(self._level_valid[slots], self._mask)
+                        return
+                self._end_event()
+            if sim.done or sim.exhausted:
+                return self._end_episode(truncated=False)
+            if sim.rounds_elapsed >= cfg.max_rounds:
+                return self._end_episode(truncated=True)
+            if sim.begin_round() is not None:
+                self._begin_event()
 
-    def _needs_decision(self, j: int) -> bool:
-        if self._pref[j] < 0:
-            if self.defer_action is not None and self._defers[j] >= self.cfg.max_defer_rounds:
-                self._set_preference(j, DEMAND_ACTION)
-                return False
-            return True
-        every = self.cfg.reconsider_every
-        return every is not None and self.sim.rounds_elapsed - self._decided_round[j] >= every
-
-    def _rounds_until_reconsideration(self) -> int:
-        placed = self.sim.ledger.jobs
-        if not placed:
-            return 1
-        due = self._decided_round[placed].min() + self.cfg.reconsider_every - self.sim.rounds_elapsed
-        return max(1, int(due))
-
-    def _set_preference(self, j: int, a: int) -> None:
-        self._pref[j] = a
-        self._decided_round[j] = self.sim.rounds_elapsed
-        jobs = self.sim.jobs
-        if a == FAIR_ACTION:
-            jobs.set_target(j, jobs.fair_cpu, jobs.fair_mem)
-        elif a == DEMAND_ACTION:
-            jobs.set_target(j, float(self._demand_cpu[j]), float(self._demand_mem[j]))
+    def _begin_event(self) -> None:
+        sim = self.sim
+        jobs = sim.jobs
+        runnable = sim.runnable
+        holds = self._holds
+        if self.cfg.preemptive:
+            self._was_running[runnable] = holds[runnable]
+            holds[runnable] = False
+            keep: list[int] = []
         else:
-            jobs.set_target(j, *self.masks.grid_points[a - 2])
+            finish = jobs.finish_s
+            keep = self._admitted = [j for j in self._admitted if finish[j] != finish[j]]  # NaN: still running
+        sim.planner.begin(keep)
+        sim.planner.next_decision(None)  # the running jobs keep their GPUs and levels
+        self._waiting = runnable[~holds[runnable]]
+        self._stopped = False
+
+    def _end_event(self) -> None:
+        sim, cfg = self.sim, self.cfg
+        stopped_with_choice = self._stopped and self._waiting.size > 0 and bool(self._fits.any())
+        sim.planner.finish()
+        self._slots = _NO_JOBS
+        limit = max(1, cfg.max_rounds - sim.rounds_elapsed)
+        idle = not sim.ledger.jobs
+        if not idle and (cfg.preemptive or stopped_with_choice):
+            # The next event is the next arrival (or completion), even one the free GPUs could not take.
+            wait = sim.seconds_until_admissible_arrival(self.cluster.total_gpus)
+            if wait < float("inf"):
+                limit = min(limit, max(1, int(round(wait / sim.config.round_s))))
+        finished = sim.advance(max_rounds=1 if idle else limit, allow_idle=idle and self._stopped)
+        if finished.size:
+            self._holds[finished] = False
+            self._pending_finished.append(finished)
+            self._meter.record_finished(finished)
+
+    def _end_episode(self, truncated: bool) -> None:
+        self._ended, self._truncated = True, truncated
+        self._slots = self._waiting = self._fits = _NO_JOBS
+        self._mask[:] = 0
+        self._mask[self.layout.stop] = 1
 
     # -- observations ------------------------------------------------------------------------
     def _observation(self) -> dict[str, np.ndarray]:
-        j = self._job
-        mask = self.action_masks().astype(np.float32) if j < 0 else self.masks.of(self.sim.jobs, j, True).copy()
-        defers = float(self._defers[j]) / self.cfg.max_defer_rounds if j >= 0 else 0.0
-        has_preference = j >= 0 and self._pref[j] >= 0
+        mask = self._mask
         time_fraction = self.sim.rounds_elapsed / self.cfg.max_rounds
-        return self.obs_builder.build(self.sim, j, defers, has_preference, mask, time_fraction)
+        if self._ended:
+            return self.obs_builder.empty(mask.copy(), time_fraction)
+        held = np.flatnonzero(self._holds) if self.cfg.preemptive else np.asarray(self._admitted, dtype=np.int64)
+        return self.obs_builder.build(
+            self.sim, self._slots, self._waiting, self._fits, held, self._was_running, mask.copy(), time_fraction
+        )

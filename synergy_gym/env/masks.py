@@ -1,112 +1,62 @@
-"""Valid actions: which preferences can ever be honoured for a job, and a ``Discrete`` space that samples them."""
+"""The action space: a waiting job's slot and an allocation level, or *stop*; valid actions; the fallback for the rest.
+
+Action ``slot · n_levels + level`` admits the job in ``slot`` at ``level``; the
+last action, ``n_slots · n_levels``, is *stop*. The space is a plain
+``Discrete``: every action in it is accepted (trainers without masking sample
+outside the mask). With ``invalid_action="fallback"`` a masked action is
+replaced by a valid one (:meth:`ActionLayout.resolve`):
+
+* an empty slot, or a slot other than the first with ``agent_orders=False``,
+  → that level of the first slot with ``agent_orders=False``, else *stop*;
+* a level that can never be honoured for the slot's job → the nearest valid
+  level of that slot (default levels: the nearest index; grid levels: the
+  nearest grid point, fewer steps in CPUs and memory first, then the cheaper).
+
+With ``invalid_action="raise"`` a masked action raises ``ValueError``.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from gymnasium import spaces
 
-from synergy_gym.cluster import ClusterSpec
-from synergy_gym.job_table import JobTable
-from synergy_gym.levels import honourable_points
-from synergy_gym.profiles import ModelZoo
+from synergy_gym.errors import UnknownNameError
 
-#: Action 0: the fair share; action 1: the model's best-case demand; 2..: grid points.
-FAIR_ACTION = 0
-DEMAND_ACTION = 1
+INVALID_ACTION_MODES: tuple[str, ...] = ("fallback", "raise")
 
 
-class MaskedDiscrete(spaces.Discrete):
-    """``Discrete`` whose :meth:`sample` draws a valid action for the current job unless given a mask.
+class ActionLayout:
+    """Encodes (slot, level) and stop as one integer, builds masks and resolves masked actions."""
 
-    Random exploration (``action_space.sample()`` in checkers, DQN's ε-greedy)
-    thus never picks a masked action, which the environment's ``step`` rejects.
-    """
+    def __init__(self, n_slots: int, n_levels: int, agent_orders: bool, invalid_action: str, grid_shape: tuple[int, int] | None) -> None:
+        if invalid_action not in INVALID_ACTION_MODES:
+            raise UnknownNameError("invalid_action", str(invalid_action), INVALID_ACTION_MODES)
+        self.n_slots, self.n_levels = n_slots, n_levels
+        self.agent_orders = agent_orders
+        self.raise_on_invalid = invalid_action == "raise"
+        self.stop = n_slots * n_levels
+        self.n = self.stop + 1
+        self.slots_offered = n_slots if agent_orders else 1
+        #: For each level, every level nearest first (itself first).
+        self.nearest = np.stack([self._by_distance(level, grid_shape) for level in range(n_levels)])
 
-    def __init__(self, n: int, mask_fn, seed: int | None = None) -> None:
-        super().__init__(n, seed=seed)
-        self._mask_fn = mask_fn
+    def _by_distance(self, level: int, grid_shape: tuple[int, int] | None) -> np.ndarray:
+        others = np.arange(self.n_levels)
+        if grid_shape is None:
+            return np.array(sorted(others, key=lambda k: (abs(k - level), k)))
+        n_mem = grid_shape[1]
+        ci, mi = divmod(level, n_mem)
+        return np.array(sorted(others, key=lambda k: (abs(k // n_mem - ci) + abs(k % n_mem - mi), k)))
 
-    def sample(self, mask=None, probability=None):
-        if mask is None and probability is None and self._mask_fn is not None:
-            mask = self._mask_fn().astype(np.int8)
-        return super().sample(mask=mask, probability=probability)
+    def mask(self, valid_levels: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Fill ``out`` (length :attr:`n`) with the valid actions for slots whose jobs' level validity is ``valid_levels``."""
+        out[:] = 0
+        k = min(valid_levels.shape[0], self.slots_offered)
+        out[: k * self.n_levels] = valid_levels[:k].reshape(-1)
+        out[self.stop] = 1
+        return out
 
-    def __getstate__(self) -> dict:
-        # A pickled space (sent between processes by vector envs) is a plain
-        # Discrete; the environment re-attaches its masks when it is unpickled.
-        state = dict(self.__dict__)
-        state["_mask_fn"] = None
-        return state
-
-
-class ActionMasks:
-    """Masks per job: actions 0 and 1 always; a grid point when it is as fast as the fair share
-    (also when capped at it) and fits one server for the job's GPUs.
-
-    Cached per (model, GPU count) by the zoo's measured matrices, or per job by
-    its own estimate when the sensitivity is profiled; the arrays are read-only.
-    """
-
-    def __init__(self, cluster: ClusterSpec, zoo: ModelZoo, n_actions: int) -> None:
-        self.cluster = cluster
-        self.zoo = zoo
-        self.n_actions = n_actions
-        n_cpu, n_mem = len(zoo.cpu_grid), len(zoo.mem_grid)
-        self.n_grid = n_cpu * n_mem
-        self.grid_cpu = np.repeat(zoo.cpu_grid, n_mem)
-        self.grid_mem = np.tile(zoo.mem_grid, n_cpu)
-        #: (CPUs, GB per GPU) of action 2 + k, as Python floats.
-        self.grid_points = list(zip(self.grid_cpu.tolist(), self.grid_mem.tolist()))
-        self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-
-    def new_episode(self) -> None:
-        """Forget the per-job (profiled) masks of the last episode; the per-(model, GPUs) ones stay valid."""
-        self._cache = {k: v for k, v in self._cache.items() if k[0] >= 0}
-
-    def ended(self) -> np.ndarray:
-        """The mask once the episode has ended: the two always-valid actions."""
-        mask = np.zeros(self.n_actions, dtype=bool)
-        mask[[FAIR_ACTION, DEMAND_ACTION]] = True
-        return mask
-
-    def of(self, jobs: JobTable, j: int, as_float: bool = False) -> np.ndarray:
-        """Valid actions of job ``j`` (read-only)."""
-        profiled = jobs.belief is not None
-        key = (-1 - j, 0) if profiled else (int(jobs.model[j]), jobs.gpus_l[j])
-        masks = self._cache.get(key)
-        if masks is None:
-            mask = self.from_estimates(jobs, j) if profiled else self.for_model(*key)
-            as_f32 = mask.astype(np.float32)
-            as_f32.setflags(write=False)
-            masks = self._cache[key] = (mask, as_f32)
-        return masks[1] if as_float else masks[0]
-
-    def from_estimates(self, jobs: JobTable, j: int) -> np.ndarray:
-        """Valid actions of job ``j`` by its own estimated matrix (profiled sensitivity)."""
-        idx = np.full(self.n_grid, j)
-        fair_cpu, fair_mem = np.minimum(self.grid_cpu, jobs.fair_cpu), np.minimum(self.grid_mem, jobs.fair_mem)
-        return self._grid_mask(
-            jobs.est_throughput_many(idx, self.grid_cpu, self.grid_mem),
-            jobs.est_throughput_many(idx, fair_cpu, fair_mem),
-            jobs.tput_fair_l[j],
-            jobs.gpus_l[j],
-        )
-
-    def for_model(self, model: int, gpus: int) -> np.ndarray:
-        """Valid actions for a ``gpus``-GPU job of ``model`` by the zoo's measured matrix."""
-        c = self.cluster
-        zoo = self.zoo
-        fair_cpu, fair_mem = c.fair_cpus_per_gpu, c.fair_mem_gb_per_gpu
-        models = np.full(self.n_grid, model)
-        return self._grid_mask(
-            zoo.throughput_many(models, self.grid_cpu, self.grid_mem),
-            zoo.throughput_many(models, np.minimum(self.grid_cpu, fair_cpu), np.minimum(self.grid_mem, fair_mem)),
-            zoo.throughput_of(model, fair_cpu, fair_mem),
-            gpus,
-        )
-
-    def check(self, jobs: JobTable, j: int, action) -> int:
-        """``action`` as an int if it is valid for job ``j``; otherwise ``ValueError`` listing the valid ones."""
+    def parse(self, action) -> int:
+        """``action`` as an int in ``[0, n)``, or ``ValueError``."""
         if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
             a = int(action)
         else:
@@ -114,17 +64,39 @@ class ActionMasks:
             if arr.size != 1 or arr.dtype.kind not in "iuf" or not float(arr.reshape(())).is_integer():
                 raise ValueError(f"action {action!r} is not a single integer")
             a = int(arr.reshape(()))
-        mask = self.of(jobs, j)
-        if not 0 <= a < mask.size:
-            raise ValueError(f"action {a} is out of range: valid actions are 0..{mask.size - 1}")
-        if not mask[a]:
-            raise ValueError(
-                f"action {a} is masked for job {jobs.job_id[j]}; valid actions: {np.flatnonzero(mask).tolist()}"
-            )
+        if not 0 <= a < self.n:
+            raise ValueError(f"action {a} is out of range: the action space is 0..{self.n - 1}")
         return a
 
-    def _grid_mask(self, tput: np.ndarray, capped: np.ndarray, fair_tput: float, gpus: int) -> np.ndarray:
-        mask = np.ones(self.n_actions, dtype=bool)
-        mask[2 : 2 + self.n_grid] = honourable_points(self.cluster, self.grid_cpu, self.grid_mem, tput, capped, fair_tput, gpus)
-        mask.setflags(write=False)
-        return mask
+    def resolve(self, a: int, valid_levels: np.ndarray) -> tuple[int, int, bool]:
+        """``(slot, level, invalid)`` for action ``a`` (slot −1: stop); ``invalid`` when it fell back.
+
+        ``valid_levels`` (slots, levels) are the filled slots' valid levels.
+        """
+        if a == self.stop:
+            return -1, -1, False
+        slot, level = divmod(a, self.n_levels)
+        filled = valid_levels.shape[0]
+        if slot < min(filled, self.slots_offered) and valid_levels[slot, level]:
+            return slot, level, False
+        if self.raise_on_invalid:
+            raise ValueError(self._describe_invalid(a, slot, level, filled, valid_levels))
+        if slot >= filled or (slot > 0 and not self.agent_orders):
+            if self.agent_orders or filled == 0:
+                return -1, -1, True
+            slot = 0
+        row = valid_levels[slot]
+        for k in self.nearest[level]:
+            if row[k]:
+                return slot, int(k), True
+        return -1, -1, True  # pragma: no cover - the fair-share level is always valid
+
+    def _describe_invalid(self, a: int, slot: int, level: int, filled: int, valid_levels: np.ndarray) -> str:
+        if slot >= filled:
+            why = f"slot {slot} is empty ({filled} waiting jobs fit now)"
+        elif slot > 0 and not self.agent_orders:
+            why = f"agent_orders=False offers only slot 0, not slot {slot}"
+        else:
+            valid = np.flatnonzero(valid_levels[slot]).tolist()
+            why = f"level {level} can never be honoured for slot {slot}'s job (valid levels: {valid})"
+        return f"action {a} is masked: {why}; action {self.stop} stops"

@@ -1,7 +1,12 @@
 """The environment's observations: a ``Dict`` of ``Box`` spaces whose shapes do not depend on the cluster size.
 
-Durations enter as ``h / (h + 10)``; counts and sizes are scaled into [0, 1]. See
-the *Observation Space* section of :class:`~synergy_gym.env.SynergyEnv`.
+Durations enter as ``h / (h + 10)`` (:func:`squash_hours`; :func:`hours` inverts
+it), counts ``n`` as ``n / (n + cluster GPUs)``; resources per GPU relative to
+the fair share (1.0 = the fair share) and speed-ups relative to the fair-share
+throughput. See the *Observation Space* section of
+:class:`~synergy_gym.env.SynergyEnv`; the feature names below are the column
+order, so that policies reading observations (``baselines.env_heuristics``)
+need nothing else.
 """
 
 from __future__ import annotations
@@ -12,135 +17,210 @@ import numpy as np
 from gymnasium import spaces
 
 from synergy_gym.cluster import ClusterSpec
+from synergy_gym.job_table import ATTAINED, EXECUTED, TOTAL
 from synergy_gym.profiles import TASKS, ModelZoo
 from synergy_gym.simulator import Simulator
-from synergy_gym.workload import Workload
 
-HIST_BINS = 5  # bins of the per-server free-resource histograms
+HIST_BINS = 5  # bins of the histograms
 TIME_SCALE_H = 10.0  # durations enter observations as h / (h + 10)
-JOB_FEATURES = (
-    "log_gpus", "vision", "language", "speech", "demand_cpus", "demand_mem", "speedup",
-    "age", "remaining_fraction", "runtime_fair", "runtime_demand", "defers", "has_preference", "fair_tput",
+#: Per slot (a waiting job whose GPUs fit now), ``slots[q]``.
+SLOT_FEATURES = (
+    "gpu_share",  # GPUs / cluster GPUs
+    "log_gpus",  # log2(GPUs) / 7
+    "vision", "language", "speech",  # task one-hot
+    "remaining_fraction",  # iterations left / total
+    "runtime_fair",  # run time left at the fair share (squashed hours)
+    "runtime_demand",  # run time left at its best-case demand (squashed hours)
+    "age",  # time since arrival (squashed hours)
+    "attained",  # time it has run so far (squashed hours)
+    "was_running",  # it held GPUs until this event (preemptive mode)
 )
-QUEUE_FEATURES = (
-    "log_gpus", "vision", "language", "speech", "demand_cpus", "demand_mem", "speedup",
-    "age", "runtime_fair", "runtime_demand",
+#: Per slot and level, ``slot_levels[q, level]``.
+LEVEL_FEATURES = (
+    "cpu",  # CPUs per GPU / the fair share's
+    "mem",  # GB per GPU / the fair share's
+    "speedup",  # throughput / fair-share throughput (≥ 1)
 )
+#: What the running jobs hold and how fast they run, ``running``.
+RUNNING_FEATURES = (
+    "jobs",  # running jobs n / (n + cluster GPUs)
+    "mean_speedup",  # GPU-weighted mean speed-up over the fair share
+    *(f"speedup_hist_{b}" for b in range(HIST_BINS)),  # fraction of running jobs per speed-up bin over [1, max]
+    *(f"runtime_hist_{b}" for b in range(HIST_BINS)),  # fraction per bin of squashed run time left at their rate
+)
+#: Best-case demand against capacity, ``demand``.
+DEMAND_FEATURES = ("running_cpu", "running_mem", "waiting_cpu", "waiting_mem", "waiting_gpus")
+#: The waiting jobs not in a slot, ``queue_rest``.
+QUEUE_REST_FEATURES = (
+    "beyond_slots",  # waiting jobs that fit but have no slot, n / (n + cluster GPUs)
+    "beyond_slots_work",  # their GPU-hours left at the fair share / cluster GPUs (squashed)
+    "not_fitting",  # waiting jobs whose GPUs do not fit now, n / (n + cluster GPUs)
+)
+CLUSTER_FEATURES = (
+    "free_gpus", "free_cpus", "free_mem",
+    *(f"{r}_free_hist_{b}" for r in ("gpu", "cpu", "mem") for b in range(HIST_BINS)),
+    "running", "waiting",
+)
+
+
+def squash_hours(h):
+    """Hours as observed: ``h / (h + 10)``."""
+    return h / (h + TIME_SCALE_H)
+
+
+def hours(x):
+    """The hours a squashed observation stands for (inverse of :func:`squash_hours`)."""
+    return TIME_SCALE_H * x / np.maximum(1.0 - x, 1e-9)
 
 
 class ObservationBuilder:
-    """Builds observations from the simulator's state; per-episode constants are set by :meth:`new_episode`."""
+    """Builds observations from the simulator's state and the episode's level table."""
 
-    def __init__(self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_actions: int) -> None:
+    def __init__(self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int, speedup_max: float) -> None:
         self.cluster = cluster
         self.zoo = zoo
-        self.max_queue = q = int(max_queue)
-        self.n_grid = len(zoo.cpu_grid) * len(zoo.mem_grid)
-        tensor = zoo.tput_tensor()
-        self.tput_scale = float(tensor.max())
-        self.sensitivity = (tensor.reshape(len(zoo), -1) / self.tput_scale).astype(np.float32)
+        self.q = q = int(max_queue)
+        self.n_levels = n_levels
+        self.speedup_max = speedup_max
+        fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
+        level_high = np.array([max(zoo.cpu_grid) / fair_cpu, max(zoo.mem_grid) / fair_mem, speedup_max], dtype=np.float32)
         self.space = spaces.Dict(
             {
-                "job": spaces.Box(0.0, 1.0, (len(JOB_FEATURES),), np.float32),
-                "job_sensitivity": spaces.Box(0.0, 1.0, (self.n_grid,), np.float32),
-                "cluster": spaces.Box(0.0, 1.0, (3 + 3 * HIST_BINS + 2,), np.float32),
-                "queue": spaces.Box(0.0, 1.0, (q * len(QUEUE_FEATURES),), np.float32),
-                "queue_mask": spaces.Box(0.0, 1.0, (q,), np.float32),
+                "slots": spaces.Box(0.0, 1.0, (q, len(SLOT_FEATURES)), np.float32),
+                "slot_levels": spaces.Box(0.0, np.broadcast_to(level_high, (q, n_levels, 3)).copy(), dtype=np.float32),
+                "slot_mask": spaces.Box(0.0, 1.0, (q,), np.float32),
+                "cluster": spaces.Box(0.0, 1.0, (len(CLUSTER_FEATURES),), np.float32),
+                "running": spaces.Box(
+                    0.0, np.array([1.0, speedup_max] + [1.0] * (2 * HIST_BINS), dtype=np.float32), dtype=np.float32
+                ),
+                "demand": spaces.Box(0.0, np.inf, (len(DEMAND_FEATURES),), np.float32),
+                "queue_rest": spaces.Box(0.0, 1.0, (len(QUEUE_REST_FEATURES),), np.float32),
                 "time": spaces.Box(0.0, 1.0, (1,), np.float32),
                 "action_mask": spaces.Box(0.0, 1.0, (n_actions,), np.float32),
             }
         )
+        self._level_high = level_high
+        self._speedup_bin_scale = HIST_BINS / max(speedup_max - 1.0, 1e-9)
 
-    def new_episode(self, sim: Simulator, workload: Workload) -> None:
-        """Per-episode constants; call before any preference changes a job's target."""
+    def new_episode(self, sim: Simulator, level_cpu: np.ndarray, level_mem: np.ndarray, level_tput: np.ndarray) -> None:
+        """Per-episode constants; call before any level changes a job's target (targets are the demand then)."""
         jobs = sim.jobs
-        self.static = self._static_features(sim, workload)
+        c = self.cluster
+        n = jobs.n
+        static = np.zeros((n, 5), dtype=np.float32)
+        static[:, 0] = jobs.gpus / c.total_gpus
+        static[:, 1] = np.minimum(np.log2(jobs.gpus) / 7.0, 1.0)
+        task = np.array([TASKS.index(m.task) for m in self.zoo.models])[jobs.model]
+        static[np.arange(n), 2 + task] = 1.0
+        self.static = static
         self.arrival_h = jobs.arrival_s / 3600.0
         self.fair_h_per_iter = jobs.iter_time_s / jobs.tput_fair / 3600.0
-        self.demand_h_per_iter = jobs.iter_time_s / jobs.tput_target / 3600.0  # targets are the demand here
+        self.demand_h_per_iter = jobs.iter_time_s / jobs.tput_target / 3600.0
+        levels = np.empty((n, self.n_levels, 3), dtype=np.float32)
+        levels[:, :, 0] = level_cpu / c.fair_cpus_per_gpu
+        levels[:, :, 1] = level_mem / c.fair_mem_gb_per_gpu
+        levels[:, :, 2] = level_tput / jobs.tput_fair[:, None]
+        self.levels = np.minimum(levels, self._level_high)
+        # Per job: best-case CPU and memory demand and GPUs, as fractions of the cluster's.
+        self.demand = np.stack([jobs.gpus * jobs.target_cpu / c.total_cpus, jobs.gpus * jobs.target_mem / c.total_mem_gb, static[:, 0]], axis=1)
+        self.h_per_iter = np.stack([self.fair_h_per_iter, self.demand_h_per_iter], axis=1)
+        self.fair_gpu_h_per_iter = jobs.gpus * self.fair_h_per_iter / c.total_gpus
+        self.inv_fair_tput = 1.0 / jobs.tput_fair
+        self.iter_h = jobs.iter_time_s / 3600.0
 
-    def _static_features(self, sim: Simulator, w: Workload) -> np.ndarray:
-        """Per-job features that do not change during the episode (queue feature layout)."""
-        zoo = self.zoo
-        demand_cpu, demand_mem = sim.jobs.target_cpu, sim.jobs.target_mem  # the demand, before any preference
-        n = len(w)
-        f = np.zeros((n, len(QUEUE_FEATURES)), dtype=np.float32)
-        f[:, 0] = np.log2(w.gpus) / max(1.0, math.log2(self.cluster.total_gpus))
-        task = np.array([TASKS.index(m.task) for m in zoo.models])[w.model]
-        f[np.arange(n), 1 + task] = 1.0
-        f[:, 4] = demand_cpu / zoo.cpu_grid[-1]
-        f[:, 5] = demand_mem / zoo.mem_grid[-1]
-        f[:, 6] = sim.jobs.tput_target / self.tput_scale
-        return np.clip(f, 0.0, 1.0)
+    def empty(self, mask: np.ndarray, time_fraction: float) -> dict[str, np.ndarray]:
+        """The observation once the episode has ended."""
+        return {
+            name: (mask if name == "action_mask" else np.zeros(space.shape, dtype=np.float32))
+            for name, space in self.space.spaces.items()
+        } | {"time": np.array([min(1.0, time_fraction)], dtype=np.float32)}
 
     def build(
-        self, sim: Simulator, j: int, defers: float, has_preference: bool, mask: np.ndarray, time_fraction: float
+        self,
+        sim: Simulator,
+        slots: np.ndarray,
+        waiting: np.ndarray,
+        fits: np.ndarray,
+        held: np.ndarray,
+        was_running: np.ndarray,
+        mask: np.ndarray,
+        time_fraction: float,
     ) -> dict[str, np.ndarray]:
-        """The observation while job ``j`` (−1: none, the episode has ended) awaits a decision.
+        """The observation at a decision.
 
-        ``defers`` is its deferrals / ``max_defer_rounds``; ``mask`` its valid actions (float32).
+        ``slots``: the slot jobs; ``waiting``: every waiting job (arrival order)
+        with ``fits`` whether its GPUs fit now; ``held``: the jobs admitted so
+        far this event; ``was_running``: per job, whether it held GPUs before
+        this event; ``mask``: the valid actions (float32).
         """
-        jobs = sim.jobs
-        now_h = sim.now / 3600.0
-        q = self.max_queue
-        queue = np.zeros((q, len(QUEUE_FEATURES)), dtype=np.float32)
-        queue_mask = np.zeros(q, dtype=np.float32)
-        if j < 0:
-            job = np.zeros(len(JOB_FEATURES), dtype=np.float32)
-            sensitivity = np.zeros(self.n_grid, dtype=np.float32)
-        else:
-            left = float(jobs.total_iters[j] - jobs.executed[j])
-            age = now_h - float(self.arrival_h[j])
-            fair = left * float(self.fair_h_per_iter[j])
-            demand = left * float(self.demand_h_per_iter[j])
-            job = np.concatenate(
-                [
-                    self.static[j, :7],
-                    np.array(
-                        [
-                            age / (age + TIME_SCALE_H),
-                            left / float(jobs.total_iters[j]),
-                            fair / (fair + TIME_SCALE_H),
-                            demand / (demand + TIME_SCALE_H),
-                            min(1.0, defers),
-                            1.0 if has_preference else 0.0,
-                            min(1.0, float(jobs.tput_fair[j]) / self.tput_scale),
-                        ],
-                        dtype=np.float32,
-                    ),
-                ]
-            )
-            if jobs.belief is None:
-                sensitivity = self.sensitivity[jobs.model[j]].copy()
-            else:  # the job's estimated matrix
-                sensitivity = np.minimum(jobs.belief[j].reshape(-1) / self.tput_scale, 1.0).astype(np.float32)
-            waiting = sim.planner.waiting_after(q)
-            if waiting:
-                idx = np.asarray(waiting, dtype=np.int64)
-                k = idx.size
-                left_q = jobs.total_iters[idx] - jobs.executed[idx]
-                times = np.empty((k, 3))
-                times[:, 0] = now_h - self.arrival_h[idx]
-                times[:, 1] = left_q * self.fair_h_per_iter[idx]
-                times[:, 2] = left_q * self.demand_h_per_iter[idx]
-                queue[:k, :7] = self.static[idx, :7]
-                queue[:k, 7:] = times / (times + TIME_SCALE_H)
-                queue_mask[:k] = 1.0
+        q, k = self.q, slots.size
+        slot_obs = np.zeros((q, len(SLOT_FEATURES)), dtype=np.float32)
+        slot_levels = np.zeros((q, self.n_levels, 3), dtype=np.float32)
+        slot_mask = np.zeros(q, dtype=np.float32)
+        if k:
+            progress = sim.jobs.progress[slots]
+            total = progress[:, TOTAL]
+            left = total - progress[:, EXECUTED]
+            times = np.empty((k, 4))
+            times[:, :2] = left[:, None] * self.h_per_iter[slots]
+            times[:, 2] = sim.now / 3600.0 - self.arrival_h[slots]
+            times[:, 3] = progress[:, ATTAINED] / 3600.0
+            slot_obs[:k, :5] = self.static[slots]
+            slot_obs[:k, 5] = left / total
+            slot_obs[:k, 6:10] = times / (times + TIME_SCALE_H)
+            slot_obs[:k, 10] = was_running[slots]
+            slot_levels[:k] = self.levels[slots]
+            slot_mask[:k] = 1.0
         return {
-            "job": job,
-            "job_sensitivity": sensitivity,
-            "cluster": self.cluster_features(sim),
-            "queue": queue.reshape(-1),
-            "queue_mask": queue_mask,
+            "slots": slot_obs,
+            "slot_levels": slot_levels,
+            "slot_mask": slot_mask,
+            "cluster": self.cluster_features(sim, waiting.size),
+            "running": self.running_features(sim),
+            "demand": np.concatenate([self.demand[held, :2].sum(axis=0), self.demand[waiting].sum(axis=0)], dtype=np.float32),
+            "queue_rest": self.queue_rest_features(sim, waiting, fits, k),
             "time": np.array([min(1.0, time_fraction)], dtype=np.float32),
             "action_mask": mask,
         }
 
-    def cluster_features(self, sim: Simulator) -> np.ndarray:
+    def running_features(self, sim: Simulator) -> np.ndarray:
+        ledger = sim.ledger
+        n = len(ledger.jobs)
+        if n == 0:
+            return np.zeros(len(RUNNING_FEATURES), dtype=np.float32)
+        jobs = sim.jobs
+        idx = np.fromiter(ledger.jobs, dtype=np.int64, count=n)
+        tput = np.fromiter(ledger.tput, dtype=float, count=n)
+        speedup = tput * self.inv_fair_tput[idx]
+        gpus = jobs.gpus[idx]
+        progress = jobs.progress[idx]
+        left_h = (progress[:, TOTAL] - progress[:, EXECUTED]) * self.iter_h[idx] / tput
+        bins = np.empty(2 * n, dtype=np.int64)
+        bins[:n] = (speedup - 1.0) * self._speedup_bin_scale  # truncates: at the fair share (−1e-12) is bin 0
+        bins[n:] = left_h / (left_h + TIME_SCALE_H) * HIST_BINS
+        np.minimum(bins, HIST_BINS - 1, out=bins)
+        bins[n:] += HIST_BINS
+        out = np.empty(len(RUNNING_FEATURES), dtype=np.float32)
+        out[0] = n / (n + self.cluster.total_gpus)
+        out[1] = min(float(np.dot(gpus, speedup) / gpus.sum()), self.speedup_max)
+        out[2:] = np.bincount(bins, minlength=2 * HIST_BINS) / n
+        return out
+
+    def queue_rest_features(self, sim: Simulator, waiting: np.ndarray, fits: np.ndarray, k: int) -> np.ndarray:
+        g = self.cluster.total_gpus
+        beyond = waiting[fits][k:]
+        n_beyond, n_out = beyond.size, waiting.size - int(np.count_nonzero(fits))
+        work = 0.0
+        if n_beyond:
+            jobs = sim.jobs
+            work = float(np.dot(jobs.total_iters[beyond] - jobs.executed[beyond], self.fair_gpu_h_per_iter[beyond]))
+        return np.array([n_beyond / (n_beyond + g), work / (work + TIME_SCALE_H), n_out / (n_out + g)], dtype=np.float32)
+
+    def cluster_features(self, sim: Simulator, waiting: int) -> np.ndarray:
         c = self.cluster
         ledger = sim.ledger
         bins = HIST_BINS
-        out = [0.0] * (3 + 3 * bins + 2)
+        out = [0.0] * len(CLUSTER_FEATURES)
         out[0] = sim.planner.free_gpus / c.total_gpus
         step = 1.0 / c.num_servers
         top = bins - 1
@@ -164,9 +244,13 @@ class ObservationBuilder:
             if k:
                 out[k] = total * step / bins
         running = len(ledger.jobs)
-        queued = sim.runnable.size - running
-        if queued < 0:
-            queued = 0
         out[3 + 3 * bins] = running / (running + c.total_gpus)
-        out[4 + 3 * bins] = queued / (queued + c.total_gpus)
+        out[4 + 3 * bins] = waiting / (waiting + c.total_gpus)
         return np.array(out, dtype=np.float32)
+
+
+def speedup_bound(zoo: ModelZoo, cluster: ClusterSpec) -> float:
+    """An upper bound on any level's speed-up over the fair share (observation space bound)."""
+    tensor = zoo.tput_tensor()
+    fair = zoo.throughput_many(np.arange(len(zoo)), np.full(len(zoo), cluster.fair_cpus_per_gpu), np.full(len(zoo), cluster.fair_mem_gb_per_gpu))
+    return float(math.ceil(2.0 * float((tensor.max(axis=(1, 2)) / fair).max())))

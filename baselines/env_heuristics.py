@@ -1,0 +1,195 @@
+"""Scheduling heuristics as environment policies: they read only the observation and the action mask.
+
+Each has Stable-Baselines3's ``predict(observation, state=None, episode_start=None,
+deterministic=True, action_masks=None) -> (action, state)`` signature, takes single or
+batched (vector env) observations, and is scored by ``synergy_gym.evaluate`` and
+``synergy-gym evaluate --baselines all`` exactly like a trained agent – so it is
+the bar an agent with the same information has to clear.
+
+========================  ==========================================================
+name                      slot (which waiting job)       level (how much)
+========================  ==========================================================
+``fifo+tune``             the first (earliest arrival)   its best-case demand
+``srtf+tune``             least run time left at demand  its best-case demand
+``las+tune``              least attained service         its best-case demand
+``tetris``                least remaining time × (GPU + CPU + memory share) over
+                          every (slot, level) whose CPUs and memory fit the free
+                          resources now (else the fair share of the first slot)
+``fifo+price``            the first                      max speed-up − λ · cost
+``srtf+price``            least run time left at demand  max speed-up − λ · cost
+``random``                a uniformly random valid action (seeded)
+========================  ==========================================================
+
+Cost is the level's CPUs and memory per GPU relative to the fair share, averaged
+(1.0 at the fair share); λ (``price``, default :data:`DEFAULT_PRICE`) was chosen on
+tuning seeds (see the README's ceilings section). The heuristics never *stop*
+while a job fits, as Synergy-Tune admits every job it can. "First slot at its
+demand" (``fifo+tune``) reproduces the simulator's ``fifo+tune`` exactly in
+preemptive mode, and in the default mode on single-GPU workloads; ``las+tune`` is
+meant for ``preemptive=True``.
+
+With ``levels="grid"`` the demand level is the valid level with the highest
+speed-up (the cheapest among equals).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES, hours
+from synergy_gym.levels import DEMAND_LEVEL, level_count
+from synergy_gym.profiles import ModelZoo
+
+#: λ of the price allocators: a level's speed-up is worth λ per unit of cost (1.0 = the fair share).
+DEFAULT_PRICE = 0.25
+_N_DEFAULT_LEVELS = level_count(ModelZoo.default(), "default")
+_RUNTIME_FAIR = SLOT_FEATURES.index("runtime_fair")
+_RUNTIME_DEMAND = SLOT_FEATURES.index("runtime_demand")
+_ATTAINED = SLOT_FEATURES.index("attained")
+_GPU_SHARE = SLOT_FEATURES.index("gpu_share")
+_CPU, _MEM, _SPEEDUP = (LEVEL_FEATURES.index(k) for k in ("cpu", "mem", "speedup"))
+
+
+class EnvHeuristic:
+    """Base class: :meth:`choose` picks one action from one observation and its mask."""
+
+    name = "heuristic"
+
+    def predict(self, observation, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
+        mask = np.asarray(action_masks if action_masks is not None else observation["action_mask"]) > 0
+        if mask.ndim == 1:
+            return np.array(self.choose(observation, mask)), state
+        picks = [self.choose({k: v[i] for k, v in observation.items()}, mask[i]) for i in range(mask.shape[0])]
+        return np.array(picks), state
+
+    def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        raise NotImplementedError
+
+    # -- reading the observation --------------------------------------------------------------
+    @staticmethod
+    def valid_slots(obs: dict[str, np.ndarray], mask: np.ndarray) -> np.ndarray:
+        """Slots with at least one valid level (empty when only stop is valid)."""
+        q, n_levels = obs["slot_levels"].shape[:2]
+        return np.flatnonzero(mask[: q * n_levels].reshape(q, n_levels).any(axis=1))
+
+    @staticmethod
+    def level_mask(obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> np.ndarray:
+        n_levels = obs["slot_levels"].shape[1]
+        return mask[slot * n_levels : (slot + 1) * n_levels]
+
+    @classmethod
+    def demand_level(cls, obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> int:
+        """The best-case demand level of ``slot``'s job."""
+        levels = obs["slot_levels"][slot]
+        valid = cls.level_mask(obs, mask, slot)
+        if levels.shape[0] == _N_DEFAULT_LEVELS and valid[DEMAND_LEVEL]:
+            return DEMAND_LEVEL
+        speed = np.where(valid, levels[:, _SPEEDUP], -np.inf)
+        best = np.flatnonzero(speed >= speed.max() - 1e-6)
+        return int(best[np.argmin(levels[best, _CPU] + levels[best, _MEM])])
+
+    @staticmethod
+    def action(obs: dict[str, np.ndarray], slot: int, level: int) -> int:
+        return slot * obs["slot_levels"].shape[1] + level
+
+    @staticmethod
+    def stop(mask: np.ndarray) -> int:
+        return mask.size - 1
+
+
+class SlotAtDemand(EnvHeuristic):
+    """The slot with the smallest key (ties: the earlier slot, i.e. arrival) at its best-case demand."""
+
+    def __init__(self, name: str, key: Callable[[dict[str, np.ndarray], np.ndarray], np.ndarray] | None) -> None:
+        self.name = name
+        self.key = key
+
+    def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        slots = self.valid_slots(obs, mask)
+        if slots.size == 0:
+            return self.stop(mask)
+        slot = int(slots[0]) if self.key is None else int(slots[np.argmin(self.key(obs, slots))])
+        return self.action(obs, slot, self.demand_level(obs, mask, slot))
+
+
+class PriceAllocator(EnvHeuristic):
+    """The level maximising speed-up − λ · cost, for the first slot or the least run time left at demand."""
+
+    def __init__(self, name: str, shortest_first: bool, price: float = DEFAULT_PRICE) -> None:
+        if not price >= 0:
+            raise ValueError(f"price must be ≥ 0, got {price!r}")
+        self.name, self.shortest_first, self.price = name, shortest_first, float(price)
+
+    def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        slots = self.valid_slots(obs, mask)
+        if slots.size == 0:
+            return self.stop(mask)
+        slot = int(slots[np.argmin(obs["slots"][slots, _RUNTIME_DEMAND])]) if self.shortest_first else int(slots[0])
+        levels = obs["slot_levels"][slot]
+        value = levels[:, _SPEEDUP] - self.price * (levels[:, _CPU] + levels[:, _MEM]) / 2.0
+        value = np.where(self.level_mask(obs, mask, slot), value, -np.inf)
+        return self.action(obs, slot, int(np.argmax(value)))
+
+
+class TetrisPacker(EnvHeuristic):
+    """Least remaining time × resource share over the (slot, level) pairs that fit the free CPUs and memory."""
+
+    name = "tetris"
+
+    def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        slots = self.valid_slots(obs, mask)
+        if slots.size == 0:
+            return self.stop(mask)
+        levels = obs["slot_levels"][slots]  # (k, L, 3)
+        n_levels = levels.shape[1]
+        valid = mask[: obs["slot_levels"].shape[0] * n_levels].reshape(-1, n_levels)[slots] > 0
+        gpu = obs["slots"][slots, _GPU_SHARE][:, None]
+        cpu, mem = gpu * levels[:, :, _CPU], gpu * levels[:, :, _MEM]  # shares of the cluster
+        free_cpu, free_mem = obs["cluster"][1], obs["cluster"][2]
+        fits = valid & (cpu <= free_cpu + 1e-6) & (mem <= free_mem + 1e-6)
+        if not fits.any():
+            slot = int(slots[0])
+            return self.action(obs, slot, 0 if n_levels == _N_DEFAULT_LEVELS else self.demand_level(obs, mask, slot))
+        remaining_h = hours(obs["slots"][slots, _RUNTIME_FAIR].astype(float))[:, None] / levels[:, :, _SPEEDUP]
+        score = np.where(fits, remaining_h * (gpu + cpu + mem), np.inf)
+        i, level = np.unravel_index(int(np.argmin(score)), score.shape)
+        return self.action(obs, int(slots[i]), int(level))
+
+
+class RandomValid(EnvHeuristic):
+    """A uniformly random valid action (seeded)."""
+
+    name = "random"
+
+    def __init__(self, seed: int | None = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        valid = np.flatnonzero(mask)
+        return int(valid[self.rng.integers(valid.size)])
+
+
+def _runtime_at_demand(obs: dict[str, np.ndarray], slots: np.ndarray) -> np.ndarray:
+    return obs["slots"][slots, _RUNTIME_DEMAND]
+
+
+def _attained(obs: dict[str, np.ndarray], slots: np.ndarray) -> np.ndarray:
+    return obs["slots"][slots, _ATTAINED]
+
+
+def env_heuristics(seed: int | None = 0, price: float = DEFAULT_PRICE) -> dict[str, Any]:
+    """Every environment heuristic by name (``random`` seeded with ``seed``)."""
+    return {
+        "fifo+tune": SlotAtDemand("fifo+tune", None),
+        "srtf+tune": SlotAtDemand("srtf+tune", _runtime_at_demand),
+        "las+tune": SlotAtDemand("las+tune", _attained),
+        "tetris": TetrisPacker(),
+        "fifo+price": PriceAllocator("fifo+price", shortest_first=False, price=price),
+        "srtf+price": PriceAllocator("srtf+price", shortest_first=True, price=price),
+        "random": RandomValid(seed),
+    }
+
+
+HEURISTIC_NAMES: tuple[str, ...] = tuple(env_heuristics())

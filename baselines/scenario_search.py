@@ -1,0 +1,324 @@
+"""Search CPU-scarce cluster scenarios for ``Synergy-small-scarce-v0``.
+
+What it is for: choosing the cluster (CPUs per server), class split and load of
+the ``Synergy-small-scarce-v0`` environment – a 32-GPU cluster (4 servers × 8
+GPUs, 500 GB each) where CPUs are scarce, so that how a scheduler hands out CPUs
+matters – on *tuning* workload seeds 0–99 only. The held-out evaluation seeds
+(1,000,000 and up) are never touched here, so picking a scenario on these
+numbers does not leak into the final evaluation.
+
+Every run goes through the simulator, not the Gymnasium environment, but on
+exactly the environment's workloads: the jobs come from
+:class:`~synergy_gym.env.source.GeneratedWorkloads` with the environment's
+generator arguments, whose ``workload(seed)`` is what
+``env.reset(options={"workload_seed": seed})`` runs, and with ``num_jobs`` set the
+generator's workload runs until *all* jobs have finished (``run_until="all"``),
+as the environment does. The reported JCT is the mean over *all* jobs of an
+episode (finish − arrival), not the generator's measured middle-half window.
+
+For each scenario and seed it records, per policy, the mean JCT (hours), the
+fraction of jobs that first started more than 24 h after arriving, and the
+backlog (last finish − last arrival, hours); and the no-waiting bound
+(:func:`synergy_gym.bounds.no_wait_jct_s`) with the offered load at the jobs'
+demands and at the GPU-proportional share (GPU-hours asked per GPU-hour, so
+above 1 the queue grows for as long as jobs keep arriving).
+
+Usage::
+
+    python -m baselines.scenario_search --out docs/scarce_grid_coarse.csv --seeds 0..19
+    python -m baselines.scenario_search --out docs/scarce_grid_seeds0-99.csv --seeds 0..99 \\
+        --select-from docs/scarce_grid_coarse.csv --top 6
+    python -m baselines.scenario_search --out /tmp/smoke.csv --quick
+
+:func:`run_grid` (per-seed rows) and :func:`summarize` (means with 95 %
+confidence intervals over seeds) can be reused by later scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from baselines.registry import make_policy, parse_policy_list
+from synergy_gym.bounds import no_wait_jct_s
+from synergy_gym.cli_args import parse_seed_list
+from synergy_gym.cluster import ClusterSpec
+from synergy_gym.env.source import GeneratedWorkloads
+from synergy_gym.generator import SyntheticWorkload
+from synergy_gym.job_table import JobTable
+from synergy_gym.plots import ci95_half_width
+from synergy_gym.profiles import ModelZoo
+from synergy_gym.simulator import SimulationConfig, Simulator
+from synergy_gym.workload import Workload
+
+#: The policies compared: the two orderings that beat FIFO, FIFO+Tune and the fair baseline.
+DEFAULT_POLICIES: tuple[str, ...] = ("fifo+tune", "srtf+tune", "tetris+greedy", "fifo+fair")
+#: The name of the no-waiting bound's rows.
+BOUND = "no_wait_bound"
+#: The policies whose best is compared with FIFO+Tune and the bound.
+CHALLENGERS: tuple[str, ...] = ("srtf+tune", "tetris+greedy")
+REFERENCE = "fifo+tune"
+
+GRID_CPUS: tuple[float, ...] = (8, 12, 16, 20, 24)
+GRID_SPLITS: tuple[tuple[int, int, int], ...] = ((20, 70, 10), (40, 40, 20), (60, 20, 20))
+GRID_LOADS: tuple[float, ...] = (1.5, 2.25, 3.0)
+
+WAIT_LIMIT_S = 24 * 3600.0
+KEY = ["cpus_per_server", "split", "jobs_per_hour"]
+
+
+@dataclass(frozen=True)
+class ScarceConfig:
+    """One scenario: a 4 × 8-GPU cluster with ``cpus_per_server`` CPUs and a synthetic workload."""
+
+    cpus_per_server: float
+    split: tuple[int, int, int]
+    jobs_per_hour: float
+    num_jobs: int = 300
+    multigpu: bool = False
+    num_servers: int = 4
+    gpus_per_server: int = 8
+    mem_gb_per_server: float = 500.0
+
+    @property
+    def split_label(self) -> str:
+        return "/".join(f"{w:g}" for w in self.split)
+
+    def cluster(self) -> ClusterSpec:
+        """The cluster; its fair share is ``cpus_per_server / gpus_per_server`` CPUs per GPU."""
+        return ClusterSpec(
+            num_servers=self.num_servers, gpus_per_server=self.gpus_per_server,
+            cpus_per_server=self.cpus_per_server, mem_gb_per_server=self.mem_gb_per_server,
+        )
+
+    def source(self, zoo: ModelZoo) -> GeneratedWorkloads:
+        """The environment's workload source for this scenario (``workload(seed)`` = the env's episode)."""
+        spec = SyntheticWorkload(
+            jobs_per_hour=float(self.jobs_per_hour), num_jobs=int(self.num_jobs), multigpu=bool(self.multigpu),
+            class_split=tuple(float(w) for w in self.split), max_gpus=self.cluster().total_gpus,
+        )
+        return GeneratedWorkloads(spec, zoo)
+
+    def label(self) -> str:
+        return f"{self.cpus_per_server:g} CPUs/server, split {self.split_label}, {self.jobs_per_hour:g} jobs/h"
+
+    @classmethod
+    def parse(cls, text: str) -> "ScarceConfig":
+        """``"12:20/70/10:2.25"`` → cpus_per_server 12, split (20, 70, 10), 2.25 jobs/h."""
+        try:
+            cpus, split, load = text.strip().split(":")
+            weights = tuple(int(w) for w in split.split("/"))
+            if len(weights) != 3:
+                raise ValueError
+            return cls(float(cpus), weights, float(load))  # type: ignore[arg-type]
+        except ValueError:
+            raise SystemExit(f"bad config {text!r}: expected CPUS:V/L/S:JOBS_PER_HOUR, e.g. 12:20/70/10:2.25") from None
+
+
+def default_grid() -> list[ScarceConfig]:
+    """CPUs per server × class split × load: 5 × 3 × 3 = 45 scenarios."""
+    return [ScarceConfig(c, s, l) for c, s, l in itertools.product(GRID_CPUS, GRID_SPLITS, GRID_LOADS)]
+
+
+def _offered_load(workload: Workload, cluster: ClusterSpec, jobs_per_hour: float) -> tuple[float, float]:
+    """GPU-hours asked per GPU-hour of the cluster, at the jobs' demands and at the fair share."""
+    jobs = JobTable(cluster, workload)
+    work = jobs.total_iters * jobs.iter_time_s * jobs.gpus / 3600.0  # GPU-hours at throughput 1
+    per_gpu_hour = jobs_per_hour / cluster.total_gpus
+    return (
+        float(np.mean(work / jobs.tput_target)) * per_gpu_hour,
+        float(np.mean(work / jobs.tput_fair)) * per_gpu_hour,
+    )
+
+
+def _config_columns(cfg: ScarceConfig) -> dict[str, object]:
+    return {"cpus_per_server": cfg.cpus_per_server, "split": cfg.split_label, "jobs_per_hour": cfg.jobs_per_hour}
+
+
+def run_grid(
+    configs: Iterable[ScarceConfig],
+    seeds: Sequence[int],
+    policies: Sequence[str] = DEFAULT_POLICIES,
+    *,
+    round_s: float = 300.0,
+    include_bound: bool = True,
+    zoo: ModelZoo | None = None,
+    on_row: Callable[[dict[str, object]], None] | None = None,
+) -> pd.DataFrame:
+    """Simulate every policy on every (config, seed) workload; one row per (config, seed, policy).
+
+    Columns: cpus_per_server, split, jobs_per_hour, seed, policy, mean_jct_h (over all
+    jobs), frac_wait_gt24h, backlog_h, wall_s, and for the bound's rows (policy
+    :data:`BOUND`) also load_demand and load_fair. Each policy gets a freshly built
+    copy of the workload, so runs are independent and identical in their jobs.
+    """
+    zoo = zoo or ModelZoo.default()
+    sim_config = SimulationConfig(round_s=round_s, record_rounds=False)
+    rows: list[dict[str, object]] = []
+
+    def emit(row: dict[str, object]) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    for cfg in configs:
+        cluster, source = cfg.cluster(), cfg.source(zoo)
+        for seed in seeds:
+            base = {**_config_columns(cfg), "seed": int(seed)}
+            if include_bound:
+                t0 = time.perf_counter()
+                workload = source.workload(seed)
+                bound = no_wait_jct_s(workload, cluster, round_s)
+                load_demand, load_fair = _offered_load(workload, cluster, cfg.jobs_per_hour)
+                emit({
+                    **base, "policy": BOUND, "mean_jct_h": float(bound.mean()) / 3600.0,
+                    "frac_wait_gt24h": 0.0, "backlog_h": np.nan, "wall_s": time.perf_counter() - t0,
+                    "load_demand": load_demand, "load_fair": load_fair,
+                })
+            for name in policies:
+                t0 = time.perf_counter()
+                workload = source.workload(seed)
+                assert workload.run_until == "all", "a generated workload with num_jobs runs all jobs"
+                jobs = Simulator(cluster, workload, make_policy(name), sim_config).run().jobs
+                if len(jobs) != len(workload) or jobs["finish_s"].isna().any():
+                    raise RuntimeError(f"{name} on {cfg.label()} seed {seed}: not every job finished")
+                jct = (jobs["finish_s"] - jobs["arrival_s"]).to_numpy()
+                wait = (jobs["start_s"] - jobs["arrival_s"]).to_numpy()
+                emit({
+                    **base, "policy": name, "mean_jct_h": float(jct.mean()) / 3600.0,
+                    "frac_wait_gt24h": float(np.mean(wait > WAIT_LIMIT_S)),
+                    "backlog_h": float(jobs["finish_s"].max() - jobs["arrival_s"].max()) / 3600.0,
+                    "wall_s": time.perf_counter() - t0,
+                })
+    return pd.DataFrame(rows)
+
+
+def summarize(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """Per (config, policy): mean over seeds of each seed's mean JCT, its t-based 95 % CI, the seed count.
+
+    Also the means over seeds of frac_wait_gt24h, backlog_h and (bound rows) the offered loads.
+    """
+    group = per_seed.groupby([*KEY, "policy"], sort=False)
+    out = group["mean_jct_h"].agg(mean_jct_h="mean", std="std", seeds="count").reset_index()
+    out["ci95_h"] = ci95_half_width(out["std"].to_numpy(), out["seeds"].to_numpy())
+    extra = [c for c in ("frac_wait_gt24h", "backlog_h", "load_demand", "load_fair") if c in per_seed]
+    out = out.merge(group[extra].mean().reset_index(), on=[*KEY, "policy"])
+    return out[[*KEY, "policy", "mean_jct_h", "ci95_h", "seeds", *extra]]
+
+
+def compare_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per config: the reference, challengers and bound side by side, with the ratios.
+
+    ``cut`` = 1 − best/fifo+tune (best of :data:`CHALLENGERS`); ``headroom`` = best / bound.
+    """
+    wide = summary.pivot_table(index=KEY, columns="policy", values="mean_jct_h", sort=False)
+    ref = summary[summary["policy"] == REFERENCE].set_index(KEY)
+    bound = summary[summary["policy"] == BOUND].set_index(KEY)
+    out = pd.DataFrame(index=wide.index)
+    for name in (REFERENCE, *CHALLENGERS, BOUND):
+        out[name] = wide[name] if name in wide else np.nan
+    present = [c for c in CHALLENGERS if c in wide]
+    out["best"] = wide[present].min(axis=1)
+    out["best_is"] = wide[present].idxmin(axis=1)
+    out["cut"] = 1.0 - out["best"] / out[REFERENCE]
+    out["headroom"] = out["best"] / out[BOUND]
+    out["ref_wait24"] = ref["frac_wait_gt24h"].reindex(out.index)
+    out["ref_backlog_h"] = ref["backlog_h"].reindex(out.index)
+    for col in ("load_demand", "load_fair"):
+        out[col] = bound[col].reindex(out.index) if col in bound else np.nan
+    return out.reset_index()
+
+
+def select_promising(
+    table: pd.DataFrame, top: int = 6, min_cut: float = 0.35, min_headroom: float = 1.7, max_ref_h: float = 60.0
+) -> pd.DataFrame:
+    """Configs where the best challenger cuts FIFO+Tune's JCT by ≥ ``min_cut``, the bound is ≥
+    ``min_headroom``× below the best, and FIFO+Tune's mean JCT is below ``max_ref_h``; the ``top``
+    with the most headroom (ties: the larger cut).
+    """
+    ok = table[(table["cut"] >= min_cut) & (table["headroom"] >= min_headroom) & (table[REFERENCE] < max_ref_h)]
+    return ok.sort_values(["headroom", "cut"], ascending=False).head(top)
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The comparison as readable text."""
+    head = (
+        f"{'CPUs':>4} {'split':>8} {'jobs/h':>6} {'fifo+tune':>9} {'srtf+tune':>9} {'tetris+gr':>9} "
+        f"{'bound':>6} {'cut':>5} {'best/bnd':>8} {'wait>24h':>8} {'backlog':>7} {'ρdem':>5} {'ρfair':>5}"
+    )
+    lines = [head, "-" * len(head)]
+    for d in table.to_dict("records"):
+        lines.append(
+            f"{d['cpus_per_server']:>4g} {d['split']:>8} {d['jobs_per_hour']:>6g} {d[REFERENCE]:>9.2f} "
+            f"{d['srtf+tune']:>9.2f} {d['tetris+greedy']:>9.2f} {d[BOUND]:>6.2f} {d['cut']:>5.0%} "
+            f"{d['headroom']:>7.2f}× {d['ref_wait24']:>8.1%} {d['ref_backlog_h']:>6.1f}h "
+            f"{d['load_demand']:>5.2f} {d['load_fair']:>5.2f}"
+        )
+    return "\n".join(lines)
+
+
+def _configs_from_coarse(path: Path, top: int) -> list[ScarceConfig]:
+    summary = pd.read_csv(path, dtype={"split": str})
+    chosen = select_promising(compare_table(summary), top=top)
+    return [
+        ScarceConfig(float(r.cpus_per_server), tuple(int(w) for w in r.split.split("/")), float(r.jobs_per_hour))  # type: ignore[arg-type]
+        for r in chosen.itertuples(index=False)
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m baselines.scenario_search", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--out", type=Path, required=True, help="CSV: one row per (config, policy)")
+    parser.add_argument("--seeds", default="0..19", help="tuning seeds, e.g. 0..19 or 0..99 (default 0..19)")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 2 configs, seeds 0..2")
+    parser.add_argument("--configs", help="comma-separated CPUS:V/L/S:JOBS_PER_HOUR instead of the full grid")
+    parser.add_argument("--select-from", type=Path, help="a coarse CSV: run its most promising configs")
+    parser.add_argument("--top", type=int, default=6, help="how many promising configs --select-from takes")
+    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help="policies to run")
+    parser.add_argument("--per-seed", type=Path, help="also write the per-seed rows to this CSV")
+    args = parser.parse_args(argv)
+
+    seeds = parse_seed_list(args.seeds, "--seeds")
+    if max(seeds) >= 1_000_000:
+        parser.error("seeds 1,000,000 and up are held out for evaluation; tune on lower seeds")
+    policies = parse_policy_list(args.policies)
+    if args.quick:
+        configs, seeds = [ScarceConfig(12, (20, 70, 10), 2.25), ScarceConfig(16, (40, 40, 20), 3.0)], (0, 1, 2)
+    elif args.configs:
+        configs = [ScarceConfig.parse(t) for t in args.configs.split(",") if t.strip()]
+    elif args.select_from:
+        configs = _configs_from_coarse(args.select_from, args.top)
+    else:
+        configs = default_grid()
+    print(f"{len(configs)} configs × {len(seeds)} seeds × {len(policies)} policies (+ bound)", flush=True)
+
+    t0, done = time.perf_counter(), [0]
+    total = len(configs) * len(seeds) * (len(policies) + 1)
+
+    def progress(row: dict[str, object]) -> None:
+        done[0] += 1
+        if done[0] % max(1, total // 20) == 0 or done[0] == total:
+            print(f"  {done[0]}/{total} runs, {time.perf_counter() - t0:.0f} s", flush=True)
+
+    per_seed = run_grid(configs, seeds, policies, on_row=progress)
+    summary = summarize(per_seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(args.out, index=False, float_format="%.4f")
+    if args.per_seed:
+        per_seed.to_csv(args.per_seed, index=False, float_format="%.4f")
+    print(format_table(compare_table(summary)))
+    print(f"wrote {args.out} ({len(summary)} rows) in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
