@@ -27,6 +27,13 @@ DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 #: Evaluation episodes use env seeds from here on; training envs use ``seed + rank``,
 #: far below, so evaluation workloads are never training workloads.
 EVAL_SEED_BASE = 1_000_000
+#: The env heuristics a run is compared with by default.
+REFERENCE_BASELINES: tuple[str, ...] = ("fifo+tune", "srtf+tune")
+#: Settings of the per-job preference action space (before issue #12), and what replaced them.
+REMOVED_SETTINGS: dict[str, str] = {
+    "bc_baseline": 'bc_policy, an env heuristic name (e.g. "fifo+tune")',
+    "job_dim": "global_dim",
+}
 
 
 @dataclass
@@ -57,17 +64,23 @@ class TrainConfig:
     exploration_fraction: float = 0.2
     target_update_interval: int = 1_000
     train_freq: int = 4
-    # Network: an MLP over each queue slot, pooled, joined with the job and cluster features.
+    # Network (agents.features.SynergyExtractor): one MLP over each slot (slot_dim), pooled and in
+    # slot order, joined with an MLP over the cluster, running jobs, demand, rest of the queue and
+    # time (global_dim); net_arch: the policy's and value function's MLP over those features.
     net_arch: list = field(default_factory=lambda: [128, 128])
-    job_dim: int = 128
+    global_dim: int = 128
     slot_dim: int = 32
     normalize_obs: bool = True
     normalize_reward: bool = True
-    # Warm start (actor-critic algorithms): imitate a baseline on this many env
-    # steps before reinforcement learning; 0 = start from scratch.
+    # Warm start (actor-critic algorithms): imitate the env heuristic bc_policy
+    # (baselines.env_heuristics) on bc_steps env steps before reinforcement
+    # learning; bc_steps 0 or bc_policy None/"none": start from scratch.
     bc_steps: int = 0
-    bc_baseline: str = "tune"
+    bc_policy: str | None = "fifo+tune"
     bc_epochs: int = 10
+    # Env heuristics evaluated once on the held-out seeds at the start, for reference
+    # (TensorBoard baseline/<name>/mean_jct_h, eval/jct_vs_<name>).
+    reference_baselines: list = field(default_factory=lambda: list(REFERENCE_BASELINES))
     # Evaluation on held-out workload seeds.
     eval_freq: int = 20_000
     eval_episodes: int = 5
@@ -75,6 +88,11 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         self.validate()
+
+    @property
+    def imitates(self) -> bool:
+        """Whether the run starts with behaviour cloning of ``bc_policy``."""
+        return bool(self.bc_steps) and self.bc_policy is not None
 
     @property
     def eval_seeds(self) -> list[int]:
@@ -88,14 +106,22 @@ class TrainConfig:
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError(f"env_kwargs must be a table of env keyword arguments, got {self.env_kwargs!r}")
         for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "target_update_interval",
-                     "train_freq", "job_dim", "slot_dim", "eval_freq", "eval_episodes", "bc_epochs"):
+                     "train_freq", "global_dim", "slot_dim", "eval_freq", "eval_episodes", "bc_epochs"):
             setattr(self, name, check_positive(name, getattr(self, name), integer=True))
-        if self.bc_baseline not in ("tune", "fair"):
-            raise UnknownNameError("bc_baseline", str(self.bc_baseline), ("tune", "fair"))
-        if self.bc_steps and self.algo == "dqn":
-            raise ConfigError("bc_steps (imitation warm start) needs an actor-critic algorithm, not dqn")
+        heuristics = heuristic_names()
+        if isinstance(self.bc_policy, str) and self.bc_policy.lower() == "none":
+            self.bc_policy = None
+        if self.bc_policy is not None and self.bc_policy not in heuristics:
+            raise UnknownNameError("bc_policy", str(self.bc_policy), (*heuristics, "none"))
+        if not isinstance(self.reference_baselines, list):
+            raise ConfigError(f"reference_baselines must be a list of env heuristic names, got {self.reference_baselines!r}")
+        for name in self.reference_baselines:
+            if name not in heuristics:
+                raise UnknownNameError("reference baseline", str(name), heuristics)
         for name in ("seed", "learning_starts", "bc_steps"):
             setattr(self, name, check_positive(name, getattr(self, name), integer=True, allow_zero=True))
+        if self.imitates and self.algo == "dqn":
+            raise ConfigError("bc_steps (imitation warm start) needs an actor-critic algorithm, not dqn")
         for name in ("learning_rate", "gamma", "gae_lambda", "clip_range", "vf_coef", "max_grad_norm", "exploration_fraction"):
             check_positive(name, getattr(self, name))
         check_positive("ent_coef", self.ent_coef, allow_zero=True)
@@ -108,10 +134,21 @@ class TrainConfig:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str = "config") -> "TrainConfig":
         valid = {f.name for f in fields(cls)}
+        for old, new in REMOVED_SETTINGS.items():
+            if old in values:
+                raise ConfigError(f"{source}: setting {old!r} is from before the action space changed to slot × level "
+                                  f"and stop (models of that version must be retrained); use {new}")
         unknown = [k for k in values if k not in valid]
         if unknown:
             raise ConfigError(f"{source}: unknown setting {unknown[0]!r}; valid: {', '.join(sorted(valid))}")
         return cls(**dict(values))
+
+
+def heuristic_names() -> tuple[str, ...]:
+    """The env heuristics (:func:`baselines.env_heuristics.env_heuristics`) by name."""
+    from baselines.env_heuristics import HEURISTIC_NAMES
+
+    return HEURISTIC_NAMES
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:

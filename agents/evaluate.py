@@ -1,14 +1,41 @@
-"""``synergy-gym evaluate``: score trained models against the baselines on identical workloads.
+"""``synergy-gym evaluate``: trained agents, environment heuristics and simulator policies on identical workloads.
 
-Runs each ``--model`` and every baseline the environment can express – the
-fair share (``<order>+fair``), the best-case demand (``<order>+tune``) and a
-random valid action – on the same held-out seeds, prints a table and writes
-``results.csv``, ``results.json`` (the fields of ``compare``: policy, load,
-seed, mean/median/p99 JCT, makespan, jobs measured, wall time) and
-``jct_cdf.png`` to ``--out``. With several models (e.g. one per training seed)
-the table gives each policy's mean over models with a 95% confidence interval.
-The environment and its kwargs come from the model's run folder
-(``config.json``) unless given.
+Every policy runs one episode per seed, and the seed *is* the workload seed: the
+environment resets with ``reset(seed=s, options={"workload_seed": s})`` and the
+simulator runs ``env.unwrapped.workload_for_seed(s)`` on the env's cluster with
+its round settings (:mod:`baselines.sim_on_env`), so all policies see the same
+jobs and per-seed differences are paired. Three sources:
+
+* ``env`` – the environment heuristics of :mod:`baselines.env_heuristics`
+  (fifo+tune, srtf+tune, las+tune, tetris, fifo+price, srtf+price, random),
+  which act through the environment and read only the observation and the mask;
+* ``sim`` – the simulator's named policies (default fifo+fair, fifo+tune,
+  fifo+opt, srtf+tune, tetris+greedy; ``--sim-policies``);
+* ``agent`` – each ``--model`` (optional; several give one row each plus their
+  mean with a 95 % CI over the models).
+
+``--baselines`` picks the baselines: ``all`` (the default: every env heuristic
+and the ``--sim-policies``), ``env``, ``sim``, ``none``, or names separated by
+commas; a name that is both an env heuristic and a simulator policy (fifo+tune,
+srtf+tune) runs both, ``env:NAME`` / ``sim:NAME`` pick one, and any simulator
+policy ``<order>+<allocation>`` of ``compare`` may be named.
+
+Statistics are over all jobs of each episode: ``mean_jct_h`` is the mean over
+episodes of the episode's mean JCT, with ``mean_jct_ci95_h`` the half-width of
+its t-based 95 % confidence interval over episodes; ``p99_jct_h`` and
+``makespan_h`` are means over episodes. The table is sorted by mean JCT and
+names the best env heuristic. Written to ``--out`` (default
+``runs/evaluate-<timestamp>``): ``results.json`` (and ``--json FILE``), a list
+of rows ``{policy, source, episodes, mean_jct_h, mean_jct_ci95_h, p99_jct_h,
+makespan_h, truncated, wall_s, ci95_over, per_seed: {seed: mean_jct_h}}``;
+``results.csv``, one row per policy and seed; ``jct_cdf.png``.
+
+With ``--model`` the environment and its kwargs come from the model's run
+folder (``config.json``) unless given; a model whose spaces do not fit the
+environment is refused (a model of the old per-job preference action space must
+be retrained). Seeds: ``--seeds`` (``1000000..1000019`` or ``a,b,c``), else
+``--episodes`` held-out seeds from 1,000,000 (default: the run's
+``eval_episodes``, or 5).
 """
 
 from __future__ import annotations
@@ -19,31 +46,139 @@ import math
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from agents.config import EVAL_SEED_BASE, TrainConfig, load_config_file
-from agents.train import baseline_names, load_model, parse_env_kwargs, resolve_device
-from agents.wrappers import AgentPolicy
-from synergy_gym.action_policies import RandomMaskedPolicy, fair_share_policy, tune_policy
 from synergy_gym.cli_args import parse_seed_list
-from synergy_gym.errors import ConfigError, SynergyGymError
+from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 from synergy_gym.evaluation import evaluate
 from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file, require_file
 from synergy_gym.plots import ci95_half_width, jct_cdf_png
 
-FIELDS = ("policy", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h", "jobs_measured", "wall_s")
+if TYPE_CHECKING:  # pragma: no cover
+    from agents.wrappers import AgentPolicy
+
+SOURCES = ("agent", "env", "sim", "bound")
+#: One row per policy and seed in ``results.csv``.
+FIELDS = ("policy", "source", "seed", "load", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h",
+          "jobs_finished", "jobs_total", "terminated", "decisions", "invalid_actions", "wall_s")
+#: Keys of every row of ``results.json`` (and ``--json``).
+SUMMARY_FIELDS = ("policy", "source", "episodes", "mean_jct_h", "mean_jct_ci95_h", "p99_jct_h", "makespan_h",
+                  "truncated", "wall_s", "ci95_over", "per_seed")
+DEFAULT_EPISODES = 5
+OUTPUT_FILES = ("results.csv", "results.json", "jct_cdf.png")
+
+
+# -- which baselines ---------------------------------------------------------------------------
+
+
+def default_sim_policies() -> tuple[str, ...]:
+    from baselines.sim_on_env import SIM_POLICIES
+
+    return SIM_POLICIES
+
+
+def parse_sim_policies(text: str) -> tuple[str, ...]:
+    """``--sim-policies``: simulator policy names separated by commas, or ``none``."""
+    from baselines.registry import parse_policy_list
+
+    from baselines.sim_on_env import NO_WAIT_BOUND
+
+    if text.strip().lower() in ("", "none"):
+        return ()
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bound = (NO_WAIT_BOUND,) if NO_WAIT_BOUND in names else ()
+    rest = ",".join(n for n in names if n != NO_WAIT_BOUND)
+    if not rest:
+        return bound
+    try:
+        return parse_policy_list(rest) + bound
+    except UnknownNameError as exc:
+        raise ConfigError(f"--sim-policies {text!r}: {exc}") from None
+
+
+def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``--baselines`` → (env heuristic names, simulator policy names), each de-duplicated in order.
+
+    ``all``: every env heuristic and ``sim_policies`` (default :data:`baselines.sim_on_env.SIM_POLICIES`);
+    ``env``, ``sim``, ``none``; ``env:NAME``, ``sim:NAME``; a bare NAME selects the env heuristic
+    and/or the simulator policy of that name.
+    """
+    from baselines.env_heuristics import HEURISTIC_NAMES
+    from baselines.registry import make_policy
+    from baselines.sim_on_env import NO_WAIT_BOUND
+
+    sims = default_sim_policies() if sim_policies is None else tuple(sim_policies)
+    env: list[str] = []
+    sim: list[str] = []
+    for raw in text.split(","):
+        item = raw.strip().lower()
+        if not item:
+            continue
+        if item in ("all", "env", "sim", "none"):
+            env += list(HEURISTIC_NAMES) if item in ("all", "env") else []
+            sim += list(sims) if item in ("all", "sim") else []
+            continue
+        source, sep, name = item.partition(":")
+        if not sep:
+            source, name = "", item
+        elif source not in ("env", "sim"):
+            raise ConfigError(f"--baselines {text!r}: unknown source {source!r} in {raw.strip()!r}; use env:NAME or sim:NAME")
+        is_env = name in HEURISTIC_NAMES and source in ("", "env")
+        try:
+            if name != NO_WAIT_BOUND:
+                make_policy(name)
+            is_sim = source in ("", "sim")
+        except UnknownNameError:
+            is_sim = False
+        if not (is_env or is_sim):
+            what = {"env": "env heuristic", "sim": "simulator policy"}.get(source, "baseline")
+            raise ConfigError(
+                f"--baselines {text!r}: unknown {what} {name!r}; valid: all, env, sim, none, the env heuristics "
+                f"{', '.join(HEURISTIC_NAMES)}, or a simulator policy <order>+<allocation> such as "
+                f"{', '.join(default_sim_policies())}"
+            )
+        env += [name] if is_env else []
+        sim += [name] if is_sim else []
+    return tuple(dict.fromkeys(env)), tuple(dict.fromkeys(sim))
+
+
+# -- models and the spaces they were trained on -------------------------------------------------
+
+
+#: Settings of a run's ``config.json`` that only runs on the replaced per-job preference action space have.
+OLD_RUN_SETTINGS = ("job_dim", "bc_baseline")
+
+
+def _retrain(path: Path, why: str) -> ConfigError:
+    return ConfigError(f"--model {path}: the environment's action space changed (scheduling actions: slot × level, "
+                       f"and stop) and {why}; retrain it with synergy-gym train")
 
 
 def _run_config(model_path: Path) -> TrainConfig | None:
+    """The run's ``config.json`` beside the model (None if absent); a run of the old action space must be retrained."""
+    from synergy_gym.env.config import REMOVED as REMOVED_ENV_KWARGS
+
     saved = model_path.parent / "config.json"
-    return TrainConfig.from_mapping(load_config_file(saved), source=str(saved)) if saved.is_file() else None
+    if not saved.is_file():
+        return None
+    values = load_config_file(saved)
+    env_kwargs = values.get("env_kwargs") if isinstance(values.get("env_kwargs"), dict) else {}
+    old = [k for k in OLD_RUN_SETTINGS if k in values] + [f"env kwarg {k}" for k in env_kwargs if k in REMOVED_ENV_KWARGS]
+    if old:
+        raise _retrain(model_path, f"this model's run was trained on the old per-job preference actions "
+                                   f"({saved} has {', '.join(old)})")
+    return TrainConfig.from_mapping(values, source=str(saved))
 
 
-def _load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> AgentPolicy:
+def _load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> "AgentPolicy":
     from stable_baselines3.common.vec_env import VecNormalize
+
+    from agents.train import load_model
+    from agents.wrappers import AgentPolicy
 
     model = load_model(model_path, cfg.algo if cfg else None, device)
     stats = model_path.parent / ("best_vecnormalize.pkl" if model_path.name.startswith("best") else "vecnormalize.pkl")
@@ -60,7 +195,7 @@ def _load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: st
 
 
 def space_parts(space, prefix: str = "") -> dict[str, str]:
-    """Each part of a (Dict) space by name: ``{"queue": "Box(320,)", "action": "Discrete(47)", …}``.
+    """Each part of a (Dict) space by name: ``{"slots": "Box(32, 11)", "action_mask": "Box(161,)", …}``.
 
     Only what a trained network depends on (kinds, shapes, sizes) is compared,
     not the bounds, so a model can be evaluated on another load or cluster of
@@ -85,12 +220,38 @@ def spaces_parts(observation_space, action_space) -> dict[str, str]:
     return {**space_parts(observation_space), "action": space_parts(action_space)["observation"]}
 
 
+#: Observation keys of the per-job preference action space (one job at a time, its queue behind it).
+OLD_OBSERVATION_KEYS = ("job", "queue")
+#: Sizes of that action space: fair share, demand and the 45 grid points (+1 with deferral).
+OLD_ACTION_SIZES = (47, 48)
+
+
+def trained_on_old_action_space(model_parts: dict[str, str]) -> bool:
+    """Whether a model's spaces are those of the replaced per-job preference environment."""
+    keys = {k.split(".")[0] for k in model_parts}
+    if "slots" in keys:
+        return False
+    return bool(keys & set(OLD_OBSERVATION_KEYS)) or model_parts.get("action") in {f"Discrete({n})" for n in OLD_ACTION_SIZES}
+
+
+def check_env_id(env_id: str) -> None:
+    """An unknown environment id is a one-line error naming the registered scenarios."""
+    import gymnasium as gym
+
+    import synergy_gym  # noqa: F401  (registers the environments)
+    from synergy_gym.scenarios import SCENARIOS
+
+    try:
+        gym.spec(env_id)
+    except gym.error.Error:
+        raise ConfigError(f"--env {env_id!r}: unknown environment; valid: {', '.join(SCENARIOS)}") from None
+
+
 def _env_parts(env_id: str, kwargs: dict[str, Any]) -> dict[str, str]:
     """The observation and action space parts of ``env_id`` with ``kwargs``."""
     import gymnasium as gym
 
-    import synergy_gym  # noqa: F401  (registers the environments)
-
+    check_env_id(env_id)
     try:
         env = gym.make(env_id, **kwargs)
     except gym.error.Error as exc:
@@ -147,20 +308,34 @@ def _mismatch_cause(cfg: TrainConfig | None, model_parts: dict[str, str], env_id
             f"but the environment has {', '.join(f'{k}={new}' for k, _, new in causes)}")
 
 
-def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
-                     env_parts: dict[str, str]) -> None:
-    """Refuse a model (or its normalisation statistics) whose spaces differ from the environment's."""
-    model = agent.model
+def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
+                       env_parts: dict[str, str]) -> None:
+    """Refuse a model whose spaces differ from the environment's, saying why.
+
+    A model of the replaced per-job preference action space (``Discrete(47)``,
+    observation keys ``job``/``queue``) is told to be retrained; otherwise the
+    env kwargs behind the difference are named (:func:`_mismatch_cause`).
+    """
     model_parts = spaces_parts(model.observation_space, model.action_space)
+    if trained_on_old_action_space(model_parts) and model_parts != env_parts:
+        raise _retrain(path, f"this model was trained on the old per-job preference actions "
+                             f"({model_parts.get('action')} in the model vs {env_parts.get('action')} here)")
     differ = [k for k in dict.fromkeys([*model_parts, *env_parts]) if model_parts.get(k) != env_parts.get(k)]
     if differ:
         k = differ[0]
         what = "action space" if k == "action" else f"observation {k!r}"
         raise ConfigError(f"--model {path}: {_mismatch_cause(cfg, model_parts, env_id, kwargs)} "
                           f"({what}: {model_parts.get(k, 'absent')} in the model vs {env_parts.get(k, 'absent')})")
+
+
+def check_agent_fits(path: Path, agent: "AgentPolicy", cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
+                     env_parts: dict[str, str]) -> None:
+    """Refuse a model (:func:`check_model_spaces`) or its normalisation statistics whose spaces differ from the env's."""
+    check_model_spaces(path, agent.model, cfg, env_id, kwargs, env_parts)
     rms = getattr(agent.vec_normalize, "obs_rms", None)
     if rms is None:
         return
+    model_parts = spaces_parts(agent.model.observation_space, agent.model.action_space)
     for key, stats in (rms.items() if isinstance(rms, dict) else [("observation", rms)]):
         want = env_parts.get(key, "absent")
         have = f"Box{tuple(np.shape(stats.mean))}"
@@ -170,6 +345,9 @@ def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, en
                               f"{have} in the statistics vs {want})")
 
 
+# -- running and summarising -----------------------------------------------------------------------
+
+
 def confidence_interval(values: np.ndarray) -> tuple[float, float]:
     """Mean and half-width of a 95% t-interval (half-width NaN for one value)."""
     values = np.asarray(values, dtype=float)
@@ -177,91 +355,209 @@ def confidence_interval(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean()), float(ci95_half_width(std, values.size))
 
 
+def _load_of(env_id: str, kwargs: dict[str, Any]) -> Any:
+    return _effective_kwargs(env_id, kwargs).get("jobs_per_hour")
+
+
+def run_policies(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    seeds: list[int],
+    env_names: tuple[str, ...] = (),
+    sim_names: tuple[str, ...] = (),
+    agents: list["AgentPolicy"] | tuple = (),
+    progress: Any = None,
+) -> tuple[pd.DataFrame, dict[tuple[str, str], np.ndarray]]:
+    """One row per (policy, seed) with a ``source`` column, and each policy's pooled per-job JCTs.
+
+    ``random`` is seeded with each episode's seed, so its result for a seed does
+    not depend on the other seeds evaluated.
+    """
+    from baselines.env_heuristics import env_heuristics
+    from baselines.sim_on_env import NO_WAIT_BOUND, simulate_on_env
+
+    runs: list[tuple[str, str, Any]] = [("agent", a.name, a) for a in agents]
+    runs += [("env", n, None) for n in env_names] + [("sim", n, None) for n in sim_names]
+    frames, jcts = [], {}
+    for source, name, policy in runs:
+        if progress is not None:
+            progress(source, name)
+        if source == "sim":
+            df = simulate_on_env(name, env_id, seeds, keep_jcts=True, **env_kwargs)
+        elif source == "env" and name == "random":
+            df = pd.concat([evaluate(env_heuristics(seed)["random"], env_id, [seed], name=name, keep_jcts=True,
+                                     **env_kwargs) for seed in seeds], ignore_index=True)
+        else:
+            policy = policy if policy is not None else env_heuristics(0)[name]
+            df = evaluate(policy, env_id, seeds, name=name, keep_jcts=True, **env_kwargs)
+        df.insert(1, "source", "bound" if source == "sim" and name == NO_WAIT_BOUND else source)
+        frames.append(df)
+        jcts[(name, df["source"].iloc[0])] = np.concatenate([np.asarray(x, dtype=float) for x in df["jct_h"]])
+    results = pd.concat(frames, ignore_index=True)
+    for column in FIELDS:
+        if column not in results:
+            results[column] = np.nan
+    for column in ("jobs_finished", "jobs_total", "decisions", "invalid_actions"):  # counts; empty for sim rows
+        results[column] = results[column].astype("Int64")
+    results["load"] = _load_of(env_id, env_kwargs)
+    results["env"] = env_id
+    return results, jcts
+
+
+def summarise(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (policy, source), sorted by mean JCT (see the module docstring for the columns).
+
+    Several agents (``agent[0]``, ``agent[1]``, …) also give a row ``agent``: the mean over
+    models, with the 95 % CI over the models' means (``ci95_over`` = ``"models"``).
+    """
+    rows = []
+    for (policy, source), g in results.groupby(["policy", "source"], sort=False):
+        mean, half = confidence_interval(g["mean_jct_h"].to_numpy())
+        rows.append({
+            "policy": policy, "source": source, "episodes": len(g), "mean_jct_h": mean, "mean_jct_ci95_h": half,
+            "p99_jct_h": float(g["p99_jct_h"].mean()), "makespan_h": float(g["makespan_h"].mean()),
+            "truncated": int((~g["terminated"].astype(bool)).sum()), "wall_s": float(g["wall_s"].sum()),
+            "ci95_over": "episodes", "per_seed": {str(int(s)): float(v) for s, v in zip(g["seed"], g["mean_jct_h"])},
+        })
+    agents = [r for r in rows if r["source"] == "agent"]
+    if len(agents) > 1:
+        mean, half = confidence_interval(np.array([r["mean_jct_h"] for r in agents]))
+        per_seed = pd.DataFrame([r["per_seed"] for r in agents]).mean(axis=0)
+        rows.append({
+            "policy": "agent", "source": "agent", "episodes": agents[0]["episodes"], "mean_jct_h": mean,
+            "mean_jct_ci95_h": half, "p99_jct_h": float(np.mean([r["p99_jct_h"] for r in agents])),
+            "makespan_h": float(np.mean([r["makespan_h"] for r in agents])),
+            "truncated": sum(r["truncated"] for r in agents), "wall_s": sum(r["wall_s"] for r in agents),
+            "ci95_over": "models", "models": len(agents), "per_seed": {k: float(v) for k, v in per_seed.items()},
+        })
+    summary = pd.DataFrame(rows)
+    return summary.sort_values("mean_jct_h", kind="stable", ignore_index=True)
+
+
+def _reference(summary: pd.DataFrame) -> tuple[str, float]:
+    """The row the table's ratios are to: env fifo+tune, else sim fifo+tune (label and mean JCT)."""
+    for source in ("env", "sim"):
+        row = summary[(summary["policy"] == "fifo+tune") & (summary["source"] == source)]
+        if len(row):
+            return f"{source} fifo+tune", float(row["mean_jct_h"].iloc[0])
+    return "", float("nan")
+
+
+def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str) -> str:
+    """The table, sorted by mean JCT, and a line naming the best env heuristic."""
+    ref_label, ref = _reference(summary)
+    seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 else \
+        ", ".join(map(str, seeds))
+    lines = [f"{env_id}, workload seeds {seed_text} ({len(seeds)} episodes; all jobs of each episode)",
+             (f"{'policy':<16}{'source':<8}{'mean JCT h':>11}{'± 95% CI':>10}{'p99 h':>9}{'makespan h':>12}"
+              f"{'vs ' + ref_label if ref_label else '':>20}{'wall s':>9}")]
+    for r in summary.itertuples():
+        ci = "-" if math.isnan(r.mean_jct_ci95_h) else f"{r.mean_jct_ci95_h:.2f}"
+        if r.ci95_over == "models":
+            ci += "*"
+        ratio = f"{r.mean_jct_h / ref:.3f}×" if ref_label else ""
+        flag = f"  ({r.truncated} truncated)" if r.truncated else ""
+        lines.append(f"{r.policy:<16}{r.source:<8}{r.mean_jct_h:>11.3f}{ci:>10}{r.p99_jct_h:>9.2f}{r.makespan_h:>12.1f}"
+                     f"{ratio:>20}{r.wall_s:>9.1f}{flag}")
+    if (summary["ci95_over"] == "models").any():
+        lines.append("* the CI of the agents' mean is over models, the others' over episodes")
+    env_rows = summary[summary["source"] == "env"]
+    if len(env_rows):
+        best = env_rows.iloc[0]
+        vs = f" ({best['mean_jct_h'] / ref - 1:+.1%} vs {ref_label})" if ref_label else ""
+        lines.append(f"best env heuristic: {best['policy']}, mean JCT {best['mean_jct_h']:.3f} h{vs}")
+    return "\n".join(lines)
+
+
+def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
+    """The JSON rows: :data:`SUMMARY_FIELDS` (and ``models`` for the agents' mean)."""
+    records = []
+    for row in summary.to_dict("records"):
+        record = {k: _json_value(row.get(k)) for k in SUMMARY_FIELDS}
+        if isinstance(row.get("models"), (int, float, np.integer, np.floating)) and not pd.isna(row.get("models")):
+            record["models"] = int(row["models"])
+        records.append(record)
+    return records
+
+
 def run_evaluation(
-    models: list[Path], env_id: str | None, env_kwargs: dict[str, Any] | None, seeds: list[int], device: str
-) -> tuple[pd.DataFrame, dict[str, np.ndarray], pd.DataFrame]:
-    """Per-seed results of every model and baseline, their pooled JCTs, and a per-policy summary."""
+    models: list[Path],
+    env_id: str | None,
+    env_kwargs: dict[str, Any] | None,
+    seeds: list[int],
+    device: str = "cpu",
+    env_names: tuple[str, ...] | None = None,
+    sim_names: tuple[str, ...] | None = None,
+    progress: Any = None,
+) -> tuple[pd.DataFrame, dict[tuple[str, str], np.ndarray], pd.DataFrame]:
+    """Per-seed results of every model and baseline, their pooled JCTs, and the per-policy summary.
+
+    ``env_names`` / ``sim_names`` None: every env heuristic and the default simulator policies.
+    """
+    if env_names is None or sim_names is None:
+        all_env, all_sim = parse_baselines("all")
+        env_names = all_env if env_names is None else env_names
+        sim_names = all_sim if sim_names is None else sim_names
     configs = [_run_config(m) for m in models]
     base = next((c for c in configs if c is not None), None)
     env_id = env_id or (base.env_id if base else "Synergy-small-v0")
     kwargs = dict(base.env_kwargs) if base and env_kwargs is None else dict(env_kwargs or {})
-    env_parts = _env_parts(env_id, kwargs)
+    env_parts = _env_parts(env_id, kwargs)  # an unknown id or kwarg fails here, before any run
     agents = []
     for i, (path, cfg) in enumerate(zip(models, configs)):
         name = "agent" if len(models) == 1 else f"agent[{i}]"
         agents.append(_load_agent(path, cfg, device, name))
         check_agent_fits(path, agents[-1], cfg, env_id, kwargs, env_parts)
-    names = baseline_names(TrainConfig(env_kwargs=kwargs))
-    baselines = [
-        (names["fair"], fair_share_policy()),
-        (names["tune"], tune_policy()),
-        ("random", RandomMaskedPolicy(0)),
-    ]
-    frames, jcts = [], {}
-    for policy_name, policy, group in [(a.name, a, "agent") for a in agents] + [(n, p, n) for n, p in baselines]:
-        df = evaluate(policy, env_id, seeds, name=policy_name, keep_jcts=True, **kwargs)
-        df["group"] = group
-        frames.append(df)
-        jcts[policy_name] = np.concatenate([np.asarray(x) for x in df["jct_h"]])
-    results = pd.concat(frames, ignore_index=True)
-    load = kwargs.get("jobs_per_hour")
-    if load is None:
-        import gymnasium as gym
-
-        load = gym.spec(env_id).kwargs.get("jobs_per_hour")
-    results["load"] = load
-    results["jobs_measured"] = results["jobs_finished"]
-    summary_rows = []
-    for group, rows in results.groupby("group", sort=False):
-        per_member = rows.groupby("policy", sort=False)["mean_jct_h"].mean().to_numpy()
-        mean, half = confidence_interval(per_member)
-        summary_rows.append({"policy": "agent" if group == "agent" else group, "models": len(per_member),
-                             "mean_jct_h": mean, "ci95_h": half,
-                             "p99_jct_h": float(rows["p99_jct_h"].mean()), "makespan_h": float(rows["makespan_h"].mean())})
-    return results, jcts, pd.DataFrame(summary_rows)
+    if not agents and not env_names and not sim_names:
+        raise ConfigError("nothing to evaluate: give --model or some --baselines")
+    results, jcts = run_policies(env_id, kwargs, seeds, tuple(env_names), tuple(sim_names), agents, progress)
+    return results, jcts, summarise(results)
 
 
-def format_summary(summary: pd.DataFrame, seeds: list[int]) -> str:
-    tune = summary.loc[summary["policy"].str.endswith("+tune"), "mean_jct_h"]
-    tune_mean = float(tune.iloc[0]) if len(tune) else float("nan")
-    lines = [f"held-out seeds: {', '.join(map(str, seeds))}",
-             f"{'policy':<14}{'models':>7}{'mean JCT h':>12}{'± 95% CI':>10}{'p99 h':>9}{'makespan h':>12}{'vs tune':>9}"]
-    for r in summary.itertuples():
-        ci = "-" if math.isnan(r.ci95_h) else f"{r.ci95_h:.2f}"
-        lines.append(f"{r.policy:<14}{r.models:>7}{r.mean_jct_h:>12.2f}{ci:>10}{r.p99_jct_h:>9.2f}{r.makespan_h:>12.1f}"
-                     f"{r.mean_jct_h / tune_mean:>8.3f}×")
-    return "\n".join(lines)
+# -- command line --------------------------------------------------------------------------------
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("evaluate", help="score trained models against the baselines", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", type=Path, action="append", required=True, help="SB3 model zip (repeat for several runs)")
-    p.add_argument("--episodes", type=int, default=None, help="held-out seeds to use (default: the run's eval_episodes)")
-    p.add_argument("--seeds", default=None, help="explicit env seeds: 1000000..1000009 or a,b,c")
-    p.add_argument("--env", dest="env_id", default=None, help="environment id (default: the run's)")
+    p = subparsers.add_parser("evaluate", help="agents, env heuristics and simulator policies on the same workloads",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", type=Path, action="append", default=None,
+                   help="SB3 model zip (repeat for several runs); without it only the baselines run")
+    p.add_argument("--baselines", default="all",
+                   help="all (default), env, sim, none, or names: fifo+tune,srtf+tune,sim:fifo+opt,env:tetris,…")
+    p.add_argument("--sim-policies", default=None,
+                   help="the simulator policies 'all' and 'sim' include (default: fifo+fair,fifo+tune,fifo+opt,"
+                        "srtf+tune,tetris+greedy; 'none' for none)")
+    p.add_argument("--episodes", type=int, default=None,
+                   help=f"held-out seeds {EVAL_SEED_BASE}.. to use (default: the run's eval_episodes, else {DEFAULT_EPISODES})")
+    p.add_argument("--seeds", default=None, help="workload seeds: 1000000..1000019 or a,b,c")
+    p.add_argument("--env", dest="env_id", default=None, help="environment id (default: the run's, else Synergy-small-v0)")
     p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env kwargs (default: the run's)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--json", type=Path, default=None, help="also write the results JSON here")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (for --model)")
+    p.add_argument("--json", type=Path, default=None, help="also write the summary rows (results.json) here")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/evaluate-<timestamp>)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(run=main)
 
 
-def write_outputs(results: pd.DataFrame, jcts: dict[str, np.ndarray], out: Path, json_path: Path | None) -> None:
+def write_outputs(results: pd.DataFrame, jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame, out: Path,
+                  json_path: Path | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    table = results[list(FIELDS)]
-    atomic_write_text(out / "results.csv", table.to_csv(index=False))
-    records = [{k: _json_value(v) for k, v in row.items()} for row in table.to_dict("records")]
-    text = json.dumps({"results": records}, indent=2) + "\n"
+    atomic_write_text(out / "results.csv", results[list(FIELDS)].to_csv(index=False))
+    text = json.dumps(summary_records(summary), indent=2) + "\n"
     atomic_write_text(out / "results.json", text)
     if json_path is not None:
         atomic_write_text(json_path, text)
     load = results["load"].iloc[0]
-    cdf = {(name, load): values for name, values in jcts.items()}
-    title = f"CDF of job completion times: {len(jcts)} policies, every job of the evaluation episodes"
+    cdf = {(f"{name} ({source})", load): values for (name, source), values in jcts.items() if values.size}
+    title = f"CDF of job completion times: {len(cdf)} policies, every job of the evaluation episodes"
     atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png(cdf, title, jobs="jobs of the episodes"))
 
 
 def _json_value(value):
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, (float, np.floating)):
@@ -269,7 +565,16 @@ def _json_value(value):
     return value
 
 
-OUTPUT_FILES = ("results.csv", "results.json", "jct_cdf.png")
+def _seeds(args: argparse.Namespace, models: list[Path]) -> list[int]:
+    if args.seeds is not None:
+        return list(parse_seed_list(args.seeds, "--seeds"))
+    n = args.episodes
+    if n is None:
+        cfg = _run_config(models[0]) if models else None
+        n = cfg.eval_episodes if cfg else DEFAULT_EPISODES
+    if n < 1:
+        raise ConfigError(f"--episodes must be a positive integer, got {n}")
+    return [EVAL_SEED_BASE + i for i in range(n)]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -279,23 +584,34 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
-    device = resolve_device(args.device)
-    models = [Path(m) for m in args.model]
+    models = [Path(m) for m in args.model or []]
     for m in models:
         require_file(m, "model file", ConfigError)
-    if args.seeds is not None:
-        seeds = list(parse_seed_list(args.seeds, "--seeds"))
-    else:
-        cfg = _run_config(models[0])
-        n = args.episodes if args.episodes is not None else (cfg.eval_episodes if cfg else 5)
-        if n < 1:
-            raise ConfigError(f"--episodes must be a positive integer, got {n}")
-        seeds = [EVAL_SEED_BASE + i for i in range(n)]
-    env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else None
-    results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device)
-    print(format_summary(summary, seeds))
-    write_outputs(results, jcts, out, args.json)
-    print(f"wrote results.csv, results.json, jct_cdf.png to {out}")
+    seeds = _seeds(args, models)
+    sims = parse_sim_policies(args.sim_policies) if args.sim_policies is not None else None
+    env_names, sim_names = parse_baselines(args.baselines, sims)
+    env_kwargs = None
+    if args.env_kwargs is not None:
+        from agents.train import parse_env_kwargs
+
+        env_kwargs = parse_env_kwargs(args.env_kwargs)
+    if args.env_id is not None:
+        check_env_id(args.env_id)
+    device = "cpu"
+    if models:
+        from agents.train import resolve_device
+
+        device = resolve_device(args.device)
+
+    def progress(source: str, name: str) -> None:
+        if not args.quiet:
+            print(f"running {source} {name} on {len(seeds)} episodes", file=sys.stderr, flush=True)
+
+    results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device, env_names, sim_names,
+                                            progress)
+    print(format_summary(summary, seeds, str(results["env"].iloc[0])))
+    write_outputs(results, jcts, summary, out, args.json)
+    print(f"wrote {', '.join(OUTPUT_FILES)} to {out}" + (f" and {args.json}" if args.json is not None else ""))
     return 0
 
 

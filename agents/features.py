@@ -1,10 +1,22 @@
-"""A feature extractor for the environment's Dict observation.
+"""A feature extractor for the environment's Dict observation (Stable-Baselines3).
 
-The waiting jobs (``queue``, ``max_queue`` slots of equal features) go through
-one shared MLP; the slot embeddings are pooled – masked mean and masked max over
-the valid slots (``queue_mask``) – so the network does not depend on the order
-or number of waiting jobs. The result is joined with an MLP over the current
-job, its sensitivity matrix, the cluster, time and the action mask.
+Each slot (a waiting job whose GPUs fit now) is described by its row of
+``slots``, its row of ``slot_levels`` flattened (CPUs, GB and speed-up of every
+allocation level) and its levels' part of ``action_mask`` (which levels can be
+honoured). One MLP, shared by all slots, turns that into a slot embedding;
+empty slots (``slot_mask`` 0) are zeroed. The features are
+
+* the slot embeddings pooled over the filled slots – masked mean and masked
+  max – a summary that does not depend on the order or number of slots;
+* the slot embeddings in slot order (zeros for empty slots), so that the
+  policy's action head – SB3's default, a linear layer over the ``net_arch``
+  MLP over these features – can tell which slot to pick: actions are
+  ``slot · levels + level``;
+* an MLP over the rest of the state: ``cluster``, ``running``, ``demand``,
+  ``queue_rest`` and ``time``.
+
+Works with MaskablePPO, PPO, A2C and DQN (``MultiInputPolicy``) on any device,
+and with any ``max_queue`` and level set (``levels="grid"`` too).
 """
 
 from __future__ import annotations
@@ -14,25 +26,32 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-_JOB_KEYS = ("job", "job_sensitivity", "cluster", "time", "action_mask")
+#: The observation keys outside the slots, joined by one MLP.
+GLOBAL_KEYS = ("cluster", "running", "demand", "queue_rest", "time")
 
 
 class SynergyExtractor(BaseFeaturesExtractor):
-    def __init__(self, observation_space: spaces.Dict, job_dim: int = 128, slot_dim: int = 32) -> None:
-        slots = observation_space["queue_mask"].shape[0]
-        per_slot = observation_space["queue"].shape[0] // slots
-        super().__init__(observation_space, features_dim=job_dim + 2 * slot_dim)
-        self.slots, self.per_slot = slots, per_slot
-        job_in = sum(observation_space[k].shape[0] for k in _JOB_KEYS)
-        self.job_net = nn.Sequential(nn.Linear(job_in, job_dim), nn.ReLU(), nn.Linear(job_dim, job_dim), nn.ReLU())
+    """Shared per-slot MLP, masked mean/max pooling and ordered slot embeddings, plus an MLP over the rest."""
+
+    def __init__(self, observation_space: spaces.Dict, global_dim: int = 128, slot_dim: int = 32) -> None:
+        n_slots, slot_features = observation_space["slots"].shape
+        n_levels = observation_space["slot_levels"].shape[1]
+        super().__init__(observation_space, features_dim=global_dim + (2 + n_slots) * slot_dim)
+        self.n_slots, self.n_levels = n_slots, n_levels
+        per_slot = slot_features + n_levels * observation_space["slot_levels"].shape[2] + n_levels
+        global_in = sum(int(observation_space[k].shape[0]) for k in GLOBAL_KEYS)
+        self.global_net = nn.Sequential(nn.Linear(global_in, global_dim), nn.ReLU(), nn.Linear(global_dim, global_dim), nn.ReLU())
         self.slot_net = nn.Sequential(nn.Linear(per_slot, slot_dim), nn.ReLU(), nn.Linear(slot_dim, slot_dim), nn.ReLU())
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        job = self.job_net(torch.cat([obs[k] for k in _JOB_KEYS], dim=1))
-        slots = self.slot_net(obs["queue"].reshape(-1, self.slots, self.per_slot))
-        mask = obs["queue_mask"].unsqueeze(-1)
+        batch, q, n_levels = obs["slots"].shape[0], self.n_slots, self.n_levels
+        level_mask = obs["action_mask"][:, : q * n_levels].reshape(batch, q, n_levels)
+        rows = torch.cat([obs["slots"], obs["slot_levels"].reshape(batch, q, -1), level_mask], dim=2)
+        mask = (obs["slot_mask"] > 0.5).unsqueeze(-1)  # (batch, q, 1)
+        slots = self.slot_net(rows) * mask
         count = mask.sum(dim=1)
-        mean = (slots * mask).sum(dim=1) / count.clamp(min=1.0)
-        masked = slots.masked_fill(mask <= 0, float("-inf")).max(dim=1).values
-        top = torch.where(count > 0, masked, torch.zeros_like(masked))
-        return torch.cat([job, mean, top], dim=1)
+        mean = slots.sum(dim=1) / count.clamp(min=1)
+        top = slots.masked_fill(~mask, float("-inf")).max(dim=1).values
+        top = torch.where(count > 0, top, torch.zeros_like(top))
+        context = self.global_net(torch.cat([obs[k] for k in GLOBAL_KEYS], dim=1))
+        return torch.cat([context, mean, top, slots.reshape(batch, -1)], dim=1)

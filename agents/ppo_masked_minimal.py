@@ -1,14 +1,18 @@
-"""Masked PPO on Synergy-small-v0 in one file: plain PyTorch, no Stable-Baselines3.
+"""Masked PPO on any ``Synergy-*`` environment in one file: plain PyTorch, no Stable-Baselines3.
 
 For researchers who want to read every line (in the spirit of CleanRL's
 single-file implementations, written for this environment). The observation
-Dict is flattened into one vector; invalid actions get a logit of -1e8 so they
+Dict (every key but ``action_mask``: the slots and their allocation levels,
+the cluster, the running jobs, demand, the rest of the queue, time) is
+flattened into one vector; the action is ``slot · levels + level`` or the last
+one, *stop*; actions outside ``obs["action_mask"]`` get a logit of -1e8 so they
 are never sampled; advantages use GAE; the policy and value heads share no
 weights. Run::
 
-    python -m agents.ppo_masked_minimal --total-timesteps 100000 --num-envs 4
+    python -m agents.ppo_masked_minimal --env-id Synergy-small-scarce-v0 --total-timesteps 100000 --num-envs 4
 
-and watch the mean JCT of finished episodes fall toward (or below) Tune's.
+and watch the mean JCT of finished episodes fall toward (or below) the env
+heuristics' (``synergy-gym evaluate --env ID --baselines env``).
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ import torch
 from torch import nn
 from torch.distributions import Categorical
 
-import synergy_gym  # noqa: F401  (registers the environments)
+import synergy_gym  # registers the environments
 
-FEATURE_KEYS = ("job", "job_sensitivity", "cluster", "queue", "queue_mask", "time")
+#: The observation keys the networks read, flattened and joined in this order.
+FEATURE_KEYS = ("slots", "slot_levels", "slot_mask", "cluster", "running", "demand", "queue_rest", "time")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--env-id", default="Synergy-small-v0")
+    p.add_argument("--env-id", default="Synergy-small-v0", help=f"one of {', '.join(synergy_gym.SCENARIOS)}")
     p.add_argument("--num-jobs", type=int, default=None, help="jobs per episode (default: the env's)")
     p.add_argument("--total-timesteps", type=int, default=100_000)
     p.add_argument("--num-envs", type=int, default=4)
@@ -51,7 +56,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
     """Batched Dict observation → (num_envs, features)."""
-    return np.concatenate([obs[k].reshape(obs[k].shape[0], -1) for k in FEATURE_KEYS], axis=1)
+    return np.concatenate([obs[k].reshape(obs[k].shape[0], -1) for k in FEATURE_KEYS], axis=1, dtype=np.float32)
+
+
+def action_mask(obs: dict[str, np.ndarray]) -> np.ndarray:
+    """Batched Dict observation → (num_envs, actions) booleans: the valid actions."""
+    return obs["action_mask"] > 0
 
 
 def layer(n_in: int, n_out: int, std: float = np.sqrt(2)) -> nn.Linear:
@@ -97,7 +107,7 @@ def main(argv=None) -> dict[str, float]:
     obs, _ = envs.reset(seed=args.seed)
     n_actions = envs.single_action_space.n
     x = torch.tensor(flatten(obs), device=device)
-    mask = torch.tensor(np.stack(envs.call("action_masks")), device=device)
+    mask = torch.tensor(action_mask(obs), device=device)
     agent = Agent(x.shape[1], n_actions).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
@@ -127,7 +137,7 @@ def main(argv=None) -> dict[str, float]:
             buf_reward[t] = torch.tensor(reward * args.reward_scale, device=device)
             done = torch.tensor(np.logical_or(terminated, truncated), dtype=torch.float32, device=device)
             x = torch.tensor(flatten(obs), device=device)
-            mask = torch.tensor(np.stack(envs.call("action_masks")), device=device)
+            mask = torch.tensor(action_mask(obs), device=device)
             final = info.get("final_info", {})  # the last step's info of episodes that just ended
             if "mean_jct_h" in final:
                 finished_jct.extend(final["mean_jct_h"][final["_mean_jct_h"]].tolist())

@@ -1,12 +1,15 @@
-"""PPO with action masking on Synergy-small-v0, with RLlib (``pip install 'synergy-gym[ray]'``).
+"""PPO with action masking on any ``Synergy-*`` scenario, with RLlib (``pip install 'synergy-gym[ray]'``).
 
 The environment is registered through ``ray.tune.registry.register_env`` and
-built from RLlib's config dict (``SynergyEnv`` takes one). RLlib's action
-masking module expects observations ``{"action_mask", "observations"}``, so
-:class:`MaskedObservations` flattens every other key into ``observations``.
-Run::
+built from RLlib's config dict (``SynergyEnv`` takes one): ``env_id`` picks the
+scenario (``synergy_gym.SCENARIOS``, default ``Synergy-small-v0``) and every
+other key is a ``SynergyEnv`` kwarg overriding it. RLlib's action masking
+module expects observations ``{"action_mask", "observations"}``, so
+:class:`MaskedObservations` flattens every other key (slots, their levels,
+slot mask, cluster, running jobs, demand, rest of the queue, time) into
+``observations``. Run::
 
-    python -m agents.rllib_ppo --iterations 20 --num-env-runners 2
+    python -m agents.rllib_ppo --env-id Synergy-small-scarce-v0 --iterations 20 --num-env-runners 2
 
 and it prints each iteration's mean episode return (−Σ JCT in hours).
 """
@@ -21,34 +24,41 @@ import numpy as np
 from gymnasium import spaces
 
 ENV_NAME = "SynergyMasked-v0"
-_FEATURES = ("job", "job_sensitivity", "cluster", "queue", "queue_mask", "time")
+DEFAULT_ENV_ID = "Synergy-small-v0"
 
 
 class MaskedObservations(gym.ObservationWrapper):
-    """``{"action_mask": …, "observations": all other keys, flattened}`` for RLlib's masking module."""
+    """``{"action_mask": …, "observations": all other keys, flattened}`` for RLlib's masking module.
+
+    ``observations`` joins the keys in the observation space's order; its bounds are theirs.
+    """
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        size = sum(int(np.prod(env.observation_space[k].shape)) for k in _FEATURES)
+        inner = env.observation_space
+        self.keys = tuple(k for k in inner.spaces if k != "action_mask")
+        low = np.concatenate([np.asarray(inner[k].low, dtype=np.float32).reshape(-1) for k in self.keys])
+        high = np.concatenate([np.asarray(inner[k].high, dtype=np.float32).reshape(-1) for k in self.keys])
         self.observation_space = spaces.Dict(
-            {
-                "action_mask": env.observation_space["action_mask"],
-                "observations": spaces.Box(0.0, 1.0, (size,), np.float32),
-            }
+            {"action_mask": inner["action_mask"], "observations": spaces.Box(low, high, dtype=np.float32)}
         )
 
     def observation(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        flat = np.concatenate([np.asarray(obs[k], dtype=np.float32).reshape(-1) for k in _FEATURES])
+        flat = np.concatenate([np.asarray(obs[k], dtype=np.float32).reshape(-1) for k in self.keys])
         return {"action_mask": obs["action_mask"], "observations": flat}
 
 
 def make_env(config: dict[str, Any] | None = None) -> gym.Env:
-    """RLlib's env creator: ``config`` holds ``SynergyEnv`` kwargs (``cluster``, ``num_jobs``, …)."""
+    """RLlib's env creator: ``config["env_id"]`` picks the scenario; other keys are ``SynergyEnv`` kwargs."""
     from synergy_gym.env import SynergyEnv
+    from synergy_gym.errors import UnknownNameError
+    from synergy_gym.scenarios import SCENARIOS
 
-    settings = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 300, "max_rounds": 4000}
-    settings.update(dict(config or {}))
-    return MaskedObservations(SynergyEnv(settings))
+    settings = dict(config or {})
+    env_id = settings.pop("env_id", DEFAULT_ENV_ID)
+    if env_id not in SCENARIOS:
+        raise UnknownNameError("env", str(env_id), tuple(SCENARIOS))
+    return MaskedObservations(SynergyEnv({**SCENARIOS[env_id].kwargs, **settings}))
 
 
 def build_algorithm(
@@ -80,15 +90,17 @@ def build_algorithm(
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--env-id", default=DEFAULT_ENV_ID, help="a Synergy-* id (synergy_gym.SCENARIOS)")
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--num-env-runners", type=int, default=2)
-    p.add_argument("--num-jobs", type=int, default=300)
+    p.add_argument("--num-jobs", type=int, default=None, help="jobs per episode (default: the scenario's)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     import ray
 
     ray.init(ignore_reinit_error=True, include_dashboard=False)
-    algo = build_algorithm(args.num_env_runners, {"num_jobs": args.num_jobs}, seed=args.seed)
+    env_config = {"env_id": args.env_id} | ({} if args.num_jobs is None else {"num_jobs": args.num_jobs})
+    algo = build_algorithm(args.num_env_runners, env_config, seed=args.seed)
     try:
         for i in range(1, args.iterations + 1):
             result = algo.train()

@@ -1,10 +1,16 @@
-"""``synergy-gym train``: train a Stable-Baselines3 agent on ``Synergy-v0`` / ``Synergy-small-v0``.
+"""``synergy-gym train``: train a Stable-Baselines3 agent on any registered ``Synergy-*`` environment.
 
+Environments: ``Synergy-v0``, ``Synergy-small-v0`` (the default),
+``Synergy-scarce-v0`` and ``Synergy-small-scarce-v0`` (``synergy_gym.SCENARIOS``),
+with any env keyword arguments (``--env-kwargs num_jobs=50 preemptive=true``).
 Algorithms: ``maskable_ppo`` (sb3-contrib, honours the action masks; the
-default), ``ppo``, ``a2c`` and ``dqn`` (for these a masked action is replaced by
-the fair share, see :class:`agents.wrappers.InvalidActionToFair`). Observations
-(all keys but the masks) and rewards are normalised with ``VecNormalize``; the
-policy uses :class:`agents.features.SynergyExtractor`.
+default), ``ppo``, ``a2c`` and ``dqn`` (these sample outside the mask; the
+environment falls back to a valid action, ``invalid_action="fallback"``).
+Observations (all keys but ``action_mask`` and ``slot_mask``) and rewards are
+normalised with ``VecNormalize``; the policy uses
+:class:`agents.features.SynergyExtractor`. With ``bc_steps`` > 0 the policy
+first imitates the env heuristic ``bc_policy`` (default ``fifo+tune``, see
+:mod:`baselines.env_heuristics`).
 
 A run folder (``--out``, default ``runs/<env>__<algo>__<seed>__<time>``) holds
 
@@ -12,9 +18,14 @@ A run folder (``--out``, default ``runs/<env>__<algo>__<seed>__<time>``) holds
 ``versions.json``     package versions and the git commit of the code
 ``tb/``               TensorBoard events: SB3's training curves, ``eval/*``
                       (``mean_jct_h``, ``p99_jct_h``, ``makespan_h``,
-                      ``jct_vs_tune``, ``jct_vs_fair``) and the baselines as
-                      constant lines (``baseline/<order>+fair/mean_jct_h``, …)
-``eval.csv``          every evaluation
+                      ``invalid_action_rate`` – the share of the agent's actions
+                      the env fell back from – and ``jct_vs_<heuristic>`` for
+                      each reference baseline), the
+                      reference env heuristics (``reference_baselines``, default
+                      fifo+tune and srtf+tune) as constant lines
+                      (``baseline/<heuristic>/mean_jct_h``) and, after a warm
+                      start, ``bc/accuracy`` and ``bc/final_loss``
+``eval.csv``          every evaluation (the same columns)
 ``best_model.zip``    the checkpoint with the lowest evaluation mean JCT, with
                       ``best_vecnormalize.pkl``
 ``last_model.zip``    the final checkpoint, with ``vecnormalize.pkl``
@@ -42,13 +53,15 @@ import numpy as np
 import pandas as pd
 
 from agents.config import ALGOS, DEVICES, TrainConfig, load_config_file
-from agents.wrappers import AgentPolicy, InvalidActionToFair
-from synergy_gym.action_policies import fair_share_policy, tune_policy
+from agents.wrappers import AgentPolicy
+from baselines.env_heuristics import env_heuristics
 from synergy_gym.errors import ConfigError, SynergyGymError
 from synergy_gym.evaluation import evaluate
 from synergy_gym.files import atomic_write_text, check_input_file, check_output_dir
+from synergy_gym.scenarios import SCENARIOS
 
-MASK_KEYS = ("action_mask", "queue_mask")
+#: Observation keys that are masks: not normalised (the feature extractor and MaskablePPO read them as 0/1).
+MASK_KEYS = ("action_mask", "slot_mask")
 #: What a run folder holds (see above); checked before training starts.
 RUN_FILES = ("config.json", "versions.json", "tb/", "eval.csv", "best_model.zip", "best_vecnormalize.pkl",
              "last_model.zip", "vecnormalize.pkl")
@@ -81,20 +94,17 @@ def check_env_kwargs(cfg: TrainConfig) -> None:
     try:
         gym.spec(cfg.env_id)
     except gym.error.Error:
-        raise ConfigError(f"unknown env {cfg.env_id!r}; valid: Synergy-v0, Synergy-small-v0") from None
+        raise ConfigError(f"unknown env {cfg.env_id!r}; valid: {', '.join(SCENARIOS)}") from None
     gym.make(cfg.env_id, **cfg.env_kwargs).close()
 
 
-def _env_factory(env_id: str, env_kwargs: dict, masked: bool):
+def _env_factory(env_id: str, env_kwargs: dict):
     def make() -> gym.Env:
         from stable_baselines3.common.monitor import Monitor
 
         import synergy_gym  # noqa: F401
 
-        env = gym.make(env_id, **env_kwargs)
-        if not masked:
-            env = InvalidActionToFair(env)
-        return Monitor(env)
+        return Monitor(gym.make(env_id, **env_kwargs))
 
     return make
 
@@ -102,7 +112,7 @@ def _env_factory(env_id: str, env_kwargs: dict, masked: bool):
 def make_vec_env(cfg: TrainConfig):
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
-    factory = _env_factory(cfg.env_id, cfg.env_kwargs, masked=cfg.algo == "maskable_ppo")
+    factory = _env_factory(cfg.env_id, cfg.env_kwargs)
     vec = (SubprocVecEnv if cfg.n_envs > 1 else DummyVecEnv)([factory] * cfg.n_envs)
     vec.seed(cfg.seed)
     if cfg.normalize_obs or cfg.normalize_reward:
@@ -117,7 +127,7 @@ def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
 
     policy_kwargs = {
         "features_extractor_class": SynergyExtractor,
-        "features_extractor_kwargs": {"job_dim": cfg.job_dim, "slot_dim": cfg.slot_dim},
+        "features_extractor_kwargs": {"global_dim": cfg.global_dim, "slot_dim": cfg.slot_dim},
         "net_arch": list(cfg.net_arch),
     }
     common = {"learning_rate": cfg.learning_rate, "gamma": cfg.gamma, "seed": cfg.seed, "device": device,
@@ -136,26 +146,31 @@ def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
 
 
 def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
-    """Warm start: fit the policy to a baseline's actions and the value function to its returns.
+    """Warm start: fit the policy to the env heuristic ``bc_policy`` and the value function to its returns.
 
-    Runs the baseline (action 1 = best-case demand for ``tune``, 0 = fair share)
-    for ``bc_steps`` steps in the training environments, then does
-    ``bc_epochs`` passes of supervised learning – cross-entropy on the actions
-    (with the action masks for MaskablePPO) and squared error on the discounted
-    (normalised) returns – with the policy's own optimiser.
+    Runs the heuristic (:mod:`baselines.env_heuristics`, reading the raw,
+    unnormalised observations and masks) for ``bc_steps`` steps in the training
+    environments, then does ``bc_epochs`` passes of supervised learning –
+    cross-entropy on its actions (with the action masks for MaskablePPO) and
+    squared error on the discounted (normalised) returns – with the policy's own
+    optimiser. Returns the number of samples, the last minibatch's loss and the
+    fraction of samples whose most likely action is the heuristic's.
     """
     import torch
 
-    from synergy_gym.env import DEMAND_ACTION, FAIR_ACTION
-
-    action = DEMAND_ACTION if cfg.bc_baseline == "tune" else FAIR_ACTION
+    heuristic = env_heuristics(seed=cfg.seed)[cfg.bc_policy]
     steps = max(1, cfg.bc_steps // cfg.n_envs)
+    raw = getattr(env, "get_original_obs", None)  # VecNormalize: the observations before normalisation
     obs = env.reset()
-    observations, masks, rewards, dones = [], [], [], []
+    observations, masks, actions, rewards, dones = [], [], [], [], []
     for _ in range(steps):
+        plain = raw() if raw is not None else obs
+        mask = np.asarray(plain["action_mask"]) > 0
+        action, _ = heuristic.predict(plain, action_masks=mask)
         observations.append({k: v.copy() for k, v in obs.items()})
-        masks.append(np.stack(env.env_method("action_masks")))
-        obs, reward, done, _ = env.step(np.full(cfg.n_envs, action))
+        masks.append(mask)
+        actions.append(np.asarray(action, dtype=np.int64).reshape(cfg.n_envs))
+        obs, reward, done, _ = env.step(actions[-1])
         rewards.append(reward)
         dones.append(done)
     returns = np.zeros((steps, cfg.n_envs), dtype=np.float32)
@@ -165,48 +180,53 @@ def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
         returns[t] = running
     batch_obs = {k: np.concatenate([o[k] for o in observations]) for k in observations[0]}
     batch_mask = np.concatenate(masks)
+    batch_action = np.concatenate(actions)
     batch_ret = returns.reshape(-1)
     policy = model.policy
     maskable = cfg.algo == "maskable_ppo"
+    device = policy.device
+
+    def distribution(idx):
+        obs_t = {k: torch.as_tensor(v[idx], device=device) for k, v in batch_obs.items()}
+        dist = policy.get_distribution(obs_t, action_masks=batch_mask[idx]) if maskable else policy.get_distribution(obs_t)
+        return obs_t, dist
+
     rng = np.random.default_rng(cfg.seed)
-    n = batch_mask.shape[0]
+    n = batch_action.shape[0]
     loss_value = float("nan")
+    policy.set_training_mode(True)
     for _ in range(cfg.bc_epochs):
         for idx in np.array_split(rng.permutation(n), max(1, n // cfg.batch_size)):
-            obs_t = {k: torch.as_tensor(v[idx], device=policy.device) for k, v in batch_obs.items()}
-            dist = policy.get_distribution(obs_t, action_masks=batch_mask[idx]) if maskable else policy.get_distribution(obs_t)
+            obs_t, dist = distribution(idx)
             values = policy.predict_values(obs_t).flatten()
-            ret = torch.as_tensor(batch_ret[idx], device=policy.device)
-            target = torch.full((len(idx),), action, dtype=torch.long, device=policy.device)
-            loss = -dist.log_prob(target).mean()
-            loss = loss + cfg.vf_coef * torch.nn.functional.mse_loss(values, ret)
+            ret = torch.as_tensor(batch_ret[idx], device=device)
+            target = torch.as_tensor(batch_action[idx], device=device)
+            loss = -dist.log_prob(target).mean() + cfg.vf_coef * torch.nn.functional.mse_loss(values, ret)
             policy.optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
             policy.optimizer.step()
             loss_value = float(loss.detach())
-    return {"bc_samples": n, "bc_final_loss": loss_value}
-
-
-def baseline_names(cfg: TrainConfig) -> dict[str, str]:
-    order = cfg.env_kwargs.get("order", "fifo")
-    return {"fair": f"{order}+fair", "tune": f"{order}+tune"}
+    policy.set_training_mode(False)
+    agree = 0
+    with torch.no_grad():
+        for idx in np.array_split(np.arange(n), max(1, n // 1024)):
+            _, dist = distribution(idx)
+            agree += int((dist.mode().cpu().numpy() == batch_action[idx]).sum())
+    return {"bc_samples": n, "bc_final_loss": loss_value, "bc_accuracy": agree / n}
 
 
 def evaluate_baselines(cfg: TrainConfig) -> dict[str, pd.DataFrame]:
-    names = baseline_names(cfg)
-    return {
-        names["fair"]: evaluate(fair_share_policy(), cfg.env_id, cfg.eval_seeds, name=names["fair"], **cfg.env_kwargs),
-        names["tune"]: evaluate(tune_policy(), cfg.env_id, cfg.eval_seeds, name=names["tune"], **cfg.env_kwargs),
-    }
+    """The reference env heuristics (``cfg.reference_baselines``) on the held-out seeds."""
+    heuristics = env_heuristics(seed=cfg.seed)
+    return {name: evaluate(heuristics[name], cfg.env_id, cfg.eval_seeds, name=name, **cfg.env_kwargs)
+            for name in cfg.reference_baselines}
 
 
-def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame]):
+def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame], bc: dict[str, float] | None = None):
     from stable_baselines3.common.callbacks import BaseCallback
 
-    names = baseline_names(cfg)
-    fair_mean = float(baselines[names["fair"]]["mean_jct_h"].mean())
-    tune_mean = float(baselines[names["tune"]]["mean_jct_h"].mean())
+    means = {name: float(frame["mean_jct_h"].mean()) for name, frame in baselines.items()}
 
     class HeldOutEvaluation(BaseCallback):
         """Evaluate on held-out seeds every ``eval_freq`` steps and at the end; log and checkpoint."""
@@ -220,6 +240,9 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
         def _on_training_start(self) -> None:
             # A resumed run starts at its checkpoint's step count.
             self.next_eval = (self.num_timesteps // cfg.eval_freq + 1) * cfg.eval_freq
+            if bc:  # the warm start's fit, logged with the first evaluation
+                self.logger.record("bc/accuracy", bc["bc_accuracy"])
+                self.logger.record("bc/final_loss", bc["bc_final_loss"])
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
@@ -237,12 +260,14 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
                 "p99_jct_h": float(df["p99_jct_h"].mean()),
                 "makespan_h": float(df["makespan_h"].mean()),
             }
-            row["jct_vs_tune"] = row["mean_jct_h"] / tune_mean
-            row["jct_vs_fair"] = row["mean_jct_h"] / fair_mean
-            for key in ("mean_jct_h", "p99_jct_h", "makespan_h", "jct_vs_tune", "jct_vs_fair"):
+            if {"invalid_actions", "decisions"} <= set(df.columns):  # masked actions the env fell back from
+                row["invalid_action_rate"] = float(df["invalid_actions"].sum() / max(1.0, df["decisions"].sum()))
+            for name, mean in means.items():
+                row[f"jct_vs_{name}"] = row["mean_jct_h"] / mean
+            for key in list(row)[1:]:
                 self.logger.record(f"eval/{key}", row[key])
-            for name, frame in baselines.items():
-                self.logger.record(f"baseline/{name}/mean_jct_h", float(frame["mean_jct_h"].mean()))
+            for name, mean in means.items():
+                self.logger.record(f"baseline/{name}/mean_jct_h", mean)
             self.logger.dump(self.num_timesteps)
             self.history.append(row)
             atomic_write_text(run_dir / "eval.csv", pd.DataFrame(self.history).to_csv(index=False))
@@ -292,6 +317,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None)
     atomic_write_text(run_dir / "versions.json", json.dumps(versions(), indent=2) + "\n")
     baselines = evaluate_baselines(cfg)
     env = make_vec_env(cfg)
+    bc: dict[str, float] | None = None
     try:
         if resume is not None:
             model = load_model(resume, cfg.algo, device, env=env)
@@ -304,9 +330,9 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None)
             model.tensorboard_log = str(run_dir / "tb")
         else:
             model = build_model(cfg, env, device, run_dir / "tb")
-            if cfg.bc_steps:
-                behaviour_clone(model, env, cfg)
-        callback = _eval_callback(cfg, run_dir, baselines)
+            if cfg.imitates:
+                bc = behaviour_clone(model, env, cfg)
+        callback = _eval_callback(cfg, run_dir, baselines, bc)
         model.learn(
             total_timesteps=cfg.timesteps,
             callback=callback,
@@ -340,6 +366,11 @@ def load_model(path: Path, algo: str | None, device: str, env=None):
             return algorithm_class(name).load(str(path), env=env, device=device)
         except Exception as exc:  # a different algorithm's zip, or a damaged one
             last_error = exc
+            if "spaces do not match" in str(exc):
+                raise ConfigError(
+                    f"{path} was trained on other observation/action spaces than the environment has now "
+                    "(its action space changed to slot × level and stop); train a new model"
+                ) from None
     raise ConfigError(f"{path} could not be loaded as a {'/'.join(candidates)} model: {str(last_error).splitlines()[0]}")
 
 
@@ -363,13 +394,17 @@ def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
 def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="train an SB3 agent on the environment", description=__doc__.split("\n\n")[0])
     p.add_argument("--algo", choices=None, default=None, help=f"one of {', '.join(ALGOS)} (default: maskable_ppo)")
-    p.add_argument("--env", dest="env_id", default=None, help="Synergy-small-v0 (default) or Synergy-v0")
+    p.add_argument("--env", dest="env_id", default=None,
+                   help=f"one of {', '.join(SCENARIOS)} (default: Synergy-small-v0)")
     p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env keyword arguments")
     p.add_argument("--timesteps", type=int, default=None, help="environment steps to train for")
     p.add_argument("--n-envs", type=int, default=None, help="parallel environments (SubprocVecEnv when > 1)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--device", default=None, help=f"one of {', '.join(DEVICES)} (auto: CUDA when PyTorch sees it)")
     p.add_argument("--config", type=Path, default=None, help="TOML or YAML file of any TrainConfig settings")
+    p.add_argument("--bc-policy", default=None, metavar="NAME",
+                   help="warm start: imitate this env heuristic first (default fifo+tune; none: no warm start)")
+    p.add_argument("--bc-steps", type=int, default=None, help="env steps of the heuristic to imitate (0: no warm start)")
     p.add_argument("--eval-freq", type=int, default=None, help="evaluate every N steps")
     p.add_argument("--eval-episodes", type=int, default=None, help="held-out seeds per evaluation")
     p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<env>__<algo>__<seed>__<time>)")
@@ -389,6 +424,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     overrides = {
         "algo": args.algo, "env_id": args.env_id, "timesteps": args.timesteps, "n_envs": args.n_envs,
         "seed": args.seed, "device": args.device, "eval_freq": args.eval_freq, "eval_episodes": args.eval_episodes,
+        "bc_policy": args.bc_policy, "bc_steps": args.bc_steps,
     }
     values.update({k: v for k, v in overrides.items() if v is not None})
     if args.env_kwargs is not None:
@@ -410,9 +446,10 @@ def main(args: argparse.Namespace) -> int:
         raise SynergyGymError(str(exc).splitlines()[0]) from None
     history = pd.read_csv(run_dir / "eval.csv")
     last = history.iloc[-1]
+    ratios = ", ".join(f"{last[f'jct_vs_{name}']:.3f}× {name}" for name in cfg.reference_baselines)
     print(
         f"trained {cfg.algo} on {cfg.env_id} for {int(last['timesteps'])} steps in {time.perf_counter() - started:.0f} s; "
-        f"held-out mean JCT {last['mean_jct_h']:.2f} h ({last['jct_vs_tune']:.3f}× tune, {last['jct_vs_fair']:.3f}× fair)"
+        f"held-out mean JCT {last['mean_jct_h']:.2f} h" + (f" ({ratios})" if ratios else "")
     )
     print(f"run folder: {run_dir}")
     return 0

@@ -1,42 +1,25 @@
-"""Adapters between Stable-Baselines3 algorithms and the environment's action masks.
+"""A trained Stable-Baselines3 model as a policy for ``synergy_gym.evaluate``.
 
-MaskablePPO (sb3-contrib) honours :meth:`SynergyEnv.action_masks`. PPO, A2C and
-DQN cannot: :class:`InvalidActionToFair` maps an action the mask forbids to
-action 0 (the fair share, always valid) and counts it in
-``info["invalid_action"]``. :class:`AgentPolicy` does the same at evaluation
-time and applies the run's observation normalisation.
+No action wrapper is needed for training: the environment accepts every action
+in its ``Discrete`` space (with ``invalid_action="fallback"``, its default, a
+masked action falls back to a valid one and counts in
+``info["invalid_action"]``). MaskablePPO reads :meth:`SynergyEnv.action_masks`;
+PPO, A2C and DQN learn from the fallback.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
-
-from synergy_gym.env import FAIR_ACTION
-
-
-class InvalidActionToFair(gym.Wrapper):
-    """Replace masked actions by the fair share (for algorithms without masking)."""
-
-    def step(self, action):
-        a = int(np.asarray(action).item())
-        invalid = not self.env.unwrapped.action_masks()[a]
-        obs, reward, terminated, truncated, info = self.env.step(FAIR_ACTION if invalid else a)
-        info["invalid_action"] = invalid
-        return obs, reward, terminated, truncated, info
-
-    def action_masks(self) -> np.ndarray:
-        return self.env.unwrapped.action_masks()
-
 
 class AgentPolicy:
-    """A trained model as a policy for ``synergy_gym.evaluate``.
+    """A trained model as a policy for ``synergy_gym.evaluate`` (SB3's ``predict`` signature).
 
-    Normalises observations with the run's ``VecNormalize`` statistics (if any),
-    passes action masks to models that take them and maps a forbidden action of
-    the others to the fair share, as in training.
+    Normalises observations with the run's ``VecNormalize`` statistics (if any)
+    and passes the action masks to models whose ``predict`` takes them
+    (MaskablePPO). The action is returned as the model chose it: one outside
+    the mask (from a model without masking) is the environment's to resolve,
+    exactly as in training.
     """
 
     def __init__(self, model: Any, vec_normalize: Any | None, name: str = "agent") -> None:
@@ -48,9 +31,6 @@ class AgentPolicy:
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
         obs = self.vec_normalize.normalize_obs(observation) if self.vec_normalize is not None else observation
         if self.masked:
-            action, state = self.model.predict(obs, deterministic=deterministic, action_masks=action_masks)
-        else:
-            action, state = self.model.predict(obs, deterministic=deterministic)
-        if action_masks is not None and not np.asarray(action_masks)[int(np.asarray(action).item())]:
-            action = np.array(FAIR_ACTION)
-        return action, state
+            return self.model.predict(obs, state=state, episode_start=episode_start, deterministic=deterministic,
+                                      action_masks=action_masks)
+        return self.model.predict(obs, state=state, episode_start=episode_start, deterministic=deterministic)

@@ -21,8 +21,10 @@ name                      slot (which waiting job)       level (how much)
 ========================  ==========================================================
 
 Cost is the level's CPUs and memory per GPU relative to the fair share, averaged
-(1.0 at the fair share); λ (``price``, default :data:`DEFAULT_PRICE`) was chosen on
-tuning seeds (see the README's ceilings section). The heuristics never *stop*
+(1.0 at the fair share); λ (``price``, default :data:`DEFAULT_PRICE` = 0.5) was chosen
+among 0.5, 1, 1.5 and 3 for ``srtf+price`` on tuning workload seeds 0–19 of
+``Synergy-small-v0`` and ``Synergy-small-scarce-v0`` (mean JCT 15.86 / 18.01 / 18.61 /
+18.85 h and 26.56 / 26.51 / 28.90 / 31.13 h). The heuristics never *stop*
 while a job fits, as Synergy-Tune admits every job it can. "First slot at its
 demand" (``fifo+tune``) reproduces the simulator's ``fifo+tune`` exactly in
 preemptive mode, and in the default mode on single-GPU workloads; ``las+tune`` is
@@ -43,7 +45,7 @@ from synergy_gym.levels import DEMAND_LEVEL, level_count
 from synergy_gym.profiles import ModelZoo
 
 #: λ of the price allocators: a level's speed-up is worth λ per unit of cost (1.0 = the fair share).
-DEFAULT_PRICE = 0.25
+DEFAULT_PRICE = 0.5
 _N_DEFAULT_LEVELS = level_count(ModelZoo.default(), "default")
 _RUNTIME_FAIR = SLOT_FEATURES.index("runtime_fair")
 _RUNTIME_DEMAND = SLOT_FEATURES.index("runtime_demand")

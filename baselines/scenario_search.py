@@ -39,9 +39,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -110,7 +110,7 @@ class ScarceConfig:
         return f"{self.cpus_per_server:g} CPUs/server, split {self.split_label}, {self.jobs_per_hour:g} jobs/h"
 
     @classmethod
-    def parse(cls, text: str) -> "ScarceConfig":
+    def parse(cls, text: str) -> ScarceConfig:
         """``"12:20/70/10:2.25"`` → cpus_per_server 12, split (20, 70, 10), 2.25 jobs/h."""
         try:
             cpus, split, load = text.strip().split(":")
@@ -223,7 +223,7 @@ def compare_table(summary: pd.DataFrame) -> pd.DataFrame:
     bound = summary[summary["policy"] == BOUND].set_index(KEY)
     out = pd.DataFrame(index=wide.index)
     for name in (REFERENCE, *CHALLENGERS, BOUND):
-        out[name] = wide[name] if name in wide else np.nan
+        out[name] = wide.get(name, np.nan)
     present = [c for c in CHALLENGERS if c in wide]
     out["best"] = wide[present].min(axis=1)
     out["best_is"] = wide[present].idxmin(axis=1)
@@ -264,9 +264,9 @@ def format_table(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _configs_from_coarse(path: Path, top: int) -> list[ScarceConfig]:
+def _configs_from_coarse(path: Path, top: int, **criteria: float) -> list[ScarceConfig]:
     summary = pd.read_csv(path, dtype={"split": str})
-    chosen = select_promising(compare_table(summary), top=top)
+    chosen = select_promising(compare_table(summary), top=top, **criteria)
     return [
         ScarceConfig(float(r.cpus_per_server), tuple(int(w) for w in r.split.split("/")), float(r.jobs_per_hour))  # type: ignore[arg-type]
         for r in chosen.itertuples(index=False)
@@ -283,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--configs", help="comma-separated CPUS:V/L/S:JOBS_PER_HOUR instead of the full grid")
     parser.add_argument("--select-from", type=Path, help="a coarse CSV: run its most promising configs")
     parser.add_argument("--top", type=int, default=6, help="how many promising configs --select-from takes")
+    parser.add_argument("--min-cut", type=float, default=0.35, help="--select-from: least 1 − best/fifo+tune")
+    parser.add_argument("--min-headroom", type=float, default=1.7, help="--select-from: least best/bound")
+    parser.add_argument("--max-ref-h", type=float, default=60.0, help="--select-from: most fifo+tune mean JCT (h)")
     parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help="policies to run")
     parser.add_argument("--per-seed", type=Path, help="also write the per-seed rows to this CSV")
     args = parser.parse_args(argv)
@@ -296,7 +299,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.configs:
         configs = [ScarceConfig.parse(t) for t in args.configs.split(",") if t.strip()]
     elif args.select_from:
-        configs = _configs_from_coarse(args.select_from, args.top)
+        configs = _configs_from_coarse(
+            args.select_from, args.top, min_cut=args.min_cut, min_headroom=args.min_headroom, max_ref_h=args.max_ref_h
+        )
+        if not configs:
+            parser.error(f"no config in {args.select_from} meets the criteria; relax --min-cut/--min-headroom/--max-ref-h")
     else:
         configs = default_grid()
     print(f"{len(configs)} configs × {len(seeds)} seeds × {len(policies)} policies (+ bound)", flush=True)

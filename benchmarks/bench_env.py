@@ -1,10 +1,12 @@
-"""Environment speed: steps per second for a random masked policy, one core.
+"""Environment speed: steps and episodes per second for uniformly random valid actions, one core.
 
-For each registered environment it runs whole episodes with uniformly random
-valid actions and prints steps/s of the raw environment and through
-``gym.make`` (which adds Gymnasium's wrappers), plus simulated rounds per step.
+For each registered environment, in the default (non-preemptive) mode and with
+``preemptive=True``, it runs episodes with uniformly random valid actions and
+prints steps/s and full episodes/s of the raw environment, steps per episode,
+and steps/s through ``gym.make`` (which adds Gymnasium's checker and
+order-enforcing wrappers). Run it on an otherwise idle machine.
 
-    python benchmarks/bench_env.py [--seconds 5]
+    python benchmarks/bench_env.py [--seconds 5] [--env Synergy-small-v0 ...] [--mode default preemptive]
 """
 
 from __future__ import annotations
@@ -18,33 +20,38 @@ import numpy as np
 import synergy_gym  # noqa: F401  (registers the environments)
 
 
-def run(env, seconds: float) -> tuple[float, float, int]:
+def run(env, seconds: float) -> tuple[float, float, float]:
+    """(steps/s, full episodes/s, steps per episode) over at least ``seconds`` of whole episodes (or one)."""
     rng = np.random.default_rng(0)
-    steps = episodes = rounds = 0
+    steps = episodes = 0
     started = time.perf_counter()
-    while time.perf_counter() - started < seconds:
+    while time.perf_counter() - started < seconds or episodes == 0:
         env.reset(seed=episodes)
         done = False
         while not done:
             valid = np.flatnonzero(env.unwrapped.action_masks())
-            _, _, terminated, truncated, info = env.step(int(valid[rng.integers(valid.size)]))
+            _, _, terminated, truncated, _ = env.step(int(valid[rng.integers(valid.size)]))
             done = terminated or truncated
             steps += 1
-        rounds += info["episode_rounds"]
         episodes += 1
     wall = time.perf_counter() - started
-    return steps / wall, rounds / steps, episodes
+    return steps / wall, episodes / wall, steps / episodes
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="time per measurement")
+    parser.add_argument("--seconds", type=float, default=5.0, help="time per measurement (whole episodes, at least one)")
+    parser.add_argument("--env", nargs="+", default=list(synergy_gym.SCENARIOS), help="environment ids")
+    parser.add_argument("--mode", nargs="+", default=["default", "preemptive"], choices=["default", "preemptive"])
+    parser.add_argument("--no-wrapped", action="store_true", help="skip the gym.make measurement")
     args = parser.parse_args()
-    print(f"{'env':<18}{'raw steps/s':>13}{'gym.make steps/s':>18}{'rounds/step':>13}{'episodes':>10}")
-    for env_id in ("Synergy-small-v0", "Synergy-v0"):
-        raw, rounds_per_step, episodes = run(gym.make(env_id).unwrapped, args.seconds)
-        wrapped, _, _ = run(gym.make(env_id), args.seconds)
-        print(f"{env_id:<18}{raw:>13,.0f}{wrapped:>18,.0f}{rounds_per_step:>13.1f}{episodes:>10}")
+    print(f"{'env':<25}{'mode':<12}{'raw steps/s':>12}{'episodes/s':>12}{'steps/episode':>15}{'gym.make steps/s':>18}")
+    for env_id in args.env:
+        for mode in args.mode:
+            kwargs = {"preemptive": mode == "preemptive"}
+            raw, eps, per_episode = run(gym.make(env_id, **kwargs).unwrapped, args.seconds)
+            wrapped = "" if args.no_wrapped else f"{run(gym.make(env_id, **kwargs), args.seconds)[0]:,.0f}"
+            print(f"{env_id:<25}{mode:<12}{raw:>12,.0f}{eps:>12.2f}{per_episode:>15,.0f}{wrapped:>18}", flush=True)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ class Scenario:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-_SCARCE_CPUS_PER_SERVER = 12.0
+_SCARCE_CPUS_PER_SERVER = 16.0
 _SCARCE_SPLIT = (60.0, 20.0, 20.0)
 
 SCENARIOS: dict[str, Scenario] = {
@@ -44,18 +44,18 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "Synergy-scarce-v0",
-            "16 × (8 GPUs, 12 CPUs, 500 GB), split 60/20/20, 9 jobs/h, 1,000 jobs",
+            "16 × (8 GPUs, 16 CPUs, 500 GB), split 60/20/20, 12 jobs/h, 1,200 jobs",
             {
                 "cluster": {"num_servers": 16, "cpus_per_server": _SCARCE_CPUS_PER_SERVER},
-                "class_split": _SCARCE_SPLIT, "jobs_per_hour": 9.0, "num_jobs": 1000, "max_rounds": 20_000,
+                "class_split": _SCARCE_SPLIT, "jobs_per_hour": 12.0, "num_jobs": 1200, "max_rounds": 20_000,
             },
         ),
         Scenario(
             "Synergy-small-scarce-v0",
-            "4 × (8 GPUs, 12 CPUs, 500 GB), split 60/20/20, 2.25 jobs/h, 300 jobs",
+            "4 × (8 GPUs, 16 CPUs, 500 GB), split 60/20/20, 3 jobs/h, 300 jobs",
             {
                 "cluster": {"num_servers": 4, "cpus_per_server": _SCARCE_CPUS_PER_SERVER},
-                "class_split": _SCARCE_SPLIT, "jobs_per_hour": 2.25, "num_jobs": 300, "max_rounds": 8_000,
+                "class_split": _SCARCE_SPLIT, "jobs_per_hour": 3.0, "num_jobs": 300, "max_rounds": 8_000,
             },
         ),
     )

@@ -304,15 +304,17 @@ def tiny_run(tmp_path_factory):
 @pytest.mark.slow
 def test_evaluate_names_the_env_kwarg_that_changes_the_spaces(tiny_run, tmp_path, capsys):
     argv = ["evaluate", "--model", str(tiny_run / "best_model.zip"), "--episodes", "1", "--device", "cpu",
-            "--out", str(tmp_path / "e")]
+            "--baselines", "fifo+tune", "--quiet", "--out", str(tmp_path / "e")]
     code, out, err = run_cli([*argv, "--env-kwargs", "max_queue=8"], capsys)
     assert code == 2 and err.count("\n") == 1 and out == "", err
     # num_jobs differs too (20 in the run, the env's 300 here) but does not change the spaces: not named
     assert "trained with max_queue=32 but the environment has max_queue=8" in err and "num_jobs" not in err, err
-    assert "observation 'queue': Box(320,) in the model vs Box(80,)" in err, err
+    assert "observation 'action_mask': Box(161,) in the model vs Box(41,)" in err, err
+    code, out, err = run_cli([*argv, "--env-kwargs", "num_jobs=20", "levels=grid"], capsys)
+    assert code == 2 and "trained with levels=default but the environment has levels=grid" in err, err
+    assert "Box(161,) in the model vs Box(1441,)" in err, err
     code, out, err = run_cli([*argv, "--env-kwargs", "num_jobs=20", "allow_defer=true"], capsys)
-    assert code == 2 and "trained with allow_defer=False but the environment has allow_defer=True" in err, err
-    assert "Box(47,) in the model vs Box(48,)" in err, err
+    assert code == 2 and "env kwarg 'allow_defer' was removed" in err, err
     assert not (tmp_path / "e").exists()
     # Same shapes on the large cluster: evaluating there is allowed.
     code, out, err = run_cli([*argv, "--env", "Synergy-v0", "--env-kwargs", "num_jobs=20"], capsys)
@@ -328,13 +330,13 @@ def test_evaluate_refuses_normalisation_statistics_of_another_shape(tiny_run, tm
     shutil.copytree(tiny_run, run)
     stats = run / "best_vecnormalize.pkl"
     vec_norm = pickle.loads(stats.read_bytes())
-    vec_norm.obs_rms["queue"] = RunningMeanStd(shape=(80,))
+    vec_norm.obs_rms["slots"] = RunningMeanStd(shape=(8, 11))
     vec_norm.venv, vec_norm.class_attributes, vec_norm.returns = None, {}, None  # VecNormalize.__getstate__ drops these
     stats.write_bytes(pickle.dumps(vec_norm))
     code, out, err = run_cli(["evaluate", "--model", str(run / "best_model.zip"), "--episodes", "1",
                               "--device", "cpu", "--out", str(tmp_path / "e")], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert "normalisation statistics do not fit" in err and "Box(80,) in the statistics vs Box(320,)" in err, err
+    assert "normalisation statistics do not fit" in err and "Box(8, 11) in the statistics vs Box(32, 11)" in err, err
     assert not (tmp_path / "e").exists()
 
 

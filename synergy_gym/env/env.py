@@ -61,8 +61,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     Every action is accepted: :meth:`action_masks` (and ``obs["action_mask"]``) marks the
     valid ones – filled slots, levels that can ever be honoured for the job, stop – and with
     ``invalid_action="fallback"`` (default) a masked action falls back to a valid one (an
-    empty slot → stop; an invalid level → the nearest valid level of that slot; see
-    :mod:`synergy_gym.env.masks`), counted in ``info["invalid_action"]``. With
+    empty slot → the last filled slot; an invalid level → the nearest valid level of that
+    slot; see :mod:`synergy_gym.env.masks`), counted in ``info["invalid_action"]``. With
     ``invalid_action="raise"`` it raises ``ValueError``.
 
     ## Observation Space
@@ -150,12 +150,15 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.sim = sim = Simulator(self.cluster, workload, self.policy, config)
         jobs = sim.jobs
         self._level_cpu, self._level_mem, self._level_tput, self._level_valid = self.levels.build(jobs)
-        self.obs_builder.new_episode(sim, self._level_cpu, self._level_mem, self._level_tput)
+        self.obs_builder.new_episode(
+            sim, self._level_cpu, self._level_mem, self._level_tput, never_ran=not self.cfg.preemptive
+        )
         self._level = np.full(jobs.n, -1, dtype=np.int64)  # level chosen last; −1: none (target = demand)
         self._holds = np.zeros(jobs.n, dtype=bool)  # admitted in the current event (or running between events)
         self._was_running = np.zeros(jobs.n, dtype=np.float32)
         self._admitted: list[int] = []  # running jobs in admission order (default mode)
         self._waiting = self._fits = self._slots = _NO_JOBS
+        self._slot_valid = self._level_valid[:0]
         self._stopped = False
         self._meter = SystemTimeMeter(jobs, self.cfg.reward_scale)
         self._ended, self._truncated = False, False
@@ -172,7 +175,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         if self._ended:
             raise RuntimeError("the episode has ended; call reset()")
         a = self.layout.parse(action)
-        slot, level, invalid = self.layout.resolve(a, self._level_valid[self._slots])
+        slot, level, invalid = self.layout.resolve(a, self._slot_valid)
         self._decisions += 1
         self._invalid += invalid
         if slot < 0:
@@ -259,7 +262,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                     fits = self._fits = sim.jobs.gpus[self._waiting] <= free
                     if fits.any():
                         self._slots = slots = self._waiting[fits][: cfg.max_queue]
-                        self.layout.mask(self._level_valid[slots], self._mask)
+                        self._slot_valid = self._level_valid[slots]
+                        self.layout.mask(self._slot_valid, self._mask)
                         return
                 self._end_event()
             if sim.done or sim.exhausted:
@@ -271,7 +275,6 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def _begin_event(self) -> None:
         sim = self.sim
-        jobs = sim.jobs
         runnable = sim.runnable
         holds = self._holds
         if self.cfg.preemptive:
@@ -279,8 +282,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             holds[runnable] = False
             keep: list[int] = []
         else:
-            finish = jobs.finish_s
-            keep = self._admitted = [j for j in self._admitted if finish[j] != finish[j]]  # NaN: still running
+            keep = self._admitted  # finished jobs were removed as they finished
         sim.planner.begin(keep)
         sim.planner.next_decision(None)  # the running jobs keep their GPUs and levels
         self._waiting = runnable[~holds[runnable]]
@@ -301,6 +303,9 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         finished = sim.advance(max_rounds=1 if idle else limit, allow_idle=idle and self._stopped)
         if finished.size:
             self._holds[finished] = False
+            if not cfg.preemptive:
+                done = set(finished.tolist())
+                self._admitted = [j for j in self._admitted if j not in done]
             self._pending_finished.append(finished)
             self._meter.record_finished(finished)
 

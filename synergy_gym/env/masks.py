@@ -6,11 +6,14 @@ last action, ``n_slots · n_levels``, is *stop*. The space is a plain
 outside the mask). With ``invalid_action="fallback"`` a masked action is
 replaced by a valid one (:meth:`ActionLayout.resolve`):
 
-* an empty slot, or a slot other than the first with ``agent_orders=False``,
-  → that level of the first slot with ``agent_orders=False``, else *stop*;
+* an empty slot → the nearest filled slot (the last one), and a slot other
+  than the first with ``agent_orders=False`` → the first slot, at the chosen level;
 * a level that can never be honoured for the slot's job → the nearest valid
-  level of that slot (default levels: the nearest index; grid levels: the
-  nearest grid point, fewer steps in CPUs and memory first, then the cheaper).
+  level of that slot (default levels: the nearest index, the lower first; grid
+  levels: the nearest grid point in CPU and memory steps, the lower index first).
+
+So a masked action always admits a job (an agent without masking starts out
+admitting jobs, not idling the cluster); only the stop action stops.
 
 With ``invalid_action="raise"`` a masked action raises ``ValueError``.
 """
@@ -81,10 +84,9 @@ class ActionLayout:
             return slot, level, False
         if self.raise_on_invalid:
             raise ValueError(self._describe_invalid(a, slot, level, filled, valid_levels))
-        if slot >= filled or (slot > 0 and not self.agent_orders):
-            if self.agent_orders or filled == 0:
-                return -1, -1, True
-            slot = 0
+        if filled == 0:  # pragma: no cover - the environment asks only while a job fits
+            return -1, -1, True
+        slot = min(slot, filled - 1) if self.agent_orders else 0
         row = valid_levels[slot]
         for k in self.nearest[level]:
             if row[k]:

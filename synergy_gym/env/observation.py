@@ -56,6 +56,7 @@ QUEUE_REST_FEATURES = (
     "beyond_slots_work",  # their GPU-hours left at the fair share / cluster GPUs (squashed)
     "not_fitting",  # waiting jobs whose GPUs do not fit now, n / (n + cluster GPUs)
 )
+_AGE = SLOT_FEATURES.index("age")
 CLUSTER_FEATURES = (
     "free_gpus", "free_cpus", "free_mem",
     *(f"{r}_free_hist_{b}" for r in ("gpu", "cpu", "mem") for b in range(HIST_BINS)),
@@ -102,8 +103,15 @@ class ObservationBuilder:
         self._level_high = level_high
         self._speedup_bin_scale = HIST_BINS / max(speedup_max - 1.0, 1e-9)
 
-    def new_episode(self, sim: Simulator, level_cpu: np.ndarray, level_mem: np.ndarray, level_tput: np.ndarray) -> None:
-        """Per-episode constants; call before any level changes a job's target (targets are the demand then)."""
+    def new_episode(
+        self, sim: Simulator, level_cpu: np.ndarray, level_mem: np.ndarray, level_tput: np.ndarray, never_ran: bool
+    ) -> None:
+        """Per-episode constants; call before any level changes a job's target (targets are the demand then).
+
+        ``never_ran``: waiting jobs have never run (non-preemptive scheduling), so
+        their slot features are known up front but for their age.
+        """
+        self.never_ran = never_ran
         jobs = sim.jobs
         c = self.cluster
         n = jobs.n
@@ -126,6 +134,11 @@ class ObservationBuilder:
         self.h_per_iter = np.stack([self.fair_h_per_iter, self.demand_h_per_iter], axis=1)
         self.fair_gpu_h_per_iter = jobs.gpus * self.fair_h_per_iter / c.total_gpus
         self.inv_fair_tput = 1.0 / jobs.tput_fair
+        fresh = np.zeros((n, len(SLOT_FEATURES)), dtype=np.float32)
+        fresh[:, :5] = static
+        fresh[:, 5] = 1.0
+        fresh[:, 6:8] = squash_hours(jobs.total_iters[:, None] * self.h_per_iter)
+        self.fresh_rows = fresh
         self.iter_h = jobs.iter_time_s / 3600.0
 
     def empty(self, mask: np.ndarray, time_fraction: float) -> dict[str, np.ndarray]:
@@ -157,7 +170,14 @@ class ObservationBuilder:
         slot_obs = np.zeros((q, len(SLOT_FEATURES)), dtype=np.float32)
         slot_levels = np.zeros((q, self.n_levels, 3), dtype=np.float32)
         slot_mask = np.zeros(q, dtype=np.float32)
-        if k:
+        if k and self.never_ran:  # every waiting job is as it arrived: only its age changes
+            rows = self.fresh_rows[slots]
+            age = sim.now / 3600.0 - self.arrival_h[slots]
+            rows[:, _AGE] = age / (age + TIME_SCALE_H)
+            slot_obs[:k] = rows
+            slot_levels[:k] = self.levels[slots]
+            slot_mask[:k] = 1.0
+        elif k:
             progress = sim.jobs.progress[slots]
             total = progress[:, TOTAL]
             left = total - progress[:, EXECUTED]
