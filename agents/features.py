@@ -1,7 +1,7 @@
 """A feature extractor for the environment's Dict observation (Stable-Baselines3).
 
-Each slot (a waiting job whose GPUs fit now) is described by its row of
-``slots``, its row of ``slot_levels`` flattened (CPUs, GB and speed-up of every
+Each slot (a waiting job whose GPUs fit now) is described by its features in
+``slots`` (flat: slots × ``SLOT_FEATURES``), its part of ``slot_levels`` (flat) (CPUs, GB and speed-up of every
 allocation level) and its levels' part of ``action_mask`` (which levels can be
 honoured). One MLP, shared by all slots, turns that into a slot embedding;
 empty slots (``slot_mask`` 0) are zeroed. The features are
@@ -26,6 +26,8 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES
+
 #: The observation keys outside the slots, joined by one MLP.
 GLOBAL_KEYS = ("cluster", "running", "demand", "queue_rest", "time")
 
@@ -34,11 +36,12 @@ class SynergyExtractor(BaseFeaturesExtractor):
     """Shared per-slot MLP, masked mean/max pooling and ordered slot embeddings, plus an MLP over the rest."""
 
     def __init__(self, observation_space: spaces.Dict, global_dim: int = 128, slot_dim: int = 32) -> None:
-        n_slots, slot_features = observation_space["slots"].shape
-        n_levels = observation_space["slot_levels"].shape[1]
+        n_slots = observation_space["slot_mask"].shape[0]
+        slot_features = len(SLOT_FEATURES)
+        n_levels = observation_space["slot_levels"].shape[0] // (n_slots * len(LEVEL_FEATURES))
         super().__init__(observation_space, features_dim=global_dim + (2 + n_slots) * slot_dim)
         self.n_slots, self.n_levels = n_slots, n_levels
-        per_slot = slot_features + n_levels * observation_space["slot_levels"].shape[2] + n_levels
+        per_slot = slot_features + n_levels * len(LEVEL_FEATURES) + n_levels
         global_in = sum(int(observation_space[k].shape[0]) for k in GLOBAL_KEYS)
         self.global_net = nn.Sequential(nn.Linear(global_in, global_dim), nn.ReLU(), nn.Linear(global_dim, global_dim), nn.ReLU())
         self.slot_net = nn.Sequential(nn.Linear(per_slot, slot_dim), nn.ReLU(), nn.Linear(slot_dim, slot_dim), nn.ReLU())
@@ -46,7 +49,7 @@ class SynergyExtractor(BaseFeaturesExtractor):
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         batch, q, n_levels = obs["slots"].shape[0], self.n_slots, self.n_levels
         level_mask = obs["action_mask"][:, : q * n_levels].reshape(batch, q, n_levels)
-        rows = torch.cat([obs["slots"], obs["slot_levels"].reshape(batch, q, -1), level_mask], dim=2)
+        rows = torch.cat([obs["slots"].reshape(batch, q, -1), obs["slot_levels"].reshape(batch, q, -1), level_mask], dim=2)
         mask = (obs["slot_mask"] > 0.5).unsqueeze(-1)  # (batch, q, 1)
         slots = self.slot_net(rows) * mask
         count = mask.sum(dim=1)

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES, hours
+from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
 from synergy_gym.levels import DEMAND_LEVEL, level_count
 from synergy_gym.profiles import ModelZoo
 
@@ -62,12 +62,18 @@ class EnvHeuristic:
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
         mask = np.asarray(action_masks if action_masks is not None else observation["action_mask"]) > 0
         if mask.ndim == 1:
-            return np.array(self.choose(observation, mask)), state
-        picks = [self.choose({k: v[i] for k, v in observation.items()}, mask[i]) for i in range(mask.shape[0])]
+            return np.array(self.choose(self.structured(observation), mask)), state
+        picks = [self.choose(self.structured({k: v[i] for k, v in observation.items()}), mask[i]) for i in range(mask.shape[0])]
         return np.array(picks), state
 
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        """One action for one observation whose ``slots`` and ``slot_levels`` are (slots, …) arrays."""
         raise NotImplementedError
+
+    @staticmethod
+    def structured(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        slots, levels = slot_arrays(obs)
+        return {**obs, "slots": slots, "slot_levels": levels}
 
     # -- reading the observation --------------------------------------------------------------
     @staticmethod

@@ -152,6 +152,20 @@ class JobTable:
         """The ground truth: the model zoo's measured matrices."""
         return self.zoo.throughput_many(self.model[jobs], cpu, mem)
 
+    _PROGRESS_VIEWS = ("executed", "start_s", "attained_s", "last_end_s")
+
+    def __getstate__(self) -> dict:
+        # The progress columns are views of ``progress``; pickle would save them as
+        # separate copies that no longer follow it, so they are re-bound on load.
+        state = dict(self.__dict__)
+        for name in self._PROGRESS_VIEWS:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind_progress_views()
+
     def _bind_progress_views(self) -> None:
         self.executed = self.progress[:, EXECUTED]
         self.start_s = self.progress[:, START]

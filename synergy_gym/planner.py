@@ -193,6 +193,16 @@ class RoundPlanner:
         self._admit(j)
         self._scan.pos += 1
 
+    def settle(self) -> None:
+        """Make the ledger hold exactly the jobs admitted so far (drop what last round placed after them).
+
+        While in step with last round the ledger keeps last round's later grants
+        until they are found to differ; a decider that shows the ledger (the
+        environment's observation) settles it first. Results do not change:
+        anything dropped is placed again, identically, if it is admitted again.
+        """
+        self._leave_sync(self._scan, len(self._scan.admitted))
+
     def add(self, j: int, target_changed: bool = True) -> None:
         """Admit ``j`` now, after the jobs admitted so far, at its current target.
 

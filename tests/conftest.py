@@ -15,7 +15,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 def pytest_addoption(parser):
     parser.addoption(
         "--long", action="store_true", default=False,
-        help="run the full reliability suite (10^6 fuzzed steps, 50 long episodes) instead of its short version",
+        help="run the full reliability suite (10^6 fuzzed steps in each env mode, 50 long episodes) instead of its short version",
     )
 
 

@@ -10,6 +10,7 @@ import torch
 
 import synergy_gym
 from synergy_gym.cli import main
+from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES, slot_arrays
 
 ENV_IDS = tuple(synergy_gym.SCENARIOS)
 #: 20 jobs; max_rounds well above the heuristics' longest episode (about 1,600 rounds) but short enough that an
@@ -149,30 +150,48 @@ def _extractor_and_batch(env_id="Synergy-small-scarce-v0", **kwargs):
 @pytest.mark.parametrize("levels", ["default", "grid"])
 def test_extractor_shapes(levels):
     extractor, obs = _extractor_and_batch(levels=levels)
-    q = obs["slots"].shape[1]
+    slots, slot_levels = slot_arrays(obs)
+    q, n_levels = slot_levels.shape[1:3]
+    assert slots.shape == (3, q, len(SLOT_FEATURES)) and slot_levels.shape == (3, q, n_levels, len(LEVEL_FEATURES))
+    assert obs["slots"].ndim == obs["slot_levels"].ndim == 2  # flat per environment
+    assert n_levels == (45 if levels == "grid" else 5) and (extractor.n_slots, extractor.n_levels) == (q, n_levels)
     features = extractor(obs)
     assert features.shape == (3, 16 + (2 + q) * 8) == (3, extractor.features_dim)
     assert torch.isfinite(features).all()
 
 
+def _with_slots(obs, slots, slot_levels):
+    """``obs`` with its slot features replaced by the (batch, slots, …) arrays given, flattened as observed."""
+    batch = slots.shape[0]
+    return {**obs, "slots": slots.reshape(batch, -1).contiguous(), "slot_levels": slot_levels.reshape(batch, -1).contiguous()}
+
+
 def test_extractor_ignores_empty_slots_and_pools_without_order():
     extractor, obs = _extractor_and_batch()
+    slots, slot_levels = slot_arrays(obs)
     mask = obs["slot_mask"][0] > 0
     filled = int(mask.sum())
-    assert 1 < filled < obs["slots"].shape[1]  # some filled slots, some empty
+    q, n_levels = slot_levels.shape[1:3]
+    assert 1 < filled < q  # some filled slots, some empty
     base = extractor(obs)
     # What an empty slot holds does not matter.
-    noisy = {k: v.clone() for k, v in obs.items()}
-    noisy["slots"][0, filled:] = torch.rand_like(noisy["slots"][0, filled:])
-    noisy["slot_levels"][0, filled:] = torch.rand_like(noisy["slot_levels"][0, filled:])
+    noisy_slots, noisy_levels = slots.clone(), slot_levels.clone()
+    noisy_slots[0, filled:] = torch.rand_like(noisy_slots[0, filled:])
+    noisy_levels[0, filled:] = torch.rand_like(noisy_levels[0, filled:])
+    noisy = _with_slots(obs, noisy_slots, noisy_levels)
+    assert not torch.equal(noisy["slots"], obs["slots"]) and not torch.equal(noisy["slot_levels"], obs["slot_levels"])
     torch.testing.assert_close(extractor(noisy), base)
+    # What a filled slot holds does.
+    changed_slots = slots.clone()
+    changed_slots[0, 0] = torch.rand_like(changed_slots[0, 0])
+    assert not torch.allclose(extractor(_with_slots(obs, changed_slots, slot_levels))[0], base[0])
     # Pooled features do not depend on the slots' order; the ordered embeddings move with them.
-    perm = torch.arange(obs["slots"].shape[1])
+    perm = torch.arange(q)
     perm[:filled] = perm[:filled].flip(0)
-    q, n_levels = obs["slot_levels"].shape[1:3]
-    swapped = {k: v.clone() for k, v in obs.items()}
-    swapped["slots"][0] = obs["slots"][0, perm]
-    swapped["slot_levels"][0] = obs["slot_levels"][0, perm]
+    swapped_slots, swapped_levels = slots.clone(), slot_levels.clone()
+    swapped_slots[0], swapped_levels[0] = slots[0, perm], slot_levels[0, perm]
+    swapped = _with_slots(obs, swapped_slots, swapped_levels)
+    swapped["action_mask"] = obs["action_mask"].clone()
     swapped["action_mask"][0, : q * n_levels] = obs["action_mask"][0, : q * n_levels].reshape(q, n_levels)[perm].reshape(-1)
     out = extractor(swapped)
     pooled = slice(16, 16 + 2 * 8)

@@ -13,11 +13,14 @@ from traces.replay import write_workload_csv
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25}
 
 
-def run_to_end(env, seed=0):
-    env.reset(seed=seed)
-    info = {}
-    while env.current_job >= 0:
+def run_to_end(env, seed=0, options=None):
+    """Always action 1 (slot 0 at its demand) until the episode ends; the final info."""
+    env.reset(seed=seed, options=options)
+    done = False
+    while not done:
         _, _, terminated, truncated, info = env.step(1)
+        done = terminated or truncated
+    assert terminated
     return info
 
 
@@ -111,9 +114,7 @@ def test_reset_on_a_given_workload_seed_pairs_env_and_simulator_runs():
     assert np.array_equal(w.arrival_s, SyntheticWorkload(jobs_per_hour=2.25, seed=1_000_000, num_jobs=40, max_gpus=32).build().arrival_s)
     env.reset(seed=7, options={"workload_seed": 1_000_000})
     assert np.array_equal(env.sim.jobs.arrival_s, w.arrival_s)
-    info = {}
-    while env.current_job >= 0:
-        _, _, _, _, info = env.step(1)  # demand: the env reproduces fifo+tune
+    info = run_to_end(env, seed=7, options={"workload_seed": 1_000_000})  # slot 0 at demand: fifo+tune
     sim = Simulator(cluster_preset("small"), w, make_policy("fifo+tune")).run()
     jct = sim.jobs["jct_s"].to_numpy() / 3600
     assert info["mean_jct_h"] == pytest.approx(jct.mean(), rel=1e-12)
@@ -136,7 +137,7 @@ def test_bad_reset_options_are_refused(options, message):
         env.reset(options=options)
 
 
-@pytest.mark.parametrize("name", ["allow_defer", "multigpu", "debug"])
+@pytest.mark.parametrize("name", ["preemptive", "agent_orders", "multigpu", "debug"])
 def test_boolean_kwargs_must_be_booleans(name):
     with pytest.raises(ConfigError, match=f"env kwarg {name} must be true or false, got 'false'"):
         SynergyEnv(**SMALL, **{name: "false"})

@@ -1,7 +1,7 @@
 """``synergy-gym evaluate`` and ``synergy_gym.evaluate`` on the scheduling-action environment.
 
-Without ``--model`` the command scores the env heuristics (source ``env``) and the
-simulator's policies (source ``sim``) on the same workloads: the seed is the
+Without ``--model`` the command scores the env heuristics (source ``env``), the
+simulator's policies (source ``sim``) and the no-waiting bound (source ``bound``) on the same workloads: the seed is the
 workload seed. The env heuristic ``fifo+tune`` reproduces the simulator's
 ``fifo+tune`` exactly in preemptive mode, and in the default mode on single-GPU
 workloads, so their per-seed results must be equal here.
@@ -18,7 +18,7 @@ import pytest
 
 from agents.evaluate import SUMMARY_FIELDS, parse_baselines, run_policies, trained_on_old_action_space
 from baselines.env_heuristics import HEURISTIC_NAMES, env_heuristics
-from baselines.sim_on_env import SIM_POLICIES, simulate_on_env
+from baselines.sim_on_env import NO_WAIT_BOUND, SIM_POLICIES, simulate_on_env
 from synergy_gym import evaluate
 from synergy_gym.cli import main
 from synergy_gym.errors import SynergyGymError
@@ -50,7 +50,10 @@ def test_evaluate_without_a_model_runs_env_heuristics_and_simulator_policies(tmp
                              capsys)
     assert code == 0, err
     rows = rows_by_key(tmp_path / "r.json")
-    assert set(rows) == {(n, "env") for n in HEURISTIC_NAMES} | {(n, "sim") for n in SIM_POLICIES}
+    # The no-waiting bound runs with the simulator's policies and is reported with source "bound".
+    assert NO_WAIT_BOUND in SIM_POLICIES
+    assert set(rows) == {(n, "env") for n in HEURISTIC_NAMES} | {(n, "bound" if n == NO_WAIT_BOUND else "sim") for n in SIM_POLICIES}
+    assert min(r["mean_jct_h"] for r in rows.values()) == rows[(NO_WAIT_BOUND, "bound")]["mean_jct_h"]
     for row in rows.values():
         assert set(SUMMARY_FIELDS) <= set(row), row
         assert row["episodes"] == 3 and set(row["per_seed"]) == {"3", "4", "5"}
@@ -215,7 +218,8 @@ def test_a_model_of_the_old_action_space_must_be_retrained(tmp_path, capsys, sav
 def test_old_spaces_are_recognised():
     assert trained_on_old_action_space({"job": "Box(20,)", "queue": "Box(320,)", "action": "Discrete(2)"})
     assert trained_on_old_action_space({"observation": "Box(9,)", "action": "Discrete(47)"})
-    assert not trained_on_old_action_space({"slots": "Box(32, 11)", "action": "Discrete(47)"})
+    assert not trained_on_old_action_space({"slots": "Box(352,)", "action": "Discrete(47)"})
+    assert not trained_on_old_action_space({"slots": "Box(32, 11)", "action": "Discrete(161)"})  # before slots were flat
     assert not trained_on_old_action_space({"observation": "Box(9,)", "action": "Discrete(161)"})
 
 

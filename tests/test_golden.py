@@ -1,8 +1,11 @@
 """The simulator and the environment reproduce the golden behaviour recorded in tests/data exactly.
 
-The files were written by ``python tests/golden.py`` before the round-planner refactor; a
-change of behaviour anywhere in the round loop (ordering, admission, placement, reclaiming,
-progress, the environment's decision loop, observations or rewards) fails here.
+The simulator's file was written by ``python tests/golden.py`` before the round-planner refactor;
+the environment's by ``python tests/golden.py --env-only`` on top of commit 4525693 (the scheduling
+action space: slot × level and stop; flat ``slots``/``slot_levels``, ``demand`` as x / (x + 1),
+settled mid-event observations). A change of behaviour anywhere in the round loop (ordering,
+admission, placement, reclaiming, progress, the environment's decision loop, fallbacks,
+observations or rewards) fails here.
 """
 
 import gzip
@@ -49,27 +52,53 @@ def test_simulator_finish_times_match_the_golden_file(sim_golden, replays, key, 
 def env_golden():
     with gzip.open(golden.ENV_FILE, "rt") as fh:
         data = json.load(fh)
-    assert data["env_id"] == golden.ENV_ID and data["kwargs"] == golden.ENV_KWARGS
-    assert data["block"] == golden.BLOCK
+    assert data["modes"] == {m: [i, k] for m, (i, k) in golden.ENV_MODES.items()}
+    assert data["block"] == golden.BLOCK and data["max_steps"] == golden.MAX_STEPS
     return data["traces"]
 
 
+QUICK_ENV = {("default", "random_any", 0), ("preemptive", "random_any", 0), ("multigpu", "random_valid", 1)}
+
+
 def _env_cases():
-    for policy in golden.ENV_POLICIES:
-        for seed in golden.ENV_SEEDS:
-            marks = () if (policy, seed) == ("defer", 0) else (pytest.mark.slow,)
-            yield pytest.param(policy, seed, marks=marks, id=f"{policy}-{seed}")
+    for mode in golden.ENV_MODES:
+        for policy in golden.ENV_POLICIES:
+            for seed in golden.ENV_SEEDS:
+                quick = (mode, policy, seed) in QUICK_ENV or (mode in ("default", "multigpu", "scarce") and seed == 0)
+                marks = () if quick else (pytest.mark.slow,)
+                yield pytest.param(mode, policy, seed, marks=marks, id=golden.env_key(mode, policy, seed))
 
 
-@pytest.mark.parametrize("policy, seed", list(_env_cases()))
-def test_env_observations_and_rewards_match_the_golden_file(env_golden, policy, seed):
-    want = env_golden[f"{policy}/{seed}"]
-    got = golden.env_trace(policy, seed)
-    assert got["steps"] == want["steps"]
+@pytest.mark.parametrize("mode, policy, seed", list(_env_cases()))
+def test_env_observations_and_rewards_match_the_golden_file(env_golden, mode, policy, seed):
+    want = env_golden[golden.env_key(mode, policy, seed)]
+    got = golden.env_trace(policy, seed, mode)
     for block, (a, b) in enumerate(zip(got["digests"], want["digests"])):
         if a != b:
-            pytest.fail(f"{policy} seed {seed}: first difference within steps {block * golden.BLOCK}–{(block + 1) * golden.BLOCK}")
+            pytest.fail(f"{mode} {policy} seed {seed}: first difference within steps {block * golden.BLOCK}–{(block + 1) * golden.BLOCK}")
+    assert (got["steps"], got["ended"], got["invalid"]) == (want["steps"], want["ended"], want["invalid"])
+    assert got["digests"] == want["digests"]
+    assert got["finish"] == want["finish"]
     assert got["return"] == want["return"]
+
+
+def test_env_golden_traces_are_discriminating(env_golden):
+    # Every trace ran its episode to the end, the random-any policy exercised the fallbacks, and the
+    # policies (and modes) produce different traces, so a change in any of them is visible.
+    assert all(t["ended"] for t in env_golden.values())
+    for mode in golden.ENV_MODES:
+        for seed in golden.ENV_SEEDS:
+            traces = [env_golden[golden.env_key(mode, p, seed)] for p in golden.ENV_POLICIES]
+            assert len({t["digests"][-1] for t in traces}) == len(traces)
+            assert traces[1]["invalid"] > 0 and traces[0]["invalid"] == traces[2]["invalid"] == 0
+    for policy in golden.ENV_POLICIES:
+        finals = {env_golden[golden.env_key(m, policy, 0)]["digests"][-1] for m in golden.ENV_MODES}
+        assert len(finals) == len(golden.ENV_MODES)
+    # Always action 1 is fifo+tune in either mode: the same finish times.
+    for mode, other in (("default", "preemptive"), ("scarce", "scarce-preemptive")):
+        for seed in golden.ENV_SEEDS:
+            a, b = (env_golden[golden.env_key(m, "demand", seed)] for m in (mode, other))
+            assert a["finish"] == b["finish"] and a["return"] == pytest.approx(b["return"], rel=1e-9)
 
 
 def test_golden_finish_times_differ_between_policies(sim_golden):

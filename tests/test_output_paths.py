@@ -326,17 +326,19 @@ def test_evaluate_names_the_env_kwarg_that_changes_the_spaces(tiny_run, tmp_path
 def test_evaluate_refuses_normalisation_statistics_of_another_shape(tiny_run, tmp_path, capsys):
     from stable_baselines3.common.running_mean_std import RunningMeanStd
 
+    from synergy_gym.env.observation import SLOT_FEATURES
+
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)
     stats = run / "best_vecnormalize.pkl"
     vec_norm = pickle.loads(stats.read_bytes())
-    vec_norm.obs_rms["slots"] = RunningMeanStd(shape=(8, 11))
+    vec_norm.obs_rms["slots"] = RunningMeanStd(shape=(8 * len(SLOT_FEATURES),))  # statistics of an 8-slot env (flat)
     vec_norm.venv, vec_norm.class_attributes, vec_norm.returns = None, {}, None  # VecNormalize.__getstate__ drops these
     stats.write_bytes(pickle.dumps(vec_norm))
     code, out, err = run_cli(["evaluate", "--model", str(run / "best_model.zip"), "--episodes", "1",
                               "--device", "cpu", "--out", str(tmp_path / "e")], capsys)
     assert code == 2 and err.count("\n") == 1, err
-    assert "normalisation statistics do not fit" in err and "Box(8, 11) in the statistics vs Box(32, 11)" in err, err
+    assert "normalisation statistics do not fit" in err and "Box(88,) in the statistics vs Box(352,)" in err, err
     assert not (tmp_path / "e").exists()
 
 

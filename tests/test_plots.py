@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.env import DEMAND_ACTION, SynergyEnv
+from synergy_gym.env import SynergyEnv
+from synergy_gym.levels import DEMAND_LEVEL
 from synergy_gym.plots import ci95_half_width, label_log_axis, make_jct_cdf_figure, pyplot
 
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 60, "max_rounds": 4000}
@@ -197,15 +198,19 @@ def test_trace_stats_figure_has_titles_and_labelled_log_axes():
 # -- env render ------------------------------------------------------------------------------
 
 
-def test_rgb_array_render_is_a_readable_picture():
+ACTION_1 = DEMAND_LEVEL  # slot 0 at its demand
+
+
+@pytest.mark.parametrize("preemptive", [False, True], ids=["default", "preemptive"])
+def test_rgb_array_render_is_a_readable_picture(preemptive):
     import matplotlib.pyplot as plt
 
-    env = SynergyEnv(**SMALL, render_mode="rgb_array")
-    before = env.render()  # before reset: the empty cluster
-    assert before.shape[0] >= 360 and before.shape[1] >= 640
+    env = SynergyEnv(**SMALL, render_mode="rgb_array", preemptive=preemptive)
     env.reset(seed=0)
-    for _ in range(5):
-        env.step(DEMAND_ACTION)
+    before = env.render()  # the first decision: nothing runs yet
+    assert before.shape[0] >= 360 and before.shape[1] >= 640
+    while env.sim.now == env.sim.first_round_s or not env.sim.ledger.jobs:
+        env.step(ACTION_1)
     open_figures = len(plt.get_fignums())
     started = time.perf_counter()
     images = [env.render() for _ in range(10)]
@@ -215,14 +220,23 @@ def test_rgb_array_render_is_a_readable_picture():
     assert img.shape[0] >= 360 and img.shape[1] >= 640
     assert len(np.unique(img.reshape(-1, 3), axis=0)) > 10  # not a single colour: bars, labels, text
     assert not np.array_equal(img, before)  # jobs are running now
+    assert all(np.array_equal(i, img) for i in images)  # rendering changes nothing
     assert len(plt.get_fignums()) == open_figures  # renders leave no figures open
     assert per_render < 0.5
+    done = False
+    while not done:  # to the end: the picture of the finished episode
+        _, _, terminated, truncated, _ = env.step(ACTION_1)
+        done = terminated or truncated
+    end = env.render()
+    assert end.shape == img.shape and not np.array_equal(end, img)
     env.close()
 
 
 def test_rgb_array_render_survives_pickling_and_close():
     env = SynergyEnv(**SMALL, render_mode="rgb_array")
     env.reset(seed=0)
+    for _ in range(3):
+        env.step(ACTION_1)
     first = env.render()
     clone = pickle.loads(pickle.dumps(env))
     np.testing.assert_array_equal(clone.render(), first)
@@ -230,9 +244,14 @@ def test_rgb_array_render_survives_pickling_and_close():
     np.testing.assert_array_equal(env.render(), first)  # rebuilt after close
 
 
-def test_ansi_render_is_unchanged():
+def test_ansi_render_names_the_job_in_the_first_slot():
     env = SynergyEnv(**SMALL, render_mode="ansi")
     env.reset(seed=0)
+    for _ in range(3):
+        env.step(ACTION_1)
     text = env.render()
     assert isinstance(text, str) and "server" in text
+    j = int(env.slot_jobs[0])
+    model = env.zoo.names[env.sim.jobs.model[j]]
+    assert text.splitlines()[-1] == f"deciding job {env.sim.jobs.job_id[j]} ({model}, 1 GPU)"
     assert SynergyEnv.metadata["render_modes"] == ["ansi", "rgb_array"] and SynergyEnv.metadata["render_fps"] > 0

@@ -1,7 +1,8 @@
 """Reliability suite: long adversarial use of the environment and the sweep.
 
-CI runs a short version; ``pytest --long -m reliability`` runs the full one
-(10^6 fuzzed steps, 50 long episodes) and prints its figures.
+CI runs a short version (5·10^4 fuzzed steps per mode); ``pytest --long -m reliability -s``
+runs the full one (10^6 fuzzed steps in each of the default and the preemptive mode, 50 long
+episodes) and prints its figures.
 """
 
 import gc
@@ -20,50 +21,97 @@ from synergy_gym.env import SynergyEnv
 
 pytestmark = pytest.mark.reliability
 
+#: Episode shapes the fuzzer cycles through; each runs in both modes (preemptive False / True).
 SHAPES = [
     {"cluster": "small", "jobs_per_hour": 2.25},
-    {"cluster": "small", "jobs_per_hour": 4.0, "multigpu": True, "order": "srtf"},
+    {"cluster": "small", "jobs_per_hour": 4.0, "multigpu": True},
+    {"cluster": "small", "jobs_per_hour": 3.0, "levels": "grid", "max_queue": 8},
+    {"cluster": "small", "jobs_per_hour": 6.0, "agent_orders": False},
     {"cluster": {"num_servers": 2, "gpus_per_server": 4, "cpus_per_server": 16, "mem_gb_per_server": 250},
-     "jobs_per_hour": 1.5, "multigpu": True, "allow_defer": True},
+     "jobs_per_hour": 1.5, "multigpu": True, "levels": "grid", "max_queue": 4},
     {"cluster": {"num_servers": 3, "gpus_per_server": 8, "cpus_per_server": 32, "mem_gb_per_server": 400},
-     "jobs_per_hour": 3.0, "order": "las", "timing": "exact", "placement": "consolidate"},
-    {"cluster": "small", "jobs_per_hour": 3.0, "reconsider_every": 5, "allow_defer": True, "max_defer_rounds": 3},
+     "jobs_per_hour": 3.0, "timing": "exact", "placement": "consolidate", "multigpu": True},
     {"cluster": "small", "jobs_per_hour": 2.25, "sensitivity": "profiled", "profile_noise": 0.05},
+    {"cluster": {"num_servers": 4, "cpus_per_server": 12}, "class_split": (60, 20, 20), "jobs_per_hour": 3.0,
+     "multigpu": True, "levels": "grid", "max_queue": 6},
+    {"cluster": "default", "jobs_per_hour": 9.0, "multigpu": True, "max_queue": 16},
 ]
+NUM_JOBS = {False: 200, True: 60}  # a preemptive episode re-decides every job at every event
+
+
+def _in_space(space, obs) -> list[str]:
+    return [k for k, s in space.spaces.items() if not s.contains(obs[k])]
 
 
 @pytest.mark.slow
-def test_fuzzed_env_steps_keep_every_invariant(long_run):
-    target = 1_000_000 if long_run else 100_000
-    violations = {"capacity": 0, "below_fair": 0, "reward": 0}
+@pytest.mark.parametrize("preemptive", [False, True], ids=["default", "preemptive"])
+def test_fuzzed_env_steps_keep_every_invariant(long_run, preemptive):
+    """Random actions – any action of the space (fallbacks) and random valid ones – never break an invariant.
+
+    Checked at every planned stretch of rounds (the simulator's observer): no server over
+    capacity and no placed job below its fair-share throughput; and at every step: the ledger
+    within capacity, a finite non-positive reward, the observation inside the space, and
+    ``info["invalid_action"]`` exactly when the action was masked.
+    """
+    target = 1_000_000 if long_run else 50_000
+    violations = {"capacity": 0, "below_fair": 0, "reward": 0, "obs": 0, "invalid_flag": 0}
+    segments = 0
 
     def watch(sim, placed, tput):
+        nonlocal segments
+        segments += 1
         try:
             sim.ledger.check_capacity()
         except AssertionError:
             violations["capacity"] += 1
-        if sim.jobs.belief is None and np.any(tput < sim.jobs.tput_fair[placed] - 1e-12):
+        # What the scheduler granted (believed throughputs when profiled) against the fair share.
+        granted = np.fromiter(sim.ledger.tput, dtype=float, count=len(sim.ledger.jobs))
+        if np.any(granted < sim.jobs.tput_fair[placed] - 1e-9):
+            violations["below_fair"] += 1
+        if sim.jobs.belief is None and np.any(tput < sim.jobs.tput_fair[placed] - 1e-9):
             violations["below_fair"] += 1
 
-    steps = episodes = 0
+    steps = episodes = truncated_episodes = fallbacks = 0
     started = time.perf_counter()
     while steps < target:
         kwargs = SHAPES[episodes % len(SHAPES)]
-        env = SynergyEnv(num_jobs=200, max_rounds=5000, **kwargs)
+        env = SynergyEnv(num_jobs=NUM_JOBS[preemptive], max_rounds=3000, preemptive=preemptive, **kwargs)
+        space = env.observation_space
+        n = env.action_space.n
         rng = np.random.default_rng(episodes)
+        p_any = (0.1, 0.5, 0.9)[episodes % 3]  # share of actions drawn from the whole space
         env.reset(seed=episodes)
         env.sim.observer = watch
         done = False
         while not done:
-            valid = np.flatnonzero(env.action_masks())
-            _, reward, terminated, truncated, _ = env.step(int(valid[rng.integers(valid.size)]))
+            mask = env.action_masks()
+            if rng.random() < p_any:
+                a = int(rng.integers(n))
+            else:
+                valid = np.flatnonzero(mask)
+                a = int(valid[rng.integers(valid.size)])
+            obs, reward, terminated, truncated, info = env.step(a)
             if not (np.isfinite(reward) and reward <= 0):
                 violations["reward"] += 1
+            if info["invalid_action"] is not (not mask[a]):
+                violations["invalid_flag"] += 1
+            fallbacks += info["invalid_action"]
+            try:
+                env.sim.ledger.check_capacity()
+            except AssertionError:
+                violations["capacity"] += 1
+            if _in_space(space, obs):
+                violations["obs"] += 1
             done = terminated or truncated
             steps += 1
+        truncated_episodes += truncated
         episodes += 1
-    print(f"\nfuzzed {steps:,} steps in {episodes} episodes ({time.perf_counter() - started:.0f} s): violations {violations}")
-    assert violations == {"capacity": 0, "below_fair": 0, "reward": 0}
+    seconds = time.perf_counter() - started
+    mode = "preemptive" if preemptive else "default"
+    print(f"\nfuzzed ({mode} mode) {steps:,} steps in {episodes} episodes ({truncated_episodes} truncated), "
+          f"{segments:,} planned segments, {fallbacks:,} fallbacks, {seconds:.0f} s: violations {violations}")
+    assert episodes >= len(SHAPES) and fallbacks > 0
+    assert violations == dict.fromkeys(violations, 0)
 
 
 @pytest.mark.slow
@@ -73,14 +121,13 @@ def test_determinism_across_processes():
     kwargs = {"cluster": "small", "num_jobs": 80, "jobs_per_hour": 3.0, "multigpu": True}
 
     def run(vec_cls):
-        vec = vec_cls([lambda: SynergyEnv(**kwargs)] * 2)
+        vec = vec_cls([lambda: SynergyEnv(**kwargs), lambda: SynergyEnv(**kwargs, preemptive=True)])
         try:
             vec.seed(11)
             vec.reset()
             jcts, rng = [], np.random.default_rng(0)
             for _ in range(300):
-                masks = vec.env_method("action_masks")
-                actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+                actions = rng.integers(vec.action_space.n, size=2)  # any action: fallbacks included
                 _, _, _, infos = vec.step(actions)
                 jcts.append([tuple(i["finished_jct_h"]) for i in infos])
             return jcts
@@ -89,20 +136,21 @@ def test_determinism_across_processes():
 
     assert run(SubprocVecEnv) == run(DummyVecEnv)
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+    from baselines.env_heuristics import RandomValid
     from synergy_gym import evaluate
-    from synergy_gym.action_policies import RandomMaskedPolicy
 
     ray.init(ignore_reinit_error=True, include_dashboard=False, num_cpus=2, log_to_driver=False, logging_level="ERROR")
-    args = (RandomMaskedPolicy(3), "Synergy-small-v0", [5, 6])
+    args = (RandomValid(3), "Synergy-small-v0", [5, 6])
     remote = ray.get(ray.remote(evaluate).remote(*args, keep_jcts=True, **kwargs))
     local = evaluate(*args, keep_jcts=True, **kwargs)
     assert remote["jct_h"].tolist() == local["jct_h"].tolist()
 
 
-def test_memory_stays_flat_over_long_episodes(long_run):
+@pytest.mark.parametrize("preemptive", [False, True], ids=["default", "preemptive"])
+def test_memory_stays_flat_over_long_episodes(long_run, preemptive):
     episodes = 50 if long_run else 8
-    kwargs = {"cluster": "small", "num_jobs": 300 if long_run else 100, "jobs_per_hour": 2.25}
-    env = SynergyEnv(**kwargs)
+    kwargs = {"cluster": "small", "num_jobs": (300 if long_run else 100) // (3 if preemptive else 1), "jobs_per_hour": 2.25}
+    env = SynergyEnv(**kwargs, preemptive=preemptive)
     tracemalloc.start()
     sizes = []
     try:
@@ -110,7 +158,7 @@ def test_memory_stays_flat_over_long_episodes(long_run):
             env.reset(seed=ep)
             done = False
             while not done:
-                _, _, terminated, truncated, _ = env.step(1)
+                _, _, terminated, truncated, _ = env.step(1)  # slot 0 at its demand
                 done = terminated or truncated
             gc.collect()
             sizes.append(tracemalloc.get_traced_memory()[0])

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from synergy_gym.allocation import Tune
 from synergy_gym.env.config import EnvConfig, as_cluster
 from synergy_gym.env.masks import ActionLayout
-from synergy_gym.env.observation import ObservationBuilder, speedup_bound
+from synergy_gym.env.observation import ObservationBuilder
 from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
@@ -45,7 +45,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     admission order). **``preemptive=True``:** at each event every job returns to the waiting
     set and the agent refills the cluster, as the paper's simulator re-plans every round.
     Always choosing the first slot at its demand level reproduces the simulator's
-    ``fifo+tune`` exactly in preemptive mode, and in the default mode on single-GPU workloads.
+    ``fifo+tune`` exactly in preemptive mode, and in the default mode on single-GPU workloads
+    (with ``timing="exact"`` to rounding error: the environment splits time at arrivals).
 
     ## Action Space
 
@@ -132,13 +133,12 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         grid_shape = (len(self.zoo.cpu_grid), len(self.zoo.mem_grid)) if cfg.levels == "grid" else None
         self.layout = ActionLayout(cfg.max_queue, self.levels.n_levels, cfg.agent_orders, cfg.invalid_action, grid_shape)
         self.action_space = spaces.Discrete(self.layout.n)
-        self.obs_builder = ObservationBuilder(
-            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n, speedup_bound(self.zoo, self.cluster)
-        )
+        self.obs_builder = ObservationBuilder(self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n)
         self.observation_space = self.obs_builder.space
         self._picture: ClusterPicture | None = None
         self.sim: Simulator | None = None
         self._ended = True
+        self._slots = _NO_JOBS
 
     # -- gymnasium API --------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -282,9 +282,15 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             holds[runnable] = False
             keep: list[int] = []
         else:
+            # Tune's placement order – descending GPUs, ties in admission order – so that the
+            # planner places them now and the observation shows them (the grants are the same).
             keep = self._admitted  # finished jobs were removed as they finished
+            gpus = sim.jobs.gpus_l
+            if any(gpus[j] > 1 for j in keep):
+                keep = sorted(keep, key=lambda j: -gpus[j])
         sim.planner.begin(keep)
         sim.planner.next_decision(None)  # the running jobs keep their GPUs and levels
+        sim.planner.settle()  # the ledger now holds exactly them, for the observation
         self._waiting = runnable[~holds[runnable]]
         self._stopped = False
 

@@ -48,7 +48,7 @@ RUNNING_FEATURES = (
     *(f"speedup_hist_{b}" for b in range(HIST_BINS)),  # fraction of running jobs per speed-up bin over [1, max]
     *(f"runtime_hist_{b}" for b in range(HIST_BINS)),  # fraction per bin of squashed run time left at their rate
 )
-#: Best-case demand against capacity, ``demand``.
+#: Best-case demand against capacity, ``demand``: each ratio x (demand / capacity) enters as x / (x + 1).
 DEMAND_FEATURES = ("running_cpu", "running_mem", "waiting_cpu", "waiting_mem", "waiting_gpus")
 #: The waiting jobs not in a slot, ``queue_rest``.
 QUEUE_REST_FEATURES = (
@@ -64,6 +64,25 @@ CLUSTER_FEATURES = (
 )
 
 
+#: Bounds of the level features: resources per GPU relative to the fair share, and speed-ups, are
+#: clipped here (the same for every cluster, so that all environment ids share one observation space).
+RESOURCE_HIGH = 16.0
+SPEEDUP_HIGH = 8.0
+
+
+def slot_arrays(obs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``obs["slots"]`` as (…, slots, features) and ``obs["slot_levels"]`` as (…, slots, levels, 3).
+
+    The observation keeps them flat (1-D per environment, as Stable-Baselines3's
+    checker wants); works on single and batched observations, numpy or torch.
+    """
+    q = obs["slot_mask"].shape[-1]
+    slots = obs["slots"].reshape(*obs["slots"].shape[:-1], q, len(SLOT_FEATURES))
+    levels = obs["slot_levels"]
+    n_levels = levels.shape[-1] // (q * len(LEVEL_FEATURES))
+    return slots, levels.reshape(*levels.shape[:-1], q, n_levels, len(LEVEL_FEATURES))
+
+
 def squash_hours(h):
     """Hours as observed: ``h / (h + 10)``."""
     return h / (h + TIME_SCALE_H)
@@ -77,24 +96,23 @@ def hours(x):
 class ObservationBuilder:
     """Builds observations from the simulator's state and the episode's level table."""
 
-    def __init__(self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int, speedup_max: float) -> None:
+    def __init__(self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int) -> None:
         self.cluster = cluster
         self.zoo = zoo
         self.q = q = int(max_queue)
         self.n_levels = n_levels
-        self.speedup_max = speedup_max
-        fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
-        level_high = np.array([max(zoo.cpu_grid) / fair_cpu, max(zoo.mem_grid) / fair_mem, speedup_max], dtype=np.float32)
+        self.speedup_max = speedup_max = SPEEDUP_HIGH
+        level_high = np.array([RESOURCE_HIGH, RESOURCE_HIGH, SPEEDUP_HIGH], dtype=np.float32)
         self.space = spaces.Dict(
             {
-                "slots": spaces.Box(0.0, 1.0, (q, len(SLOT_FEATURES)), np.float32),
-                "slot_levels": spaces.Box(0.0, np.broadcast_to(level_high, (q, n_levels, 3)).copy(), dtype=np.float32),
+                "slots": spaces.Box(0.0, 1.0, (q * len(SLOT_FEATURES),), np.float32),
+                "slot_levels": spaces.Box(0.0, np.tile(level_high, q * n_levels), dtype=np.float32),
                 "slot_mask": spaces.Box(0.0, 1.0, (q,), np.float32),
                 "cluster": spaces.Box(0.0, 1.0, (len(CLUSTER_FEATURES),), np.float32),
                 "running": spaces.Box(
                     0.0, np.array([1.0, speedup_max] + [1.0] * (2 * HIST_BINS), dtype=np.float32), dtype=np.float32
                 ),
-                "demand": spaces.Box(0.0, np.inf, (len(DEMAND_FEATURES),), np.float32),
+                "demand": spaces.Box(0.0, 1.0, (len(DEMAND_FEATURES),), np.float32),
                 "queue_rest": spaces.Box(0.0, 1.0, (len(QUEUE_REST_FEATURES),), np.float32),
                 "time": spaces.Box(0.0, 1.0, (1,), np.float32),
                 "action_mask": spaces.Box(0.0, 1.0, (n_actions,), np.float32),
@@ -192,12 +210,12 @@ class ObservationBuilder:
             slot_levels[:k] = self.levels[slots]
             slot_mask[:k] = 1.0
         return {
-            "slots": slot_obs,
-            "slot_levels": slot_levels,
+            "slots": slot_obs.reshape(-1),
+            "slot_levels": slot_levels.reshape(-1),
             "slot_mask": slot_mask,
             "cluster": self.cluster_features(sim, waiting.size),
             "running": self.running_features(sim),
-            "demand": np.concatenate([self.demand[held, :2].sum(axis=0), self.demand[waiting].sum(axis=0)], dtype=np.float32),
+            "demand": self.demand_features(held, waiting),
             "queue_rest": self.queue_rest_features(sim, waiting, fits, k),
             "time": np.array([min(1.0, time_fraction)], dtype=np.float32),
             "action_mask": mask,
@@ -225,6 +243,10 @@ class ObservationBuilder:
         out[1] = min(float(np.dot(gpus, speedup) / gpus.sum()), self.speedup_max)
         out[2:] = np.bincount(bins, minlength=2 * HIST_BINS) / n
         return out
+
+    def demand_features(self, held: np.ndarray, waiting: np.ndarray) -> np.ndarray:
+        ratio = np.concatenate([self.demand[held, :2].sum(axis=0), self.demand[waiting].sum(axis=0)])
+        return (ratio / (ratio + 1.0)).astype(np.float32)
 
     def queue_rest_features(self, sim: Simulator, waiting: np.ndarray, fits: np.ndarray, k: int) -> np.ndarray:
         g = self.cluster.total_gpus
@@ -267,10 +289,3 @@ class ObservationBuilder:
         out[3 + 3 * bins] = running / (running + c.total_gpus)
         out[4 + 3 * bins] = waiting / (waiting + c.total_gpus)
         return np.array(out, dtype=np.float32)
-
-
-def speedup_bound(zoo: ModelZoo, cluster: ClusterSpec) -> float:
-    """An upper bound on any level's speed-up over the fair share (observation space bound)."""
-    tensor = zoo.tput_tensor()
-    fair = zoo.throughput_many(np.arange(len(zoo)), np.full(len(zoo), cluster.fair_cpus_per_gpu), np.full(len(zoo), cluster.fair_mem_gb_per_gpu))
-    return float(math.ceil(2.0 * float((tensor.max(axis=(1, 2)) / fair).max())))
