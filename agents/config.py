@@ -24,6 +24,11 @@ else:  # pragma: no cover
 
 ALGOS: tuple[str, ...] = ("maskable_ppo", "ppo", "a2c", "dqn")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+#: ``reward`` settings: the environment's own, or relative to an env heuristic on the same workload.
+REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
+#: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT
+#: on the evaluation seeds, scored at the start of the run (``random`` excluded).
+BEST = "best"
 #: Evaluation episodes use env seeds from here on; training envs use ``seed + rank``,
 #: far below, so evaluation workloads are never training workloads.
 EVAL_SEED_BASE = 1_000_000
@@ -55,7 +60,13 @@ class TrainConfig:
     gamma: float = 0.995
     gae_lambda: float = 0.95
     ent_coef: float = 0.01
+    # Entropy schedule: ent_coef falls (or rises) linearly to ent_coef_final over the run's
+    # timesteps, updated before every policy update (TensorBoard train/ent_coef); None: constant.
+    ent_coef_final: float | None = None
     clip_range: float = 0.2
+    # PPO: stop an update's epochs early once the approximate KL divergence to the rollout's
+    # policy exceeds 1.5 · target_kl (SB3's rule); None: no limit.
+    target_kl: float | None = None
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     # DQN.
@@ -72,6 +83,22 @@ class TrainConfig:
     slot_dim: int = 32
     normalize_obs: bool = True
     normalize_reward: bool = True
+    # Variance reduction against the workload (agents.relative_reward, agents.shared_workload).
+    # reward "absolute": the env's reward, −∫N dt / reward_scale (N: jobs in the system), so the
+    # return is −ΣJCT / scale; "heuristic_relative": −∫(N_agent − N_heuristic) dt / scale, with the
+    # env heuristic relative_to run on the same workload at every reset (return −(ΣJCT −
+    # ΣJCT_heuristic) / scale; about one heuristic episode of extra work per training episode).
+    reward: str = "absolute"
+    # An env heuristic name, or "best": the one with the lowest mean JCT on the evaluation seeds.
+    relative_to: str = BEST
+    # true: the k-th episode of every training env runs the workload of seed
+    # 10,000,000 + 1,000,000 · seed + k (the same jobs across the envs of a rollout).
+    shared_workload: bool = False
+    # PyTorch's intra-op threads on the CPU (None: 1 on the CPU, PyTorch's default on CUDA).
+    # The policy is a few small MLPs: with more threads each forward/backward pass spends
+    # more time synchronising threads than computing, so training is slower, and much slower
+    # on shared or busy cores (SubprocVecEnv workers compete for the same cores).
+    torch_threads: int | None = None
     # Warm start (actor-critic algorithms): imitate the env heuristic bc_policy
     # (baselines.env_heuristics) on bc_steps env steps before reinforcement
     # learning; bc_steps 0 or bc_policy None/"none": start from scratch.
@@ -84,6 +111,9 @@ class TrainConfig:
     # Evaluation on held-out workload seeds.
     eval_freq: int = 20_000
     eval_episodes: int = 5
+    # Evaluation seeds: eval_seed_base, eval_seed_base + 1, … (issue #13 selects checkpoints on
+    # validation seeds from 2,000,000 and reports on the held-out 1,000,000–1,000,019).
+    eval_seed_base: int = EVAL_SEED_BASE
     progress_bar: bool = True
 
     def __post_init__(self) -> None:
@@ -96,7 +126,7 @@ class TrainConfig:
 
     @property
     def eval_seeds(self) -> list[int]:
-        return [EVAL_SEED_BASE + i for i in range(self.eval_episodes)]
+        return [self.eval_seed_base + i for i in range(self.eval_episodes)]
 
     def validate(self) -> None:
         if self.algo not in ALGOS:
@@ -118,7 +148,21 @@ class TrainConfig:
         for name in self.reference_baselines:
             if name not in heuristics:
                 raise UnknownNameError("reference baseline", str(name), heuristics)
-        for name in ("seed", "learning_starts", "bc_steps"):
+        if self.reward not in REWARDS:
+            raise UnknownNameError("reward", str(self.reward), REWARDS)
+        if self.relative_to != BEST and self.relative_to not in heuristics:
+            raise UnknownNameError("relative_to heuristic", str(self.relative_to), (BEST, *heuristics))
+        if not isinstance(self.shared_workload, bool):
+            raise ConfigError(f"shared_workload must be true or false, got {self.shared_workload!r}")
+        if self.torch_threads is not None:
+            self.torch_threads = check_positive("torch_threads", self.torch_threads, integer=True)
+        if self.target_kl is not None:
+            check_positive("target_kl", self.target_kl)
+        if self.ent_coef_final is not None:
+            check_positive("ent_coef_final", self.ent_coef_final, allow_zero=True)
+            if self.algo == "dqn":
+                raise ConfigError("ent_coef_final (entropy schedule) needs an actor-critic algorithm, not dqn")
+        for name in ("seed", "learning_starts", "bc_steps", "eval_seed_base"):
             setattr(self, name, check_positive(name, getattr(self, name), integer=True, allow_zero=True))
         if self.imitates and self.algo == "dqn":
             raise ConfigError("bc_steps (imitation warm start) needs an actor-critic algorithm, not dqn")

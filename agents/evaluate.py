@@ -11,8 +11,11 @@ jobs and per-seed differences are paired. Three sources:
   which act through the environment and read only the observation and the mask;
 * ``sim`` – the simulator's named policies (default fifo+fair, fifo+tune,
   fifo+opt, srtf+tune, tetris+greedy; ``--sim-policies``);
-* ``agent`` – each ``--model`` (optional; several give one row each plus their
-  mean with a 95 % CI over the models).
+* ``agent`` – each ``--model`` (optional; repeatable). Each model gets its own
+  row, named by its ``--label`` (repeatable, one per ``--model``, in the same
+  order; default: ``agent`` for a single model, else the name of each model's
+  run folder, with the file name added where folders repeat); several models
+  also give a row ``agent``: their mean with a 95 % CI over the models.
 
 ``--baselines`` picks the baselines: ``all`` (the default: every env heuristic
 and the ``--sim-policies``), ``env``, ``sim``, ``none``, or names separated by
@@ -30,6 +33,22 @@ of rows ``{policy, source, episodes, mean_jct_h, mean_jct_ci95_h, p99_jct_h,
 makespan_h, truncated, wall_s, ci95_over, per_seed: {seed: mean_jct_h}}``;
 ``results.csv``, one row per policy and seed; ``jct_cdf.png``.
 
+Optional records: ``--decisions DIR`` writes, for every policy that acts
+through the environment (agents and env heuristics; simulator policies and the
+bound make no environment decisions and get none), ``DIR/<label>.jsonl`` with
+one JSON line per decision of the first seed's episode: ``seed``, ``round``,
+``time_h``, ``job_id``, ``slot``, ``level`` (slot and level after the
+environment's fallback for a masked action), ``action``, ``stop``, ``invalid``,
+``n_valid`` (valid actions, stop included), ``filled_slots`` and ``features``
+(the chosen slot's features ``{name: value}`` as observed); a stop has ``slot``,
+``level``, ``job_id`` and ``features`` null. The label becomes the file name
+with characters other than letters, digits and ``._+=-`` replaced by ``_``.
+``--jobs-csv FILE`` writes every job of every episode of every policy:
+``policy, source, seed, job_id, arrival_h, start_h, finish_h, jct_h, gpus,
+model`` (start: the job's first start; for the bound the first round boundary
+at or after its arrival; start, finish and JCT empty for a job that never
+started / did not finish in an episode cut off at ``max_rounds``).
+
 With ``--model`` the environment and its kwargs come from the model's run
 folder (``config.json``) unless given; a model whose spaces do not fit the
 environment is refused (a model of the old per-job preference action space must
@@ -43,6 +62,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -53,7 +74,7 @@ import pandas as pd
 
 from agents.config import EVAL_SEED_BASE, TrainConfig, load_config_file
 from synergy_gym.cli_args import parse_seed_list
-from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
+from synergy_gym.errors import ConfigError, PathError, SynergyGymError, UnknownNameError
 from synergy_gym.evaluation import evaluate
 from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file, require_file
 from synergy_gym.plots import ci95_half_width, jct_cdf_png
@@ -70,6 +91,61 @@ SUMMARY_FIELDS = ("policy", "source", "episodes", "mean_jct_h", "mean_jct_ci95_h
                   "truncated", "wall_s", "ci95_over", "per_seed")
 DEFAULT_EPISODES = 5
 OUTPUT_FILES = ("results.csv", "results.json", "jct_cdf.png")
+#: Columns of ``--jobs-csv``: one row per job, episode and policy.
+JOBS_FIELDS = ("policy", "source", "seed", "job_id", "arrival_h", "start_h", "finish_h", "jct_h", "gpus", "model")
+#: The name of the models' mean row (several ``--model``), which no ``--label`` may take then.
+MEAN_AGENT = "agent"
+
+
+# -- labels and file names ---------------------------------------------------------------------
+
+
+def agent_labels(models: list[Path], labels: list[str] | None) -> list[str]:
+    """Each model's row name: its ``--label``, else ``agent`` (one model) or its run folder's name.
+
+    Default names that repeat (two models of one run folder) get the model's file
+    name (``run/best_model``), and then their position (``[i]``). Given labels must
+    be as many as the models, non-empty and distinct, and with several models none
+    may be ``agent`` (the models' mean row).
+    """
+    if labels:
+        if not models:
+            raise ConfigError(f"--label needs --model: {len(labels)} label(s) for no --model")
+        if len(labels) != len(models):
+            raise ConfigError(f"--label: {len(labels)} label(s) for {len(models)} --model argument(s); "
+                              f"give one --label per --model, in the same order")
+        for label in labels:
+            if not label.strip():
+                raise ConfigError("--label: a label may not be empty")
+        repeated = sorted({x for x in labels if labels.count(x) > 1})
+        if repeated:
+            raise ConfigError(f"--label {repeated[0]!r} is given twice; each model needs its own label")
+        if len(models) > 1 and MEAN_AGENT in labels:
+            raise ConfigError(f"--label {MEAN_AGENT!r} is the name of the models' mean row; choose another label")
+        return list(labels)
+    if len(models) <= 1:
+        return [MEAN_AGENT] * len(models)
+    names = [m.resolve().parent.name or m.stem for m in models]
+    names = [f"{n}/{m.stem}" if names.count(n) > 1 else n for n, m in zip(names, models)]
+    return [f"{n}[{i}]" if names.count(n) > 1 else n for i, n in enumerate(names)]
+
+
+def decisions_file_name(label: str) -> str:
+    """``<label>.jsonl`` with characters other than letters, digits and ``._+=-`` as ``_`` (``run/best`` → ``run_best``)."""
+    stem = re.sub(r"[^A-Za-z0-9._+=-]", "_", label).lstrip(".-")
+    return f"{stem or 'policy'}.jsonl"
+
+
+def decisions_files(agent_names: list[str], env_names: tuple[str, ...]) -> dict[str, str]:
+    """``{file name: label}`` of the decision logs; two policies whose files would coincide are an error."""
+    files: dict[str, str] = {}
+    for source, label in [("agent", a) for a in agent_names] + [("env", n) for n in env_names]:
+        name = decisions_file_name(label)
+        if name in files:
+            raise ConfigError(f"--decisions: the decisions of {files[name]} and {source} {label!r} would both go "
+                              f"to {name}; give the models other --label values")
+        files[name] = f"{source} {label!r}"
+    return files
 
 
 # -- which baselines ---------------------------------------------------------------------------
@@ -195,7 +271,7 @@ def _load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: st
 
 
 def space_parts(space, prefix: str = "") -> dict[str, str]:
-    """Each part of a (Dict) space by name: ``{"slots": "Box(32, 11)", "action_mask": "Box(161,)", …}``.
+    """Each part of a (Dict) space by name: ``{"slots": "Box(352,)", "action_mask": "Box(161,)", …}``.
 
     Only what a trained network depends on (kinds, shapes, sizes) is compared,
     not the bounds, so a model can be evaluated on another load or cluster of
@@ -367,11 +443,16 @@ def run_policies(
     sim_names: tuple[str, ...] = (),
     agents: list["AgentPolicy"] | tuple = (),
     progress: Any = None,
+    keep_jobs: bool = False,
+    log_decisions: bool = False,
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], np.ndarray]]:
     """One row per (policy, seed) with a ``source`` column, and each policy's pooled per-job JCTs.
 
     ``random`` is seeded with each episode's seed, so its result for a seed does
-    not depend on the other seeds evaluated.
+    not depend on the other seeds evaluated. With ``keep_jobs`` a column ``jobs``
+    holds each episode's jobs (:func:`synergy_gym.evaluation.job_frame`), with
+    ``log_decisions`` a column ``decision_log`` the first seed's decisions of the
+    agents and env heuristics (:func:`jobs_table`, :func:`write_decisions`).
     """
     from baselines.env_heuristics import env_heuristics
     from baselines.sim_on_env import NO_WAIT_BOUND, simulate_on_env
@@ -383,13 +464,15 @@ def run_policies(
         if progress is not None:
             progress(source, name)
         if source == "sim":
-            df = simulate_on_env(name, env_id, seeds, keep_jcts=True, **env_kwargs)
+            df = simulate_on_env(name, env_id, seeds, keep_jcts=True, keep_jobs=keep_jobs, **env_kwargs)
         elif source == "env" and name == "random":
             df = pd.concat([evaluate(env_heuristics(seed)["random"], env_id, [seed], name=name, keep_jcts=True,
-                                     **env_kwargs) for seed in seeds], ignore_index=True)
+                                     keep_jobs=keep_jobs, log_decisions=log_decisions and i == 0, **env_kwargs)
+                            for i, seed in enumerate(seeds)], ignore_index=True)
         else:
             policy = policy if policy is not None else env_heuristics(0)[name]
-            df = evaluate(policy, env_id, seeds, name=name, keep_jcts=True, **env_kwargs)
+            df = evaluate(policy, env_id, seeds, name=name, keep_jcts=True, keep_jobs=keep_jobs,
+                          log_decisions=log_decisions, **env_kwargs)
         df.insert(1, "source", "bound" if source == "sim" and name == NO_WAIT_BOUND else source)
         frames.append(df)
         jcts[(name, df["source"].iloc[0])] = np.concatenate([np.asarray(x, dtype=float) for x in df["jct_h"]])
@@ -489,10 +572,15 @@ def run_evaluation(
     env_names: tuple[str, ...] | None = None,
     sim_names: tuple[str, ...] | None = None,
     progress: Any = None,
+    labels: list[str] | None = None,
+    keep_jobs: bool = False,
+    log_decisions: bool = False,
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], np.ndarray], pd.DataFrame]:
     """Per-seed results of every model and baseline, their pooled JCTs, and the per-policy summary.
 
     ``env_names`` / ``sim_names`` None: every env heuristic and the default simulator policies.
+    ``labels``: the models' row names (:func:`agent_labels`). ``keep_jobs`` / ``log_decisions``:
+    see :func:`run_policies`.
     """
     if env_names is None or sim_names is None:
         all_env, all_sim = parse_baselines("all")
@@ -504,13 +592,14 @@ def run_evaluation(
     kwargs = dict(base.env_kwargs) if base and env_kwargs is None else dict(env_kwargs or {})
     env_parts = _env_parts(env_id, kwargs)  # an unknown id or kwarg fails here, before any run
     agents = []
-    for i, (path, cfg) in enumerate(zip(models, configs)):
-        name = "agent" if len(models) == 1 else f"agent[{i}]"
+    names = agent_labels(models, labels)
+    for path, cfg, name in zip(models, configs, names):
         agents.append(_load_agent(path, cfg, device, name))
         check_agent_fits(path, agents[-1], cfg, env_id, kwargs, env_parts)
     if not agents and not env_names and not sim_names:
         raise ConfigError("nothing to evaluate: give --model or some --baselines")
-    results, jcts = run_policies(env_id, kwargs, seeds, tuple(env_names), tuple(sim_names), agents, progress)
+    results, jcts = run_policies(env_id, kwargs, seeds, tuple(env_names), tuple(sim_names), agents, progress,
+                                 keep_jobs=keep_jobs, log_decisions=log_decisions)
     return results, jcts, summarise(results)
 
 
@@ -521,7 +610,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="agents, env heuristics and simulator policies on the same workloads",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--model", type=Path, action="append", default=None,
-                   help="SB3 model zip (repeat for several runs); without it only the baselines run")
+                   help="SB3 model zip; repeat for several models, each gets its own row (and several their mean, "
+                        "'agent', with a CI over models); without it only the baselines run")
+    p.add_argument("--label", action="append", default=None,
+                   help="a model's row name; repeat: one per --model, in the same order (default: 'agent' for one "
+                        "model, else each model's run folder name)")
     p.add_argument("--baselines", default="all",
                    help="all (default), env, sim, none, or names: fifo+tune,srtf+tune,sim:fifo+opt,env:tetris,…")
     p.add_argument("--sim-policies", default=None,
@@ -534,9 +627,44 @@ def register(subparsers) -> None:
     p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env kwargs (default: the run's)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (for --model)")
     p.add_argument("--json", type=Path, default=None, help="also write the summary rows (results.json) here")
+    p.add_argument("--decisions", type=Path, default=None, metavar="DIR",
+                   help="write DIR/<label>.jsonl per agent and env heuristic: one JSON line per decision of the first "
+                        "seed's episode (round, time_h, job_id, slot, level, action, stop, invalid, n_valid, "
+                        "filled_slots, the slot's features); simulator policies and the bound make no env "
+                        "decisions and get no file")
+    p.add_argument("--jobs-csv", type=Path, default=None, metavar="FILE",
+                   help="write every job of every episode per policy: policy, source, seed, job_id, arrival_h, "
+                        "start_h (first start), finish_h, jct_h, gpus, model")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/evaluate-<timestamp>)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(run=main)
+
+
+def jobs_table(results: pd.DataFrame) -> pd.DataFrame:
+    """``--jobs-csv``: the ``jobs`` frames of :func:`run_policies` with policy, source and seed (:data:`JOBS_FIELDS`)."""
+    frames = []
+    for row in results.itertuples(index=False):
+        jobs = getattr(row, "jobs", None)
+        if isinstance(jobs, pd.DataFrame):
+            frames.append(jobs.assign(policy=row.policy, source=row.source, seed=int(row.seed)))
+    if not frames:
+        return pd.DataFrame(columns=list(JOBS_FIELDS))
+    return pd.concat(frames, ignore_index=True)[list(JOBS_FIELDS)]
+
+
+def write_decisions(results: pd.DataFrame, folder: Path) -> list[Path]:
+    """``--decisions``: ``folder/<label>.jsonl`` per policy with a decision log (the first seed's episode)."""
+    written = []
+    folder.mkdir(parents=True, exist_ok=True)
+    for row in results.itertuples(index=False):
+        log = getattr(row, "decision_log", None)
+        if not isinstance(log, list):
+            continue
+        lines = [json.dumps({"seed": int(row.seed), **record}, allow_nan=False) for record in log]
+        path = folder / decisions_file_name(str(row.policy))
+        atomic_write_text(path, "".join(line + "\n" for line in lines))
+        written.append(path)
+    return written
 
 
 def write_outputs(results: pd.DataFrame, jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame, out: Path,
@@ -585,11 +713,31 @@ def main(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
     models = [Path(m) for m in args.model or []]
+    labels = agent_labels(models, args.label)
+    sims = parse_sim_policies(args.sim_policies) if args.sim_policies is not None else None
+    env_names, sim_names = parse_baselines(args.baselines, sims)
+    written = {os.path.abspath(out / name): "--out" for name in OUTPUT_FILES}  # files the run writes, by flag
+    if args.json is not None:
+        written[os.path.abspath(args.json)] = "--json"
+    folders: tuple[tuple[Path, str], ...] = ((out, "--out"),)
+    if args.decisions is not None:
+        names = decisions_files(labels, env_names)
+        inside_out = os.path.abspath(args.decisions.parent) == os.path.abspath(out)  # out/DIR: created with --out
+        check_output_dir(args.decisions, "--decisions", tuple(names), create_parents=inside_out)
+        for name in names:
+            path = os.path.abspath(args.decisions / name)
+            if path in written:
+                raise PathError(f"--decisions {args.decisions}: {name} would overwrite the {written[path]} file {path}")
+            written[path] = "--decisions"
+        folders += ((args.decisions, "--decisions"),)
+    if args.jobs_csv is not None:
+        check_output_file(args.jobs_csv, "--jobs-csv", folders=folders)
+        other = written.get(os.path.abspath(args.jobs_csv))
+        if other is not None:
+            raise PathError(f"--jobs-csv {args.jobs_csv}: is also a file that {other} writes")
     for m in models:
         require_file(m, "model file", ConfigError)
     seeds = _seeds(args, models)
-    sims = parse_sim_policies(args.sim_policies) if args.sim_policies is not None else None
-    env_names, sim_names = parse_baselines(args.baselines, sims)
     env_kwargs = None
     if args.env_kwargs is not None:
         from agents.train import parse_env_kwargs
@@ -608,10 +756,19 @@ def main(args: argparse.Namespace) -> int:
             print(f"running {source} {name} on {len(seeds)} episodes", file=sys.stderr, flush=True)
 
     results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device, env_names, sim_names,
-                                            progress)
+                                            progress, labels=labels, keep_jobs=args.jobs_csv is not None,
+                                            log_decisions=args.decisions is not None)
     print(format_summary(summary, seeds, str(results["env"].iloc[0])))
     write_outputs(results, jcts, summary, out, args.json)
-    print(f"wrote {', '.join(OUTPUT_FILES)} to {out}" + (f" and {args.json}" if args.json is not None else ""))
+    extra = [str(args.json)] if args.json is not None else []
+    if args.decisions is not None:
+        logs = write_decisions(results, args.decisions)
+        extra.append(f"{len(logs)} decision logs (seed {seeds[0]}) to {args.decisions}")
+    if args.jobs_csv is not None:
+        table = jobs_table(results)
+        atomic_write_text(args.jobs_csv, table.to_csv(index=False))
+        extra.append(f"{len(table)} job rows to {args.jobs_csv}")
+    print(f"wrote {', '.join(OUTPUT_FILES)} to {out}" + "".join(f"; {e}" for e in extra))
     return 0
 
 

@@ -12,27 +12,43 @@ normalised with ``VecNormalize``; the policy uses
 first imitates the env heuristic ``bc_policy`` (default ``fifo+tune``, see
 :mod:`baselines.env_heuristics`).
 
+Options against the workload's variance (off by default; :mod:`agents.config`):
+``reward = "heuristic_relative"`` (:mod:`agents.relative_reward`: the step reward is
+−∫(N_agent − N_heuristic) dt / scale with the env heuristic ``relative_to`` run on the
+same workload, so the return is −(ΣJCT − ΣJCT_heuristic) / scale),
+``shared_workload = true`` (:mod:`agents.shared_workload`: the k-th episode of every
+training env runs the same workload), an entropy schedule (``ent_coef`` →
+``ent_coef_final``), ``target_kl`` and ``clip_range``. On the CPU PyTorch runs with one
+thread unless ``torch_threads`` says otherwise.
+
 A run folder (``--out``, default ``runs/<env>__<algo>__<seed>__<time>``) holds
 
 ``config.json``       the resolved configuration
 ``versions.json``     package versions and the git commit of the code
-``tb/``               TensorBoard events: SB3's training curves, ``eval/*``
-                      (``mean_jct_h``, ``p99_jct_h``, ``makespan_h``,
-                      ``invalid_action_rate`` – the share of the agent's actions
-                      the env fell back from – and ``jct_vs_<heuristic>`` for
-                      each reference baseline), the
-                      reference env heuristics (``reference_baselines``, default
-                      fifo+tune and srtf+tune) as constant lines
-                      (``baseline/<heuristic>/mean_jct_h``) and, after a warm
-                      start, ``bc/accuracy`` and ``bc/final_loss``
+``baselines.json``    every env heuristic's mean JCT on the evaluation seeds (scored
+                      at the start), the best one, and the heuristic of the relative
+                      reward
+``tb/``               TensorBoard events: SB3's training curves (``train/ent_coef``
+                      with an entropy schedule), ``eval/*`` (``mean_jct_h``,
+                      ``p99_jct_h``, ``makespan_h``, ``invalid_action_rate`` – the
+                      share of the agent's actions the env fell back from –,
+                      ``jct_vs_best_heuristic``, the agent's mean JCT over the best
+                      env heuristic's on the same seeds, and ``jct_vs_<heuristic>``
+                      for each of ``reference_baselines``, default fifo+tune and
+                      srtf+tune), every env heuristic as a constant line
+                      (``baseline/<heuristic>/mean_jct_h``, from the start) and,
+                      after a warm start, ``bc/accuracy`` and ``bc/final_loss``
 ``eval.csv``          every evaluation (the same columns)
 ``best_model.zip``    the checkpoint with the lowest evaluation mean JCT, with
                       ``best_vecnormalize.pkl``
-``last_model.zip``    the final checkpoint, with ``vecnormalize.pkl``
+``last_model.zip``    the final checkpoint, with ``vecnormalize.pkl``; also written
+                      when training is interrupted with Ctrl-C (exit status 130)
 
 Evaluation runs every ``eval_freq`` steps and once at the end, on held-out
-workload seeds (environment seeds from 1,000,000 on; training environments use
-``seed + rank``).
+workload seeds (environment seeds from ``eval_seed_base`` = 1,000,000 on; training
+environments use ``seed + rank``). The console shows the run folder at the start
+and one line per evaluation (step, mean JCT, against the best heuristic, best so
+far), with or without the progress bar.
 """
 
 from __future__ import annotations
@@ -46,16 +62,16 @@ import time
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from agents.config import ALGOS, DEVICES, TrainConfig, load_config_file
+from agents.config import ALGOS, BEST, DEVICES, REWARDS, TrainConfig, load_config_file
 from agents.wrappers import AgentPolicy
 from baselines.env_heuristics import env_heuristics
-from synergy_gym.errors import ConfigError, SynergyGymError
+from synergy_gym.errors import ConfigError, Interrupted, SynergyGymError
 from synergy_gym.evaluation import evaluate
 from synergy_gym.files import atomic_write_text, check_input_file, check_output_dir
 from synergy_gym.scenarios import SCENARIOS
@@ -63,8 +79,8 @@ from synergy_gym.scenarios import SCENARIOS
 #: Observation keys that are masks: not normalised (the feature extractor and MaskablePPO read them as 0/1).
 MASK_KEYS = ("action_mask", "slot_mask")
 #: What a run folder holds (see above); checked before training starts.
-RUN_FILES = ("config.json", "versions.json", "tb/", "eval.csv", "best_model.zip", "best_vecnormalize.pkl",
-             "last_model.zip", "vecnormalize.pkl")
+RUN_FILES = ("config.json", "versions.json", "baselines.json", "tb/", "eval.csv", "best_model.zip",
+             "best_vecnormalize.pkl", "last_model.zip", "vecnormalize.pkl")
 
 
 def algorithm_class(algo: str):
@@ -98,21 +114,57 @@ def check_env_kwargs(cfg: TrainConfig) -> None:
     gym.make(cfg.env_id, **cfg.env_kwargs).close()
 
 
-def _env_factory(env_id: str, env_kwargs: dict):
+def _env_factory(env_id: str, env_kwargs: dict, relative_to: str | None = None, shared_base: int | None = None,
+                 worker: bool = False):
+    """A picklable env constructor: Monitor(SharedWorkload(HeuristicRelativeReward(env))), as configured.
+
+    The relative reward sits inside the shared seeds (it must see the workload seed the
+    episode runs) and inside Monitor (``rollout/ep_rew_mean`` is then the relative return).
+    With ``worker`` (SubprocVecEnv) Ctrl-C is ignored in the env's process: the main
+    process saves the model and closes the workers.
+    """
+
     def make() -> gym.Env:
+        import signal
+
         from stable_baselines3.common.monitor import Monitor
 
         import synergy_gym  # noqa: F401
 
-        return Monitor(gym.make(env_id, **env_kwargs))
+        if worker:  # a SubprocVecEnv worker: the main process handles Ctrl-C
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        env = gym.make(env_id, **env_kwargs)
+        if relative_to is not None:
+            from agents.relative_reward import HeuristicRelativeReward
+
+            env = HeuristicRelativeReward(env, relative_to)
+        if shared_base is not None:
+            from agents.shared_workload import SharedWorkload
+
+            env = SharedWorkload(env, shared_base)
+        return Monitor(env)
 
     return make
 
 
-def make_vec_env(cfg: TrainConfig):
+def make_vec_env(cfg: TrainConfig, relative_to: str | None = None):
+    """The training envs (``seed + rank``), normalised as configured.
+
+    ``relative_to``: the env heuristic of ``reward = "heuristic_relative"`` (default
+    ``cfg.relative_to``; ``"best"`` is resolved by scoring the heuristics on the evaluation seeds).
+    """
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
-    factory = _env_factory(cfg.env_id, cfg.env_kwargs)
+    from agents.shared_workload import shared_seed_base
+
+    if cfg.reward == "heuristic_relative":
+        relative_to = relative_to or cfg.relative_to
+        if relative_to == BEST:
+            relative_to = best_heuristic(heuristic_means(evaluate_baselines(cfg)))
+    else:
+        relative_to = None
+    shared_base = shared_seed_base(cfg.seed) if cfg.shared_workload else None
+    factory = _env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=cfg.n_envs > 1)
     vec = (SubprocVecEnv if cfg.n_envs > 1 else DummyVecEnv)([factory] * cfg.n_envs)
     vec.seed(cfg.seed)
     if cfg.normalize_obs or cfg.normalize_reward:
@@ -136,7 +188,7 @@ def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
     if cfg.algo in ("maskable_ppo", "ppo"):
         return cls("MultiInputPolicy", env, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
                    gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, clip_range=cfg.clip_range, vf_coef=cfg.vf_coef,
-                   max_grad_norm=cfg.max_grad_norm, **common)
+                   max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl, **common)
     if cfg.algo == "a2c":
         return cls("MultiInputPolicy", env, n_steps=cfg.n_steps, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
                    vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, **common)
@@ -217,16 +269,64 @@ def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
 
 
 def evaluate_baselines(cfg: TrainConfig) -> dict[str, pd.DataFrame]:
-    """The reference env heuristics (``cfg.reference_baselines``) on the held-out seeds."""
+    """Every env heuristic (:func:`baselines.env_heuristics.env_heuristics`) on the evaluation seeds.
+
+    ``random`` included: every heuristic takes about as long as one evaluation of the
+    agent (0.1 s an episode on ``Synergy-small-*``, 0.7 s on the 128-GPU ids).
+    """
     heuristics = env_heuristics(seed=cfg.seed)
+    names = list(heuristics) + [n for n in cfg.reference_baselines if n not in heuristics]
     return {name: evaluate(heuristics[name], cfg.env_id, cfg.eval_seeds, name=name, **cfg.env_kwargs)
-            for name in cfg.reference_baselines}
+            for name in names}
 
 
-def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame], bc: dict[str, float] | None = None):
+def heuristic_means(baselines: dict[str, pd.DataFrame]) -> dict[str, float]:
+    return {name: float(frame["mean_jct_h"].mean()) for name, frame in baselines.items()}
+
+
+def best_heuristic(means: dict[str, float]) -> str:
+    """The heuristic with the lowest mean JCT (``random`` only if it is the only one)."""
+    candidates = {n: m for n, m in means.items() if n != "random"} or means
+    return min(candidates, key=lambda n: (candidates[n], n))
+
+
+class EntropySchedule:
+    """``ent_coef`` from ``start`` to ``final``, linear in the steps of this ``learn`` call (built lazily: SB3)."""
+
+    def __new__(cls, start: float, final: float, total_timesteps: int):
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        class _EntropySchedule(BaseCallback):
+            def __init__(self) -> None:
+                super().__init__()
+                self.start, self.final, self.total = float(start), float(final), int(total_timesteps)
+                self.first = 0
+
+            def value(self, timesteps: int) -> float:
+                progress = min(1.0, max(0.0, (timesteps - self.first) / self.total))
+                return self.start + (self.final - self.start) * progress
+
+            def _on_training_start(self) -> None:
+                self.first = self.num_timesteps
+                self.model.ent_coef = self.start
+
+            def _on_rollout_end(self) -> None:  # before the policy update that uses this rollout
+                self.model.ent_coef = self.value(self.num_timesteps)
+                self.logger.record("train/ent_coef", self.model.ent_coef)
+
+            def _on_step(self) -> bool:
+                return True
+
+        return _EntropySchedule()
+
+
+def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame], bc: dict[str, float] | None = None,
+                   log: Callable[[str], None] | None = None):
     from stable_baselines3.common.callbacks import BaseCallback
 
-    means = {name: float(frame["mean_jct_h"].mean()) for name, frame in baselines.items()}
+    means = heuristic_means(baselines)
+    best_name = best_heuristic(means) if means else None
+    references = [n for n in cfg.reference_baselines if n in means]
 
     class HeldOutEvaluation(BaseCallback):
         """Evaluate on held-out seeds every ``eval_freq`` steps and at the end; log and checkpoint."""
@@ -240,9 +340,12 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
         def _on_training_start(self) -> None:
             # A resumed run starts at its checkpoint's step count.
             self.next_eval = (self.num_timesteps // cfg.eval_freq + 1) * cfg.eval_freq
-            if bc:  # the warm start's fit, logged with the first evaluation
+            for name, mean in means.items():  # the heuristics' scores, at the start
+                self.logger.record(f"baseline/{name}/mean_jct_h", mean)
+            if bc:  # the warm start's fit
                 self.logger.record("bc/accuracy", bc["bc_accuracy"])
                 self.logger.record("bc/final_loss", bc["bc_final_loss"])
+            self.logger.dump(self.num_timesteps)
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
@@ -262,8 +365,10 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
             }
             if {"invalid_actions", "decisions"} <= set(df.columns):  # masked actions the env fell back from
                 row["invalid_action_rate"] = float(df["invalid_actions"].sum() / max(1.0, df["decisions"].sum()))
-            for name, mean in means.items():
-                row[f"jct_vs_{name}"] = row["mean_jct_h"] / mean
+            for name in references:
+                row[f"jct_vs_{name}"] = row["mean_jct_h"] / means[name]
+            if best_name is not None:
+                row["jct_vs_best_heuristic"] = row["mean_jct_h"] / means[best_name]
             for key in list(row)[1:]:
                 self.logger.record(f"eval/{key}", row[key])
             for name, mean in means.items():
@@ -271,14 +376,26 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
             self.logger.dump(self.num_timesteps)
             self.history.append(row)
             atomic_write_text(run_dir / "eval.csv", pd.DataFrame(self.history).to_csv(index=False))
-            if row["mean_jct_h"] < self.best:
+            improved = row["mean_jct_h"] < self.best
+            if improved:
                 self.best = row["mean_jct_h"]
                 self.model.save(run_dir / "best_model.zip")
                 if vec_norm is not None:
                     vec_norm.save(str(run_dir / "best_vecnormalize.pkl"))
+            if log is not None:
+                versus = f"{row['jct_vs_best_heuristic']:.3f}× {best_name}" if best_name is not None else "–"
+                log(f"eval  step {self.num_timesteps:>10,}  mean JCT {row['mean_jct_h']:8.3f} h  {versus}  "
+                    f"best so far {self.best:8.3f} h" + ("  (new best: best_model.zip)" if improved else ""))
             return row
 
     return HeldOutEvaluation()
+
+
+def _describe_baselines(means: dict[str, float], n_seeds: int) -> str:
+    best = best_heuristic(means)
+    ranked = sorted(means, key=lambda n: means[n])
+    return (f"env heuristics on {n_seeds} evaluation seed{'s' if n_seeds != 1 else ''} (mean JCT, h): "
+            + ", ".join(f"{n} {means[n]:.3f}" + (" (best)" if n == best else "") for n in ranked))
 
 
 def versions() -> dict[str, Any]:
@@ -303,8 +420,24 @@ def default_run_dir(cfg: TrainConfig) -> Path:
     return Path("runs") / f"{cfg.env_id}__{cfg.algo}__{cfg.seed}__{datetime.now():%Y%m%d-%H%M%S}"
 
 
-def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None) -> Path:
-    """Train as ``cfg`` says (continuing the checkpoint ``resume`` if given); returns the run folder."""
+def torch_threads(cfg: TrainConfig, device: str) -> int | None:
+    """The intra-op threads PyTorch gets: ``cfg.torch_threads``, else 1 on the CPU (None: leave it)."""
+    if cfg.torch_threads is not None:
+        return cfg.torch_threads
+    return 1 if device == "cpu" else None
+
+
+def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
+          log: Callable[[str], None] | None = print, callbacks: Sequence[Any] = ()) -> Path:
+    """Train as ``cfg`` says (continuing the checkpoint ``resume`` if given); returns the run folder.
+
+    ``log`` gets one line at the start (the run folder, the heuristics' scores) and one per
+    evaluation (None: silent). ``callbacks``: further SB3 callbacks. Ctrl-C (KeyboardInterrupt)
+    during training saves ``last_model.zip`` (and ``vecnormalize.pkl``) and raises
+    :class:`synergy_gym.errors.Interrupted` saying so.
+    """
+    import torch
+
     if resume is not None:
         resume = check_input_file(resume, "--resume")
     run_dir = check_output_dir(
@@ -312,13 +445,38 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None)
     )
     device = resolve_device(cfg.device)
     check_env_kwargs(cfg)
+    say = log or (lambda line: None)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
     atomic_write_text(run_dir / "versions.json", json.dumps(versions(), indent=2) + "\n")
-    baselines = evaluate_baselines(cfg)
-    env = make_vec_env(cfg)
-    bc: dict[str, float] | None = None
+    threads = torch_threads(cfg, device)
+    previous_threads = torch.get_num_threads()
+    say(f"run folder: {run_dir}")
     try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        baselines = evaluate_baselines(cfg)
+        means = heuristic_means(baselines)
+        say(_describe_baselines(means, len(cfg.eval_seeds)))
+        relative_to = None
+        if cfg.reward == "heuristic_relative":
+            relative_to = best_heuristic(means) if cfg.relative_to == BEST else cfg.relative_to
+        atomic_write_text(run_dir / "baselines.json", json.dumps(
+            {"eval_seeds": cfg.eval_seeds, "mean_jct_h": means, "best": best_heuristic(means),
+             "relative_to": relative_to}, indent=2) + "\n")
+        say(f"{cfg.algo} on {cfg.env_id}, {device} ({torch.get_num_threads()} torch thread"
+            f"{'s' if torch.get_num_threads() != 1 else ''}), {cfg.n_envs} env{'s' if cfg.n_envs != 1 else ''}, "
+            f"reward {cfg.reward}" + (f" to {relative_to}" if relative_to else "")
+            + (", shared workloads" if cfg.shared_workload else ""))
+    except KeyboardInterrupt:
+        torch.set_num_threads(previous_threads)
+        raise Interrupted(f"before training started; {run_dir} holds only its config") from None
+    env = None
+    model = None
+    interrupted = False
+    try:
+        env = make_vec_env(cfg, relative_to=relative_to)
+        bc: dict[str, float] | None = None
         if resume is not None:
             model = load_model(resume, cfg.algo, device, env=env)
             stats = resume.parent / ("best_vecnormalize.pkl" if resume.name.startswith("best") else "vecnormalize.pkl")
@@ -330,23 +488,39 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None)
             model.tensorboard_log = str(run_dir / "tb")
         else:
             model = build_model(cfg, env, device, run_dir / "tb")
-            if cfg.imitates:
+        try:
+            if resume is None and cfg.imitates:
                 bc = behaviour_clone(model, env, cfg)
-        callback = _eval_callback(cfg, run_dir, baselines, bc)
-        model.learn(
-            total_timesteps=cfg.timesteps,
-            callback=callback,
-            progress_bar=cfg.progress_bar,
-            tb_log_name="run",
-            reset_num_timesteps=resume is None,
-        )
-        if not callback.history or callback.history[-1]["timesteps"] != model.num_timesteps:
-            callback.run_evaluation()  # always once at the end
+            callback = _eval_callback(cfg, run_dir, baselines, bc, log=log)
+            schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps)]
+                        if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])
+            model.learn(
+                total_timesteps=cfg.timesteps,
+                callback=[callback, *schedule, *callbacks],
+                progress_bar=cfg.progress_bar,
+                tb_log_name="run",
+                reset_num_timesteps=resume is None,
+            )
+            if not callback.history or callback.history[-1]["timesteps"] != model.num_timesteps:
+                callback.run_evaluation()  # always once at the end
+        except KeyboardInterrupt:
+            interrupted = True
         model.save(run_dir / "last_model.zip")
+        saved = ["last_model.zip"]
         if model.get_vec_normalize_env() is not None:
             model.get_vec_normalize_env().save(str(run_dir / "vecnormalize.pkl"))
+            saved.append("vecnormalize.pkl")
+    except KeyboardInterrupt:  # before the model existed, or while saving
+        raise Interrupted(f"{'no model saved' if model is None else 'saving was cut short'} in {run_dir}") from None
     finally:
-        env.close()
+        torch.set_num_threads(previous_threads)
+        if env is not None:
+            try:
+                env.close()
+            except (OSError, EOFError):  # a worker that is already gone
+                pass
+    if interrupted:
+        raise Interrupted(f"saved {' and '.join(saved)} at step {model.num_timesteps:,} in {run_dir}")
     return run_dir
 
 
@@ -392,24 +566,48 @@ def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("train", help="train an SB3 agent on the environment", description=__doc__.split("\n\n")[0])
-    p.add_argument("--algo", choices=None, default=None, help=f"one of {', '.join(ALGOS)} (default: maskable_ppo)")
-    p.add_argument("--env", dest="env_id", default=None,
-                   help=f"one of {', '.join(SCENARIOS)} (default: Synergy-small-v0)")
-    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env keyword arguments")
-    p.add_argument("--timesteps", type=int, default=None, help="environment steps to train for")
-    p.add_argument("--n-envs", type=int, default=None, help="parallel environments (SubprocVecEnv when > 1)")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--device", default=None, help=f"one of {', '.join(DEVICES)} (auto: CUDA when PyTorch sees it)")
-    p.add_argument("--config", type=Path, default=None, help="TOML or YAML file of any TrainConfig settings")
+    d = TrainConfig()  # the defaults, shown in --help (a config file or --resume's config.json may change them)
+    p = subparsers.add_parser("train", help="train an SB3 agent on the environment", description=__doc__.split("\n\n")[0],
+                              epilog="Defaults are TrainConfig's (agents/config.py); --config and --resume's config.json "
+                                     "override them, and the options here override both.")
+    p.add_argument("--algo", choices=None, default=None, help=f"one of {', '.join(ALGOS)} (default: {d.algo})")
+    p.add_argument("--env", dest="env_id", default=None, help=f"one of {', '.join(SCENARIOS)} (default: {d.env_id})")
+    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE",
+                   help="env keyword arguments, e.g. num_jobs=50 preemptive=true (default: none, the scenario's)")
+    p.add_argument("--timesteps", type=int, default=None, help=f"environment steps to train for (default: {d.timesteps:,})")
+    p.add_argument("--n-envs", type=int, default=None,
+                   help=f"parallel environments, SubprocVecEnv when > 1 (default: {d.n_envs})")
+    p.add_argument("--seed", type=int, default=None, help=f"training seed; envs use seed + rank (default: {d.seed})")
+    p.add_argument("--device", default=None,
+                   help=f"one of {', '.join(DEVICES)}; auto: CUDA when PyTorch sees it (default: {d.device})")
+    p.add_argument("--torch-threads", type=int, default=None, metavar="N",
+                   help="PyTorch threads (default: 1 on the CPU – small MLPs are slower with more – and PyTorch's "
+                        "own on CUDA)")
+    p.add_argument("--config", type=Path, default=None,
+                   help="TOML or YAML file of any TrainConfig settings (default: none)")
     p.add_argument("--bc-policy", default=None, metavar="NAME",
-                   help="warm start: imitate this env heuristic first (default fifo+tune; none: no warm start)")
-    p.add_argument("--bc-steps", type=int, default=None, help="env steps of the heuristic to imitate (0: no warm start)")
-    p.add_argument("--eval-freq", type=int, default=None, help="evaluate every N steps")
-    p.add_argument("--eval-episodes", type=int, default=None, help="held-out seeds per evaluation")
+                   help=f"warm start: imitate this env heuristic first; none: no warm start (default: {d.bc_policy})")
+    p.add_argument("--bc-steps", type=int, default=None,
+                   help=f"env steps of the heuristic to imitate; 0: no warm start (default: {d.bc_steps})")
+    p.add_argument("--reward", default=None, choices=REWARDS,
+                   help="absolute: the env's −∫N dt/scale; heuristic_relative: minus the --relative-to heuristic's "
+                        f"on the same workload (default: {d.reward})")
+    p.add_argument("--relative-to", default=None, metavar="NAME",
+                   help=f"env heuristic of the relative reward; best: the best on the evaluation seeds "
+                        f"(default: {d.relative_to})")
+    p.add_argument("--shared-workload", default=None, action=argparse.BooleanOptionalAction,
+                   help="the k-th episode of every training env runs the same workload "
+                        f"(default: {'on' if d.shared_workload else 'off'})")
+    p.add_argument("--ent-coef-final", type=float, default=None, metavar="X",
+                   help=f"entropy coefficient at the end, linear from ent_coef ({d.ent_coef}) (default: constant)")
+    p.add_argument("--eval-freq", type=int, default=None, help=f"evaluate every N steps (default: {d.eval_freq:,})")
+    p.add_argument("--eval-episodes", type=int, default=None,
+                   help=f"evaluation seeds per evaluation, from {d.eval_seed_base:,} on (default: {d.eval_episodes})")
     p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<env>__<algo>__<seed>__<time>)")
-    p.add_argument("--resume", type=Path, default=None, help="continue from a checkpoint zip (its run's config applies)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--resume", type=Path, default=None,
+                   help="continue from a checkpoint zip; its run's config applies (default: none)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar; the evaluation lines are printed either way (default: progress bar on)")
     p.set_defaults(run=main)
 
 
@@ -424,7 +622,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     overrides = {
         "algo": args.algo, "env_id": args.env_id, "timesteps": args.timesteps, "n_envs": args.n_envs,
         "seed": args.seed, "device": args.device, "eval_freq": args.eval_freq, "eval_episodes": args.eval_episodes,
-        "bc_policy": args.bc_policy, "bc_steps": args.bc_steps,
+        "bc_policy": args.bc_policy, "bc_steps": args.bc_steps, "torch_threads": getattr(args, "torch_threads", None),
+        "reward": getattr(args, "reward", None), "relative_to": getattr(args, "relative_to", None),
+        "shared_workload": getattr(args, "shared_workload", None), "ent_coef_final": getattr(args, "ent_coef_final", None),
     }
     values.update({k: v for k, v in overrides.items() if v is not None})
     if args.env_kwargs is not None:
@@ -446,7 +646,11 @@ def main(args: argparse.Namespace) -> int:
         raise SynergyGymError(str(exc).splitlines()[0]) from None
     history = pd.read_csv(run_dir / "eval.csv")
     last = history.iloc[-1]
-    ratios = ", ".join(f"{last[f'jct_vs_{name}']:.3f}× {name}" for name in cfg.reference_baselines)
+    scored = json.loads((run_dir / "baselines.json").read_text())
+    means, best = scored["mean_jct_h"], scored["best"]
+    names = [n for n in dict.fromkeys([*cfg.reference_baselines, best]) if n in means]
+    ratios = ", ".join(f"{last['mean_jct_h'] / means[n]:.3f}× {n}" + (" (best heuristic)" if n == best else "")
+                       for n in names)
     print(
         f"trained {cfg.algo} on {cfg.env_id} for {int(last['timesteps'])} steps in {time.perf_counter() - started:.0f} s; "
         f"held-out mean JCT {last['mean_jct_h']:.2f} h" + (f" ({ratios})" if ratios else "")

@@ -34,6 +34,7 @@ import pandas as pd
 
 from synergy_gym.bounds import no_wait_jct_s
 from synergy_gym.env.summary import episode_summary
+from synergy_gym.evaluation import job_frame
 from synergy_gym.simulator import Simulator
 
 from baselines.registry import make_policy
@@ -43,6 +44,15 @@ from baselines.registry import make_policy
 NO_WAIT_BOUND = "no-wait-bound"
 #: The simulator policies ``synergy-gym evaluate --baselines all`` runs by default, and the bound.
 SIM_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+tune", "fifo+opt", "srtf+tune", "tetris+greedy", NO_WAIT_BOUND)
+
+
+def _bound_jobs(workload, cluster, round_s: float) -> pd.DataFrame:
+    """The no-waiting bound's jobs (:func:`synergy_gym.evaluation.job_frame`): each starts at the first round
+    boundary at or after its arrival (as in :func:`synergy_gym.bounds.no_wait_jct_s`) and finishes its JCT after arrival."""
+    arrival = np.asarray(workload.arrival_s, dtype=float)
+    start = np.ceil(arrival / round_s) * round_s
+    start = np.where(start < arrival, start + round_s, start)
+    return job_frame(workload, start_s=start, finish_s=arrival + no_wait_jct_s(workload, cluster, round_s))
 
 
 def _bound_summary(workload, cluster, round_s: float) -> tuple[dict[str, Any], np.ndarray]:
@@ -62,14 +72,17 @@ def simulate_on_env(
     env_id: str | Callable[..., gym.Env] = "Synergy-small-v0",
     seeds: Iterable[int] = (0,),
     keep_jcts: bool = False,
+    keep_jobs: bool = False,
     **env_kwargs: Any,
 ) -> pd.DataFrame:
     """Run the simulator policy named ``policy`` on the env's workload of each seed; one row per seed.
 
     Rows have the columns of ``synergy_gym.evaluate`` that a simulator run has
     (``policy``, ``seed``, the JCT summary, ``episode_rounds``, ``wall_s``);
-    with ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs.
-    A fresh policy object runs each seed.
+    with ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs, with
+    ``keep_jobs`` a column ``jobs`` each episode's jobs (:func:`synergy_gym.evaluation.job_frame`
+    of the simulator's job table; for the bound, each job starts at the first round boundary
+    at or after its arrival). A fresh policy object runs each seed.
     """
     import synergy_gym  # noqa: F401  (registers the environments)
 
@@ -91,6 +104,8 @@ def simulate_on_env(
                 row = {"policy": policy, "seed": seed, "terminated": True, "wall_s": time.perf_counter() - started, **summary}
                 if keep_jcts:
                     row["jct_h"] = jct_h.tolist()
+                if keep_jobs:
+                    row["jobs"] = _bound_jobs(base.workload_for_seed(seed), base.cluster, config.round_s)
                 rows.append(row)
                 continue
             sim = Simulator(base.cluster, base.workload_for_seed(seed), make_policy(policy), config)
@@ -102,6 +117,8 @@ def simulate_on_env(
                 jobs = sim.jobs
                 done = ~np.isnan(jobs.finish_s)
                 row["jct_h"] = ((jobs.finish_s - jobs.arrival_s)[done] / 3600.0).tolist()
+            if keep_jobs:
+                row["jobs"] = job_frame(sim.jobs)
             rows.append(row)
     finally:
         env.close()

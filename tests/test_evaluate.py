@@ -237,10 +237,11 @@ def test_models_join_the_table_and_a_mismatched_model_is_refused(tmp_path, capsy
     code, out, err = run_cli([*argv, "--out", str(tmp_path / "e"), "--json", str(tmp_path / "r.json")], capsys)
     assert code == 0, err
     rows = rows_by_key(tmp_path / "r.json")
-    assert {("agent[0]", "agent"), ("agent[1]", "agent"), ("agent", "agent"), ("fifo+tune", "env"),
+    # The same model twice: named by its run folder and file, then by position.
+    assert {("m/model[0]", "agent"), ("m/model[1]", "agent"), ("agent", "agent"), ("fifo+tune", "env"),
             ("fifo+tune", "sim")} == set(rows)
     assert rows[("agent", "agent")]["ci95_over"] == "models" and rows[("agent", "agent")]["models"] == 2
-    assert rows[("agent[0]", "agent")]["per_seed"] == rows[("agent[1]", "agent")]["per_seed"]
+    assert rows[("m/model[0]", "agent")]["per_seed"] == rows[("m/model[1]", "agent")]["per_seed"]
     # The same model on an environment with fewer slots: its spaces do not fit.
     code, out, err = run_cli([*argv, "max_queue=8"], capsys)
     assert code == 2 and err.count("\n") == 1 and out == "", err

@@ -286,6 +286,22 @@ def test_help_states_the_jobs_limit(capsys, command):
     assert "1,000,000" in " ".join(capsys.readouterr().out.split())
 
 
+@pytest.mark.parametrize("path, words", BAD_OUT)
+def test_evaluate_refuses_a_bad_decisions_folder_before_any_work(place, capsys, path, words):
+    before = snapshot(place)
+    code, out, err = run_cli([*COMMANDS["evaluate"], "--out", "results", "--decisions", path], capsys)
+    assert_refused(code, out, err, "--decisions", path, words)
+    assert snapshot(place) == before
+
+
+@pytest.mark.parametrize("path, words", [*BAD_JSON, ("results", "is also the --out folder")])
+def test_evaluate_refuses_a_bad_jobs_csv_before_any_work(place, capsys, path, words):
+    before = snapshot(place)
+    code, out, err = run_cli([*COMMANDS["evaluate"], "--out", "results", "--jobs-csv", path], capsys)
+    assert_refused(code, out, err, "--jobs-csv", path, words)
+    assert snapshot(place) == before
+
+
 # -- evaluate: the model's spaces against the environment's --------------------------------
 
 

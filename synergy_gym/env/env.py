@@ -69,15 +69,17 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     ## Observation Space
 
     A ``Dict`` of ``Box`` spaces whose shapes do not depend on the cluster size (feature
-    order: :mod:`synergy_gym.env.observation`): ``slots`` (``max_queue`` × 11: GPUs, task,
-    remaining work, run time left at fair share and at demand, age, attained service, was
-    running), ``slot_levels`` (``max_queue`` × L × 3: CPUs and GB per GPU relative to the
-    fair share, speed-up), ``slot_mask``; ``cluster`` (free GPU/CPU/memory fractions and
+    order: :mod:`synergy_gym.env.observation`): ``slots`` (``max_queue`` × 11, flat: GPUs,
+    task, remaining work, run time left at fair share and at demand, age, attained service,
+    was running), ``slot_levels`` (``max_queue`` × L × 3, flat: CPUs and GB per GPU relative
+    to the fair share, speed-up; :func:`~synergy_gym.env.observation.slot_arrays` reshapes
+    both), ``slot_mask``; ``cluster`` (free GPU/CPU/memory fractions and
     per-server histograms, running and waiting counts); ``running`` (what the running jobs run
     at: count, mean speed-up, speed-up and run-time-left histograms); ``demand`` (best-case
     CPU and memory demand of running and waiting jobs, waiting GPUs, against capacity);
     ``queue_rest`` (waiting jobs beyond the slots: count and work; jobs that do not fit);
-    ``time`` (rounds / ``max_rounds``); ``action_mask``. During an event with multi-GPU jobs
+    ``time`` (rounds / ``max_rounds``); ``action_mask``. All four ids share one observation
+    space. During an event that admits a job with more GPUs than one admitted before it,
     the free resources are provisional: the round is re-placed in Tune's order when it ends.
 
     ## Rewards
