@@ -31,7 +31,11 @@ REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
 BEST = "best"
 #: Evaluation episodes use env seeds from here on; training envs use ``seed + rank``,
 #: far below, so evaluation workloads are never training workloads.
-EVAL_SEED_BASE = 1_000_000
+#: Held-out workload seeds (1,000,000 on): results are reported on these only (``synergy-gym evaluate``).
+HELD_OUT_SEED_BASE = 1_000_000
+EVAL_SEED_BASE = HELD_OUT_SEED_BASE
+#: Validation workload seeds (2,000,000 on): training's periodic evaluations select checkpoints on these.
+VALIDATION_SEED_BASE = 2_000_000
 #: The env heuristics a run is compared with by default.
 REFERENCE_BASELINES: tuple[str, ...] = ("fifo+tune", "srtf+tune")
 #: Settings of the per-job preference action space (before issue #12), and what replaced them.
@@ -108,12 +112,12 @@ class TrainConfig:
     # Env heuristics evaluated once on the held-out seeds at the start, for reference
     # (TensorBoard baseline/<name>/mean_jct_h, eval/jct_vs_<name>).
     reference_baselines: list = field(default_factory=lambda: list(REFERENCE_BASELINES))
-    # Evaluation on held-out workload seeds.
+    # Periodic evaluation (checkpoint selection) on validation workload seeds.
     eval_freq: int = 20_000
     eval_episodes: int = 5
-    # Evaluation seeds: eval_seed_base, eval_seed_base + 1, … (issue #13 selects checkpoints on
-    # validation seeds from 2,000,000 and reports on the held-out 1,000,000–1,000,019).
-    eval_seed_base: int = EVAL_SEED_BASE
+    # Evaluation seeds: eval_seed_base, eval_seed_base + 1, … – the validation seeds from
+    # 2,000,000, disjoint from the held-out seeds 1,000,000 on that results are reported on.
+    eval_seed_base: int = VALIDATION_SEED_BASE
     progress_bar: bool = True
 
     def __post_init__(self) -> None:

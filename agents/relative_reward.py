@@ -40,6 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+
 class JobTimeCurve:
     """∫₀ᵗ N(s) ds for jobs in the system over [arrival, finish]: job-seconds up to ``t``, in O(log n)."""
 

@@ -44,9 +44,10 @@ A run folder (``--out``, default ``runs/<env>__<algo>__<seed>__<time>``) holds
 ``last_model.zip``    the final checkpoint, with ``vecnormalize.pkl``; also written
                       when training is interrupted with Ctrl-C (exit status 130)
 
-Evaluation runs every ``eval_freq`` steps and once at the end, on held-out
-workload seeds (environment seeds from ``eval_seed_base`` = 1,000,000 on; training
-environments use ``seed + rank``). The console shows the run folder at the start
+Evaluation runs every ``eval_freq`` steps and once at the end, on validation
+workload seeds (from ``eval_seed_base`` = 2,000,000 on; training environments use
+``seed + rank``; results are reported on the held-out seeds 1,000,000 on with
+``synergy-gym evaluate``, never on the seeds that chose the checkpoint). The console shows the run folder at the start
 and one line per evaluation (step, mean JCT, against the best heuristic, best so
 far), with or without the progress bar.
 """
@@ -153,7 +154,11 @@ def make_vec_env(cfg: TrainConfig, relative_to: str | None = None):
     ``relative_to``: the env heuristic of ``reward = "heuristic_relative"`` (default
     ``cfg.relative_to``; ``"best"`` is resolved by scoring the heuristics on the evaluation seeds).
     """
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import (
+        DummyVecEnv,
+        SubprocVecEnv,
+        VecNormalize,
+    )
 
     from agents.shared_workload import shared_seed_base
 
