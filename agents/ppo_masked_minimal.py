@@ -13,6 +13,13 @@ weights. Run::
 
 and watch the mean JCT of finished episodes fall toward (or below) the env
 heuristics' (``synergy-gym evaluate --env ID --baselines env``).
+
+Speed: the networks are tiny, so on the CPU PyTorch runs on one thread unless
+``--torch-threads N`` says otherwise (more threads only add synchronisation,
+and on a shared machine they fight other processes for the cores). The
+rollout is kept in NumPy arrays and turned into tensors once per update, so a
+step costs one batched forward pass for all envs; ``benchmarks/bench_train.py``
+measures the env steps per second.
 """
 
 from __future__ import annotations
@@ -24,19 +31,21 @@ import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Categorical
 
 import synergy_gym  # registers the environments
 
 #: The observation keys the networks read, flattened and joined in this order.
 FEATURE_KEYS = ("slots", "slot_levels", "slot_mask", "cluster", "running", "demand", "queue_rest", "time")
+#: The logit given to masked actions: exp(-1e8) is exactly 0, so they are never sampled.
+MASKED_LOGIT = -1e8
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env-id", default="Synergy-small-v0", help=f"one of {', '.join(synergy_gym.SCENARIOS)}")
     p.add_argument("--num-jobs", type=int, default=None, help="jobs per episode (default: the env's)")
-    p.add_argument("--total-timesteps", type=int, default=100_000)
+    p.add_argument("--total-timesteps", type=int, default=100_000,
+                   help="env steps; rounded down to whole rollouts of num-envs × num-steps (at least one)")
     p.add_argument("--num-envs", type=int, default=4)
     p.add_argument("--num-steps", type=int, default=256, help="steps per env per rollout")
     p.add_argument("--learning-rate", type=float, default=3e-4)
@@ -50,7 +59,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-grad-norm", type=float, default=0.5)
     p.add_argument("--reward-scale", type=float, default=0.01, help="multiplies rewards (returns are hours of JCT)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda")
+    p.add_argument("--torch-threads", type=int, default=None, metavar="N",
+                   help="PyTorch CPU threads (default: 1 on the CPU, PyTorch's own choice with CUDA)")
     return p.parse_args(argv)
 
 
@@ -83,19 +94,63 @@ class Agent(nn.Module):
         return self.critic(x).squeeze(-1)
 
     def act(self, x: torch.Tensor, mask: torch.Tensor, action: torch.Tensor | None = None):
-        logits = self.actor(x).masked_fill(~mask, -1e8)
-        dist = Categorical(logits=logits)
+        """(action, its log-probability, the entropy, the value); samples an action if none is given.
+
+        Masked actions get the logit MASKED_LOGIT, so a probability of exactly 0: never sampled, and
+        they add 0 to the entropy (0 · -1e8; with -inf it would be NaN). Written out rather than with
+        torch.distributions.Categorical, which costs more per call than the networks themselves here.
+        """
+        log_probs = self.actor(x).masked_fill(~mask, MASKED_LOGIT).log_softmax(-1)
         if action is None:
-            action = dist.sample()
-        return action, dist.log_prob(action), dist.entropy(), self.value(x)
+            action = torch.multinomial(log_probs.exp(), 1).squeeze(-1)
+        log_prob = log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_probs.exp() * log_probs).sum(-1)
+        return action, log_prob, entropy, self.value(x)
+
+
+def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_value: np.ndarray, next_done: np.ndarray,
+        gamma: float, lam: float) -> np.ndarray:
+    """Generalised advantage estimates, (steps, envs).
+
+    ``rewards[t]``, ``values[t]``: step t's reward and the value of its observation; ``dones[t]`` is 1
+    where that observation began a new episode (the step before ended one), ``next_value`` and
+    ``next_done`` the same for the observation after the last step. No bootstrapping across an
+    episode's end (a truncated episode is treated as ended too).
+    """
+    advantages = np.zeros_like(rewards)
+    last = np.zeros_like(next_value)
+    for t in reversed(range(len(rewards))):
+        not_done = 1.0 - (next_done if t == len(rewards) - 1 else dones[t + 1])
+        nxt = next_value if t == len(rewards) - 1 else values[t + 1]
+        delta = rewards[t] + gamma * nxt * not_done - values[t]
+        last = delta + gamma * lam * not_done * last
+        advantages[t] = last
+    return advantages
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("ppo_masked_minimal: error: --device cuda but PyTorch sees no CUDA device")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
 
 
 def main(argv=None) -> dict[str, float]:
     args = parse_args(argv)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("ppo_masked_minimal: error: --device cuda but PyTorch sees no CUDA device")
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if args.device == "auto" else args.device))
+    device = resolve_device(args.device)
+    threads = torch.get_num_threads()
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
+    elif device.type == "cpu":
+        torch.set_num_threads(1)  # tiny MLPs: one thread is fastest, and leaves the other cores alone
+    try:
+        return train(args, device)
+    finally:
+        torch.set_num_threads(threads)  # main() may be called from other code (the tests)
+
+
+def train(args: argparse.Namespace, device: torch.device) -> dict[str, float]:
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
 
@@ -103,65 +158,64 @@ def main(argv=None) -> dict[str, float]:
     envs = gym.vector.SyncVectorEnv(
         [lambda: gym.make(args.env_id, **kwargs) for _ in range(args.num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        copy=False,  # the observation is flattened into a new array right away
     )
     obs, _ = envs.reset(seed=args.seed)
-    n_actions = envs.single_action_space.n
-    x = torch.tensor(flatten(obs), device=device)
-    mask = torch.tensor(action_mask(obs), device=device)
-    agent = Agent(x.shape[1], n_actions).to(device)
+    x, mask = flatten(obs), action_mask(obs)
+    done = np.zeros(args.num_envs, dtype=np.float32)
+    n_features, n_actions = x.shape[1], envs.single_action_space.n
+    agent = Agent(n_features, n_actions).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 
+    # The rollout lives in NumPy arrays (no per-step tensor creation on the device); one update's worth.
     steps, envs_n = args.num_steps, args.num_envs
-    buf_x = torch.zeros((steps, envs_n, x.shape[1]), device=device)
-    buf_mask = torch.zeros((steps, envs_n, n_actions), dtype=torch.bool, device=device)
-    buf_action = torch.zeros((steps, envs_n), dtype=torch.long, device=device)
-    buf_logp = torch.zeros((steps, envs_n), device=device)
-    buf_reward = torch.zeros((steps, envs_n), device=device)
-    buf_done = torch.zeros((steps, envs_n), device=device)
-    buf_value = torch.zeros((steps, envs_n), device=device)
-    done = torch.zeros(envs_n, device=device)
+    buf_x = np.zeros((steps, envs_n, n_features), dtype=np.float32)
+    buf_mask = np.zeros((steps, envs_n, n_actions), dtype=bool)
+    buf_action = np.zeros((steps, envs_n), dtype=np.int64)
+    buf_logp, buf_value, buf_reward, buf_done = (np.zeros((steps, envs_n), dtype=np.float32) for _ in range(4))
 
     batch = steps * envs_n
-    minibatch = batch // args.num_minibatches
+    minibatch = max(1, batch // args.num_minibatches)
     updates = max(1, args.total_timesteps // batch)
     finished_jct: list[float] = []
+    invalid_actions = 0
+    recent = float("nan")
+    losses = {}
+    print(f"ppo_masked_minimal: {args.env_id}, {envs_n} envs × {steps} steps × {updates} updates = "
+          f"{updates * batch} steps, {device}, {torch.get_num_threads()} torch thread"
+          f"{'s' if torch.get_num_threads() != 1 else ''}", flush=True)
     started = time.perf_counter()
     for update in range(1, updates + 1):
-        # Collect a rollout.
+        # Collect a rollout: one forward pass for all envs per step.
         for t in range(steps):
             buf_x[t], buf_mask[t], buf_done[t] = x, mask, done
             with torch.no_grad():
-                action, logp, _, value = agent.act(x, mask)
-            buf_action[t], buf_logp[t], buf_value[t] = action, logp, value
-            obs, reward, terminated, truncated, info = envs.step(action.cpu().numpy())
-            buf_reward[t] = torch.tensor(reward * args.reward_scale, device=device)
-            done = torch.tensor(np.logical_or(terminated, truncated), dtype=torch.float32, device=device)
-            x = torch.tensor(flatten(obs), device=device)
-            mask = torch.tensor(action_mask(obs), device=device)
+                action, logp, _, value = agent.act(torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device))
+            buf_action[t], buf_logp[t], buf_value[t] = action.cpu().numpy(), logp.cpu().numpy(), value.cpu().numpy()
+            obs, reward, terminated, truncated, info = envs.step(buf_action[t])
+            buf_reward[t] = reward * args.reward_scale
+            done = np.logical_or(terminated, truncated).astype(np.float32)
+            x, mask = flatten(obs), action_mask(obs)
+            invalid_actions += int(np.sum(info.get("invalid_action", 0)))  # the env's fallbacks: stays 0
             final = info.get("final_info", {})  # the last step's info of episodes that just ended
             if "mean_jct_h" in final:
                 finished_jct.extend(final["mean_jct_h"][final["_mean_jct_h"]].tolist())
-        # Generalised advantage estimation.
+        # Generalised advantage estimation, on the host.
         with torch.no_grad():
-            next_value = agent.value(x)
-            advantages = torch.zeros_like(buf_reward)
-            last = torch.zeros(envs_n, device=device)
-            for t in reversed(range(steps)):
-                not_done = 1.0 - (done if t == steps - 1 else buf_done[t + 1])
-                nxt = next_value if t == steps - 1 else buf_value[t + 1]
-                delta = buf_reward[t] + args.gamma * nxt * not_done - buf_value[t]
-                last = delta + args.gamma * args.gae_lambda * not_done * last
-                advantages[t] = last
-            returns = advantages + buf_value
-        # PPO update on shuffled minibatches.
-        b_x, b_mask = buf_x.reshape(batch, -1), buf_mask.reshape(batch, -1)
-        b_action, b_logp = buf_action.reshape(-1), buf_logp.reshape(-1)
-        b_adv, b_ret = advantages.reshape(-1), returns.reshape(-1)
+            next_value = agent.value(torch.from_numpy(x).to(device)).cpu().numpy()
+        advantages = gae(buf_reward, buf_value, buf_done, next_value, done, args.gamma, args.gae_lambda)
+        returns = advantages + buf_value
+        # PPO update on shuffled minibatches; the rollout goes to the device once.
+        b_x, b_mask, b_action, b_logp, b_adv, b_ret = (
+            torch.from_numpy(a.reshape(batch, *a.shape[2:])).to(device)
+            for a in (buf_x, buf_mask, buf_action, buf_logp, advantages, returns)
+        )
         for _ in range(args.update_epochs):
             for idx in torch.randperm(batch, device=device).split(minibatch):
                 _, logp, entropy, value = agent.act(b_x[idx], b_mask[idx], b_action[idx])
                 ratio = (logp - b_logp[idx]).exp()
-                adv = (b_adv[idx] - b_adv[idx].mean()) / (b_adv[idx].std() + 1e-8)
+                adv = b_adv[idx]
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(idx) > 1 else adv
                 policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
                 value_loss = 0.5 * ((value - b_ret[idx]) ** 2).mean()
                 loss = policy_loss + args.vf_coef * value_loss - args.ent_coef * entropy.mean()
@@ -169,11 +223,14 @@ def main(argv=None) -> dict[str, float]:
                 loss.backward()
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
-        recent = np.mean(finished_jct[-10:]) if finished_jct else float("nan")
+        losses = {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy.mean().item()}
+        recent = float(np.mean(finished_jct[-10:])) if finished_jct else float("nan")
         print(f"update {update}/{updates}  steps {update * batch}  mean JCT of recent episodes {recent:.2f} h  "
               f"{update * batch / (time.perf_counter() - started):.0f} steps/s", flush=True)
     envs.close()
-    return {"updates": updates, "episodes": len(finished_jct), "recent_mean_jct_h": float(recent)}
+    return {"updates": updates, "steps": updates * batch, "episodes": len(finished_jct), "recent_mean_jct_h": recent,
+            "invalid_actions": invalid_actions, "steps_per_s": updates * batch / (time.perf_counter() - started),
+            **losses}
 
 
 if __name__ == "__main__":
