@@ -159,6 +159,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._holds = np.zeros(jobs.n, dtype=bool)  # admitted in the current event (or running between events)
         self._was_running = np.zeros(jobs.n, dtype=np.float32)
         self._admitted: list[int] = []  # running jobs in admission order (default mode)
+        self._multi_gpu = bool((jobs.gpus > 1).any())
         self._waiting = self._fits = self._slots = _NO_JOBS
         self._slot_valid = self._level_valid[:0]
         self._stopped = False
@@ -287,8 +288,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             # Tune's placement order – descending GPUs, ties in admission order – so that the
             # planner places them now and the observation shows them (the grants are the same).
             keep = self._admitted  # finished jobs were removed as they finished
-            gpus = sim.jobs.gpus_l
-            if any(gpus[j] > 1 for j in keep):
+            if self._multi_gpu:
+                gpus = sim.jobs.gpus_l
                 keep = sorted(keep, key=lambda j: -gpus[j])
         sim.planner.begin(keep)
         sim.planner.next_decision(None)  # the running jobs keep their GPUs and levels
