@@ -234,6 +234,9 @@ def test_sigint_to_a_training_process_group_saves_and_exits_130(tmp_path):
          "--eval-freq", "128", "--config", str(config), "--out", str(out), *FAST],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # A process started with SIGINT ignored keeps ignoring it (Python then installs no
+        # KeyboardInterrupt handler); start the child as a terminal would, whatever this process inherited.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 120
@@ -242,7 +245,7 @@ def test_sigint_to_a_training_process_group_saves_and_exits_130(tmp_path):
             assert time.monotonic() < deadline, "no evaluation within 120 s"
             time.sleep(0.2)
         os.killpg(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
