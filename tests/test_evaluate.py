@@ -10,7 +10,6 @@ workloads, so their per-seed results must be equal here.
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 
 import numpy as np
@@ -20,21 +19,10 @@ from agents.evaluate import SUMMARY_FIELDS, parse_baselines, run_policies, train
 from baselines.env_heuristics import HEURISTIC_NAMES, env_heuristics
 from baselines.sim_on_env import NO_WAIT_BOUND, SIM_POLICIES, simulate_on_env
 from synergy_gym import evaluate
-from synergy_gym.cli import main
+from cli_runs import run_cli, snapshot
 from synergy_gym.errors import SynergyGymError
 
 SMALL = ["--env", "Synergy-small-v0"]
-
-
-def run_cli(argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def snapshot(root: Path) -> dict[str, object]:
-    return {str(p.relative_to(root)): (stat.S_IFMT(p.lstat().st_mode), p.read_bytes() if p.is_file() else None)
-            for p in sorted(root.rglob("*"))}
 
 
 def rows_by_key(path: Path) -> dict[tuple[str, str], dict]:

@@ -9,7 +9,6 @@ job, and there is one line per step of the first seed's episode.
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 
 import gymnasium as gym
@@ -19,6 +18,7 @@ import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
 from agents.evaluate import JOBS_FIELDS, agent_labels, decisions_file_name
+from cli_runs import run_cli, snapshot
 from synergy_gym.cli import main
 from synergy_gym.env.observation import SLOT_FEATURES
 from synergy_gym.errors import ConfigError
@@ -26,17 +26,6 @@ from synergy_gym.evaluation import DECISION_KEYS, decision_record, evaluate
 
 ENV = ["--env", "Synergy-small-v0"]
 JOBS = 15
-
-
-def run_cli(argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def snapshot(root: Path) -> dict[str, object]:
-    return {str(p.relative_to(root)): (stat.S_IFMT(p.lstat().st_mode), p.read_bytes() if p.is_file() else None)
-            for p in sorted(root.rglob("*"))}
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runs import run_cli
 from synergy_gym.cli import main
 from synergy_gym.cli_args import check_job_count
 from synergy_gym.errors import PathError, SynergyGymError
@@ -82,12 +83,6 @@ BAD_JSON = [
     ("ro/r.json", "parent folder ro is not writable"),
     ("ro/missing/r.json", "folder ro is not writable"),
 ]
-
-
-def run_cli(argv, capsys):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_refused(code, out, err, flag, path, words):

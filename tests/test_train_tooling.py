@@ -13,32 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
+from agent_runs import FAST, SMALL_ENV, TINY, one_torch_thread, tensorboard_scalars  # noqa: F401 (a fixture)
 from synergy_gym.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "Synergy-small-scarce-v0"
-SMALL_ENV = {"num_jobs": 20, "max_rounds": 2500}
-FAST = ["--env-kwargs", "num_jobs=20", "max_rounds=2500", "--eval-episodes", "2", "--no-progress", "--device", "cpu"]
-TINY = "n_steps = 64\nbatch_size = 64\nn_epochs = 2\nnet_arch = [32]\nglobal_dim = 32\nslot_dim = 8\n"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def tensorboard_scalars(run_dir):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    (events,) = list((run_dir / "tb").rglob("events.out.tfevents.*"))[:1]
-    acc = EventAccumulator(str(events))
-    acc.Reload()
-    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
-
-
 def tiny_config(**extra):
     from agents.config import TrainConfig
 
@@ -72,7 +51,7 @@ def test_tensorboard_has_every_heuristic_and_the_ratio_to_the_best(short_run):
     from synergy_gym.evaluation import evaluate
 
     out, _ = short_run
-    scalars = tensorboard_scalars(out)
+    scalars = tensorboard_scalars(out, with_steps=True)
     seeds = [2_000_000, 2_000_001]
     means = {name: float(evaluate(h, ENV, seeds, **SMALL_ENV)["mean_jct_h"].mean())
              for name, h in env_heuristics().items()}

@@ -6,24 +6,16 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from gymnasium.utils import seeding
 
 import synergy_gym
+from agent_runs import one_torch_thread  # noqa: F401 (a fixture)
 from agents.relative_reward import HeuristicRelativeReward, JobTimeCurve
 from agents.shared_workload import SharedWorkload, shared_seed_base
 from baselines.env_heuristics import env_heuristics
 
 ENV_IDS = tuple(synergy_gym.SCENARIOS)
 SMALL = {"num_jobs": 25, "max_rounds": 2500}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def run_episode(env, policy, seed=None, options=None):

@@ -11,7 +11,6 @@ need nothing else.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from gymnasium import spaces
