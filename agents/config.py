@@ -26,6 +26,9 @@ ALGOS: tuple[str, ...] = ("maskable_ppo", "ppo", "a2c", "dqn")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 #: ``reward`` settings: the environment's own, or relative to an env heuristic on the same workload.
 REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
+#: ``action_head`` settings: SB3's linear layer over the latent vector, or one shared scorer per slot
+#: (:mod:`agents.slot_policy`).
+ACTION_HEADS: tuple[str, ...] = ("linear", "per_slot")
 #: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT
 #: on the evaluation seeds, scored at the start of the run (``random`` excluded).
 BEST = "best"
@@ -85,6 +88,11 @@ class TrainConfig:
     net_arch: list = field(default_factory=lambda: [128, 128])
     global_dim: int = 128
     slot_dim: int = 32
+    # The policy's action head: "linear" (SB3's: one linear layer from the net_arch MLP to every
+    # slot · level and stop logit) or "per_slot" (agents.slot_policy: one MLP scores each slot's
+    # levels from its embedding and the context, one gives stop; net_arch is then the value
+    # function's only). PPO-family algorithms only.
+    action_head: str = "linear"
     normalize_obs: bool = True
     normalize_reward: bool = True
     # Variance reduction against the workload (agents.relative_reward, agents.shared_workload).
@@ -109,6 +117,8 @@ class TrainConfig:
     bc_steps: int = 0
     bc_policy: str | None = "fifo+tune"
     bc_epochs: int = 10
+    # The imitation's learning rate (None: learning_rate).
+    bc_learning_rate: float | None = None
     # Env heuristics evaluated once on the held-out seeds at the start, for reference
     # (TensorBoard baseline/<name>/mean_jct_h, eval/jct_vs_<name>).
     reference_baselines: list = field(default_factory=lambda: list(REFERENCE_BASELINES))
@@ -118,6 +128,10 @@ class TrainConfig:
     # Evaluation seeds: eval_seed_base, eval_seed_base + 1, … – the validation seeds from
     # 2,000,000, disjoint from the held-out seeds 1,000,000 on that results are reported on.
     eval_seed_base: int = VALIDATION_SEED_BASE
+    # Stop when the validation JCT stalls: from this many steps on, training ends at an
+    # evaluation whose step count is at least 1.5 × the step of the best evaluation so far
+    # (no improvement over the last third of the run); None: run all timesteps.
+    stop_on_stall_after: int | None = None
     progress_bar: bool = True
 
     def __post_init__(self) -> None:
@@ -158,8 +172,16 @@ class TrainConfig:
             raise UnknownNameError("relative_to heuristic", str(self.relative_to), (BEST, *heuristics))
         if not isinstance(self.shared_workload, bool):
             raise ConfigError(f"shared_workload must be true or false, got {self.shared_workload!r}")
+        if self.action_head not in ACTION_HEADS:
+            raise UnknownNameError("action_head", str(self.action_head), ACTION_HEADS)
+        if self.action_head == "per_slot" and self.algo == "dqn":
+            raise ConfigError('action_head "per_slot" needs an actor-critic algorithm (maskable_ppo, ppo, a2c), not dqn')
+        if self.bc_learning_rate is not None:
+            check_positive("bc_learning_rate", self.bc_learning_rate)
         if self.torch_threads is not None:
             self.torch_threads = check_positive("torch_threads", self.torch_threads, integer=True)
+        if self.stop_on_stall_after is not None:
+            self.stop_on_stall_after = check_positive("stop_on_stall_after", self.stop_on_stall_after, integer=True)
         if self.target_kl is not None:
             check_positive("target_kl", self.target_kl)
         if self.ent_coef_final is not None:

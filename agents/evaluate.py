@@ -49,7 +49,9 @@ model`` (start: the job's first start; for the bound the first round boundary
 at or after its arrival; start, finish and JCT empty for a job that never
 started / did not finish in an episode cut off at ``max_rounds``).
 
-With ``--model`` the environment and its kwargs come from the model's run
+``--model pretrained:NAME`` takes a policy shipped with the package
+(:mod:`agents.pretrained_policies`: ``small-scarce``, ``small``). With
+``--model`` the environment and its kwargs come from the model's run
 folder (``config.json``) unless given; a model whose spaces do not fit the
 environment is refused (a model of the old per-job preference action space must
 be retrained). Seeds: ``--seeds`` (``1000000..1000019`` or ``a,b,c``), else
@@ -250,7 +252,8 @@ def _run_config(model_path: Path) -> TrainConfig | None:
     return TrainConfig.from_mapping(values, source=str(saved))
 
 
-def _load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> "AgentPolicy":
+def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> "AgentPolicy":
+    """The model at ``model_path`` with the normalisation statistics beside it, as a policy named ``name``."""
     from stable_baselines3.common.vec_env import VecNormalize
 
     from agents.train import load_model
@@ -594,7 +597,7 @@ def run_evaluation(
     agents = []
     names = agent_labels(models, labels)
     for path, cfg, name in zip(models, configs, names):
-        agents.append(_load_agent(path, cfg, device, name))
+        agents.append(load_agent(path, cfg, device, name))
         check_agent_fits(path, agents[-1], cfg, env_id, kwargs, env_parts)
     if not agents and not env_names and not sim_names:
         raise ConfigError("nothing to evaluate: give --model or some --baselines")
@@ -609,9 +612,10 @@ def run_evaluation(
 def register(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="agents, env heuristics and simulator policies on the same workloads",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", type=Path, action="append", default=None,
-                   help="SB3 model zip; repeat for several models, each gets its own row (and several their mean, "
-                        "'agent', with a CI over models); without it only the baselines run")
+    p.add_argument("--model", action="append", default=None,
+                   help="SB3 model zip, or pretrained:NAME for a shipped policy (agents/pretrained: "
+                        "pretrained:small-scarce, pretrained:small); repeat for several models, each gets its own row "
+                        "(and several their mean, 'agent', with a CI over models); without it only the baselines run")
     p.add_argument("--label", action="append", default=None,
                    help="a model's row name; repeat: one per --model, in the same order (default: 'agent' for one "
                         "model, else each model's run folder name)")
@@ -712,7 +716,9 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
-    models = [Path(m) for m in args.model or []]
+    from agents.pretrained_policies import resolve_model_argument
+
+    models = [resolve_model_argument(m) for m in args.model or []]
     labels = agent_labels(models, args.label)
     sims = parse_sim_policies(args.sim_policies) if args.sim_policies is not None else None
     env_names, sim_names = parse_baselines(args.baselines, sims)

@@ -41,6 +41,7 @@ class SynergyExtractor(BaseFeaturesExtractor):
         n_levels = observation_space["slot_levels"].shape[0] // (n_slots * len(LEVEL_FEATURES))
         super().__init__(observation_space, features_dim=global_dim + (2 + n_slots) * slot_dim)
         self.n_slots, self.n_levels = n_slots, n_levels
+        self.global_dim, self.slot_dim = global_dim, slot_dim
         per_slot = slot_features + n_levels * len(LEVEL_FEATURES) + n_levels
         global_in = sum(int(observation_space[k].shape[0]) for k in GLOBAL_KEYS)
         self.global_net = nn.Sequential(nn.Linear(global_in, global_dim), nn.ReLU(), nn.Linear(global_dim, global_dim), nn.ReLU())

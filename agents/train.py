@@ -44,12 +44,15 @@ A run folder (``--out``, default ``runs/<env>__<algo>__<seed>__<time>``) holds
 ``last_model.zip``    the final checkpoint, with ``vecnormalize.pkl``; also written
                       when training is interrupted with Ctrl-C (exit status 130)
 
-Evaluation runs every ``eval_freq`` steps and once at the end, on validation
-workload seeds (from ``eval_seed_base`` = 2,000,000 on; training environments use
+Evaluation runs every ``eval_freq`` steps, once at the end and, after a warm
+start, once before reinforcement learning (step 0: the imitation is a checkpoint
+candidate too), on validation workload seeds (from ``eval_seed_base`` = 2,000,000 on; training environments use
 ``seed + rank``; results are reported on the held-out seeds 1,000,000 on with
 ``synergy-gym evaluate``, never on the seeds that chose the checkpoint). The console shows the run folder at the start
 and one line per evaluation (step, mean JCT, against the best heuristic, best so
-far), with or without the progress bar.
+far), with or without the progress bar. With ``stop_on_stall_after`` N, training
+ends at the first evaluation from step N on at which the best validation JCT is
+older than the last third of the steps so far (evaluation step ≥ 1.5 × the best's).
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from agents.config import ALGOS, BEST, DEVICES, REWARDS, TrainConfig, load_config_file
+from agents.config import ACTION_HEADS, ALGOS, BEST, DEVICES, REWARDS, TrainConfig, load_config_file
 from agents.wrappers import AgentPolicy
 from baselines.env_heuristics import env_heuristics
 from synergy_gym.errors import ConfigError, Interrupted, SynergyGymError
@@ -187,15 +190,21 @@ def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
         "features_extractor_kwargs": {"global_dim": cfg.global_dim, "slot_dim": cfg.slot_dim},
         "net_arch": list(cfg.net_arch),
     }
+    policy: Any = "MultiInputPolicy"
+    if cfg.action_head == "per_slot":
+        from agents.slot_policy import MaskableSlotPolicy, SlotPolicy
+
+        policy = MaskableSlotPolicy if cfg.algo == "maskable_ppo" else SlotPolicy
+        policy_kwargs["net_arch"] = {"pi": [], "vf": list(cfg.net_arch)}
     common = {"learning_rate": cfg.learning_rate, "gamma": cfg.gamma, "seed": cfg.seed, "device": device,
               "tensorboard_log": str(tb_dir), "policy_kwargs": policy_kwargs, "verbose": 0}
     cls = algorithm_class(cfg.algo)
     if cfg.algo in ("maskable_ppo", "ppo"):
-        return cls("MultiInputPolicy", env, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
+        return cls(policy, env, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
                    gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, clip_range=cfg.clip_range, vf_coef=cfg.vf_coef,
                    max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl, **common)
     if cfg.algo == "a2c":
-        return cls("MultiInputPolicy", env, n_steps=cfg.n_steps, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
+        return cls(policy, env, n_steps=cfg.n_steps, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
                    vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, **common)
     return cls("MultiInputPolicy", env, buffer_size=cfg.buffer_size, learning_starts=cfg.learning_starts,
                batch_size=cfg.batch_size, exploration_fraction=cfg.exploration_fraction,
@@ -210,7 +219,7 @@ def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
     environments, then does ``bc_epochs`` passes of supervised learning –
     cross-entropy on its actions (with the action masks for MaskablePPO) and
     squared error on the discounted (normalised) returns – with the policy's own
-    optimiser. Returns the number of samples, the last minibatch's loss and the
+    optimiser at ``bc_learning_rate``. Returns the number of samples, the last minibatch's loss and the
     fraction of samples whose most likely action is the heuristic's.
     """
     import torch
@@ -250,6 +259,9 @@ def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
 
     rng = np.random.default_rng(cfg.seed)
     n = batch_action.shape[0]
+    rates = [group["lr"] for group in policy.optimizer.param_groups]
+    for group in policy.optimizer.param_groups:
+        group["lr"] = cfg.bc_learning_rate or cfg.learning_rate
     loss_value = float("nan")
     policy.set_training_mode(True)
     for _ in range(cfg.bc_epochs):
@@ -264,6 +276,8 @@ def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
             torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
             policy.optimizer.step()
             loss_value = float(loss.detach())
+    for group, rate in zip(policy.optimizer.param_groups, rates):
+        group["lr"] = rate
     policy.set_training_mode(False)
     agree = 0
     with torch.no_grad():
@@ -325,6 +339,14 @@ class EntropySchedule:
         return _EntropySchedule()
 
 
+def validation_stalled(step: int, best_step: int, after: int | None) -> bool:
+    """Whether training stops at an evaluation at ``step``: from ``after`` on, once the best is older than a third of it.
+
+    "Older than the last third": ``step`` ≥ 1.5 × ``best_step``, the step of the lowest validation JCT so far.
+    """
+    return after is not None and step >= after and step >= 1.5 * best_step
+
+
 def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame], bc: dict[str, float] | None = None,
                    log: Callable[[str], None] | None = None):
     from stable_baselines3.common.callbacks import BaseCallback
@@ -339,8 +361,11 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
         def __init__(self) -> None:
             super().__init__()
             self.best = float("inf")
+            self.best_step = 0
             self.next_eval = cfg.eval_freq
             self.history: list[dict[str, Any]] = []
+            #: Set when training ended early because the validation JCT stalled (``stop_on_stall_after``).
+            self.stalled_at: int | None = None
 
         def _on_training_start(self) -> None:
             # A resumed run starts at its checkpoint's step count.
@@ -351,11 +376,23 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
                 self.logger.record("bc/accuracy", bc["bc_accuracy"])
                 self.logger.record("bc/final_loss", bc["bc_final_loss"])
             self.logger.dump(self.num_timesteps)
+            if bc:  # the imitation itself is a checkpoint candidate (step 0)
+                self.run_evaluation()
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
                 self.next_eval += cfg.eval_freq
                 self.run_evaluation()
+                return not self.stalled()
+            return True
+
+        def stalled(self) -> bool:
+            if not validation_stalled(self.num_timesteps, self.best_step, cfg.stop_on_stall_after):
+                return False
+            self.stalled_at = self.num_timesteps
+            if log is not None:
+                log(f"stop  step {self.num_timesteps:>10,}  the validation JCT has not improved since step "
+                    f"{self.best_step:,} (the last third of the run): training ends here")
             return True
 
         def run_evaluation(self) -> dict[str, Any]:
@@ -384,6 +421,7 @@ def _eval_callback(cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.Data
             improved = row["mean_jct_h"] < self.best
             if improved:
                 self.best = row["mean_jct_h"]
+                self.best_step = self.num_timesteps
                 self.model.save(run_dir / "best_model.zip")
                 if vec_norm is not None:
                     vec_norm.save(str(run_dir / "best_vecnormalize.pkl"))
@@ -590,6 +628,9 @@ def register(subparsers) -> None:
                         "own on CUDA)")
     p.add_argument("--config", type=Path, default=None,
                    help="TOML or YAML file of any TrainConfig settings (default: none)")
+    p.add_argument("--action-head", default=None, choices=ACTION_HEADS,
+                   help=f"linear: SB3's; per_slot: one shared scorer per slot (agents/slot_policy.py) "
+                        f"(default: {d.action_head})")
     p.add_argument("--bc-policy", default=None, metavar="NAME",
                    help=f"warm start: imitate this env heuristic first; none: no warm start (default: {d.bc_policy})")
     p.add_argument("--bc-steps", type=int, default=None,
@@ -606,6 +647,9 @@ def register(subparsers) -> None:
     p.add_argument("--ent-coef-final", type=float, default=None, metavar="X",
                    help=f"entropy coefficient at the end, linear from ent_coef ({d.ent_coef}) (default: constant)")
     p.add_argument("--eval-freq", type=int, default=None, help=f"evaluate every N steps (default: {d.eval_freq:,})")
+    p.add_argument("--stop-on-stall-after", type=int, default=None, metavar="N",
+                   help="from step N on, end training once the validation JCT has not improved over the last third "
+                        "of the steps (default: never, run all timesteps)")
     p.add_argument("--eval-episodes", type=int, default=None,
                    help=f"evaluation seeds per evaluation, from {d.eval_seed_base:,} on (default: {d.eval_episodes})")
     p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<env>__<algo>__<seed>__<time>)")
@@ -630,6 +674,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "bc_policy": args.bc_policy, "bc_steps": args.bc_steps, "torch_threads": getattr(args, "torch_threads", None),
         "reward": getattr(args, "reward", None), "relative_to": getattr(args, "relative_to", None),
         "shared_workload": getattr(args, "shared_workload", None), "ent_coef_final": getattr(args, "ent_coef_final", None),
+        "stop_on_stall_after": getattr(args, "stop_on_stall_after", None),
+        "action_head": getattr(args, "action_head", None),
     }
     values.update({k: v for k, v in overrides.items() if v is not None})
     if args.env_kwargs is not None:

@@ -221,14 +221,18 @@ def test_config_files_toml_and_yaml(tmp_path):
     assert cfg.net_arch == [64, 64] and cfg.bc_policy is None
 
 
-def test_reference_config_is_valid():
+@pytest.mark.parametrize("name, env_id, teacher", [("small_scarce", "Synergy-small-scarce-v0", "srtf+price"),
+                                                    ("small", "Synergy-small-v0", "srtf+tune")])
+def test_reference_configs_are_valid(name, env_id, teacher):
+    """The reference runs imitate their scenario's best env heuristic (README ceilings) and stop on a stall."""
     from pathlib import Path
 
     from agents.config import TrainConfig, load_config_file
 
-    path = Path(__file__).resolve().parents[1] / "agents" / "configs" / "reference_small.toml"
+    path = Path(__file__).resolve().parents[1] / "agents" / "configs" / f"{name}.toml"
     cfg = TrainConfig.from_mapping(load_config_file(path))
-    assert cfg.bc_policy == "fifo+tune" and cfg.imitates and cfg.env_id == "Synergy-small-v0"
+    assert (cfg.env_id, cfg.bc_policy, cfg.action_head, cfg.reward) == (env_id, teacher, "per_slot", "heuristic_relative")
+    assert cfg.imitates and cfg.shared_workload and cfg.timesteps == 1_000_000 and cfg.stop_on_stall_after
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,180 @@
+"""Pretrained policies shipped with the package: ``agents.load_pretrained(name)``, ``--model pretrained:NAME``.
+
+Each policy is a folder ``agents/pretrained/<name>/`` (package data) holding
+
+``model.zip``         the Stable-Baselines3 model (without the optimiser's state, which only training needs)
+``vecnormalize.pkl``  its observation-normalisation statistics (``VecNormalize``)
+``config.json``       the training run's configuration (environment id and kwargs included)
+``card.json``         where it comes from: the training command, run folder, training
+                      seed and steps, the checkpoint's validation JCT
+
+:func:`export_pretrained` writes such a folder from a training run's checkpoint.
+Loading needs only the ``rl`` extra and runs on the CPU; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.files import atomic_write_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agents.wrappers import AgentPolicy
+
+#: ``--model pretrained:NAME`` names a shipped policy.
+PREFIX = "pretrained:"
+MODEL_FILE = "model.zip"
+STATS_FILE = "vecnormalize.pkl"
+FILES = (MODEL_FILE, STATS_FILE, "config.json", "card.json")
+#: The most a shipped policy's files may take together (the issue's limit, checked by the tests).
+MAX_BYTES = 2 * 1024 * 1024
+
+
+def pretrained_root() -> Path:
+    """The folder of the shipped policies (inside the installed ``agents`` package)."""
+    return Path(str(resources.files("agents"))) / "pretrained"
+
+
+def pretrained_names() -> tuple[str, ...]:
+    """The names of the shipped policies, sorted."""
+    root = pretrained_root()
+    if not root.is_dir():
+        return ()
+    return tuple(sorted(p.name for p in root.iterdir() if (p / MODEL_FILE).is_file()))
+
+
+def pretrained_model_path(name: str) -> Path:
+    """``agents/pretrained/<name>/model.zip``; an unknown name lists the known ones."""
+    names = pretrained_names()
+    if name not in names:
+        raise UnknownNameError("pretrained policy", name, names)
+    return pretrained_root() / name / MODEL_FILE
+
+
+def resolve_model_argument(text: str | Path) -> Path:
+    """``--model``: ``pretrained:NAME`` → the shipped model's path; anything else is a path as given."""
+    text = str(text)
+    if text.startswith(PREFIX):
+        return pretrained_model_path(text[len(PREFIX):])
+    return Path(text)
+
+
+def pretrained_card(name: str) -> dict[str, Any]:
+    """The policy's ``card.json``: its provenance and validation figures."""
+    return json.loads((pretrained_model_path(name).parent / "card.json").read_text(encoding="utf-8"))
+
+
+def load_pretrained(name: str, device: str = "cpu") -> AgentPolicy:
+    """The shipped policy ``name`` as a policy for :func:`synergy_gym.evaluate` (SB3's ``predict`` signature).
+
+    Observations are normalised with the policy's statistics and action masks are
+    passed on, as in :class:`agents.wrappers.AgentPolicy`. The environment it was
+    trained on is ``pretrained_config(name).env_id`` with its ``env_kwargs``.
+    """
+    from agents.evaluate import load_agent
+
+    path = pretrained_model_path(name)
+    return load_agent(path, pretrained_config(name), device, name)
+
+
+def pretrained_config(name: str):
+    """The :class:`agents.config.TrainConfig` the policy was trained with."""
+    from agents.config import TrainConfig, load_config_file
+
+    saved = pretrained_model_path(name).parent / "config.json"
+    return TrainConfig.from_mapping(load_config_file(saved), source=str(saved))
+
+
+def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path:
+    """Write a pretrained-policy folder ``dest`` from a run's checkpoint; returns ``dest``.
+
+    ``model_zip`` is a run's ``best_model.zip`` (with ``best_vecnormalize.pkl``) or
+    ``last_model.zip`` (with ``vecnormalize.pkl``), beside the run's ``config.json``.
+    The model is saved again with a fresh optimiser (its moment estimates are only
+    needed to continue training and would triple the file); the policy's weights
+    are unchanged. ``card`` is written as ``card.json``.
+    """
+    from agents.config import TrainConfig, load_config_file
+    from agents.train import load_model
+
+    model_zip = Path(model_zip)
+    run = model_zip.parent
+    stats = run / ("best_vecnormalize.pkl" if model_zip.name.startswith("best") else "vecnormalize.pkl")
+    for needed in (model_zip, stats, run / "config.json"):
+        if not needed.is_file():
+            raise ConfigError(f"export: {needed} does not exist")
+    cfg = TrainConfig.from_mapping(load_config_file(run / "config.json"), source=str(run / "config.json"))
+    model = load_model(model_zip, cfg.algo, "cpu")
+    policy = model.policy
+    policy.optimizer = policy.optimizer_class(policy.parameters(), lr=cfg.learning_rate, **policy.optimizer_kwargs)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    model.save(dest / MODEL_FILE)
+    shutil.copyfile(stats, dest / STATS_FILE)
+    shutil.copyfile(run / "config.json", dest / "config.json")
+    atomic_write_text(dest / "card.json", json.dumps(card, indent=2) + "\n")
+    size = sum((dest / f).stat().st_size for f in FILES)
+    if size > MAX_BYTES:
+        raise ConfigError(f"export: {dest} takes {size:,} bytes, more than the {MAX_BYTES:,} a shipped policy may")
+    return dest
+
+
+def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
+    """The ``card.json`` of a checkpoint: provenance, its validation JCT, and its JCT on held-out seed 1,000,000.
+
+    The held-out figure is what :func:`load_pretrained` must reproduce on a fresh install (a test checks it).
+    """
+    import pandas as pd
+
+    from agents.config import HELD_OUT_SEED_BASE, TrainConfig, load_config_file
+    from agents.evaluate import load_agent
+    from synergy_gym.evaluation import evaluate
+
+    model_zip = Path(model_zip)
+    run = model_zip.parent
+    cfg = TrainConfig.from_mapping(load_config_file(run / "config.json"), source=str(run / "config.json"))
+    history = pd.read_csv(run / "eval.csv")
+    chosen = history.loc[history["mean_jct_h"].idxmin()] if model_zip.name.startswith("best") else history.iloc[-1]
+    agent = load_agent(model_zip, cfg, "cpu", name)
+    check = evaluate(agent, cfg.env_id, [HELD_OUT_SEED_BASE], name=name, **cfg.env_kwargs)
+    return {
+        "name": name,
+        "env_id": cfg.env_id,
+        "env_kwargs": cfg.env_kwargs,
+        "algo": cfg.algo,
+        "training_seed": cfg.seed,
+        "trained_with": command,
+        "run_folder": run.name,
+        "checkpoint": model_zip.name,
+        "checkpoint_step": int(chosen["timesteps"]),
+        "validation_seeds": cfg.eval_seeds,
+        "validation_mean_jct_h": float(chosen["mean_jct_h"]),
+        "check_seed": HELD_OUT_SEED_BASE,
+        "check_mean_jct_h": float(check["mean_jct_h"].iloc[0]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agents.pretrained_policies RUN/best_model.zip NAME --command "..."``: ship a checkpoint."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m agents.pretrained_policies", description=main.__doc__)
+    parser.add_argument("model", type=Path, help="a run's best_model.zip or last_model.zip")
+    parser.add_argument("name", help="the policy's name (agents/pretrained/NAME)")
+    parser.add_argument("--command", required=True, help="the training command, recorded in card.json")
+    parser.add_argument("--dest", type=Path, default=None, help="folder to write (default: agents/pretrained/NAME)")
+    args = parser.parse_args(argv)
+    card = card_for(args.model, args.name, args.command)
+    dest = export_pretrained(args.model, args.dest or Path(__file__).resolve().parent / "pretrained" / args.name, card)
+    size = sum((dest / f).stat().st_size for f in FILES)
+    print(f"wrote {dest} ({size:,} bytes); held-out seed {card['check_seed']}: mean JCT {card['check_mean_jct_h']:.3f} h")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
