@@ -30,7 +30,9 @@ its t-based 95 % confidence interval over episodes; ``p99_jct_h`` and
 names the best env heuristic. Written to ``--out`` (default
 ``runs/evaluate-<timestamp>``): ``results.json`` (and ``--json FILE``), a list
 of rows ``{policy, source, episodes, mean_jct_h, mean_jct_ci95_h, p99_jct_h,
-makespan_h, truncated, wall_s, ci95_over, per_seed: {seed: mean_jct_h}}``;
+makespan_h, truncated, wall_s, ci95_over, per_seed: {seed: mean_jct_h}}``, agent rows
+also ``paired_vs_best_env`` (:func:`paired_vs_best_env`: the per-seed difference to the
+best env heuristic, its 95 % CI over seeds, and on how many seeds the agent is better);
 ``results.csv``, one row per policy and seed; ``jct_cdf.png``.
 
 Optional records: ``--decisions DIR`` writes, for every policy that acts
@@ -520,6 +522,33 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     return summary.sort_values("mean_jct_h", kind="stable", ignore_index=True)
 
 
+def paired_vs_best_env(summary: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each agent row's paired per-seed comparison with the best env heuristic of the table (``{}`` without one).
+
+    For every seed both ran: difference = agent's mean JCT − the heuristic's. Per agent row
+    (the models' mean row ``agent`` included: its per-seed mean over the models):
+    ``{heuristic, seeds, mean_diff_h, ci95_h (t-interval over seeds), relative (mean_diff /
+    the heuristic's mean over those seeds), better_seeds (seeds with a lower JCT)}``.
+    """
+    env_rows = summary[summary["source"] == "env"]
+    if not len(env_rows):
+        return {}
+    best = env_rows.iloc[0]
+    out: dict[str, dict[str, Any]] = {}
+    for row in summary[summary["source"] == "agent"].itertuples():
+        seeds = [s for s in row.per_seed if s in best["per_seed"]]
+        if not seeds:
+            continue
+        agent = np.array([row.per_seed[s] for s in seeds])
+        heuristic = np.array([best["per_seed"][s] for s in seeds])
+        mean, half = confidence_interval(agent - heuristic)
+        out[str(row.policy)] = {
+            "heuristic": str(best["policy"]), "seeds": len(seeds), "mean_diff_h": mean, "ci95_h": half,
+            "relative": mean / float(heuristic.mean()), "better_seeds": int((agent < heuristic).sum()),
+        }
+    return out
+
+
 def _reference(summary: pd.DataFrame) -> tuple[str, float]:
     """The row the table's ratios are to: env fifo+tune, else sim fifo+tune (label and mean JCT)."""
     for source in ("env", "sim"):
@@ -552,16 +581,23 @@ def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str) -> str:
         best = env_rows.iloc[0]
         vs = f" ({best['mean_jct_h'] / ref - 1:+.1%} vs {ref_label})" if ref_label else ""
         lines.append(f"best env heuristic: {best['policy']}, mean JCT {best['mean_jct_h']:.3f} h{vs}")
+    for name, p in paired_vs_best_env(summary).items():
+        ci = "" if math.isnan(p["ci95_h"]) else f" ± {p['ci95_h']:.3f}"
+        lines.append(f"paired vs {p['heuristic']}: {name} {p['mean_diff_h']:+.3f} h{ci} ({p['relative']:+.1%}), "
+                     f"lower JCT on {p['better_seeds']} of {p['seeds']} seeds")
     return "\n".join(lines)
 
 
 def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
     """The JSON rows: :data:`SUMMARY_FIELDS` (and ``models`` for the agents' mean)."""
     records = []
+    paired = paired_vs_best_env(summary)
     for row in summary.to_dict("records"):
         record = {k: _json_value(row.get(k)) for k in SUMMARY_FIELDS}
         if isinstance(row.get("models"), (int, float, np.integer, np.floating)) and not pd.isna(row.get("models")):
             record["models"] = int(row["models"])
+        if row["source"] == "agent" and str(row["policy"]) in paired:
+            record["paired_vs_best_env"] = _json_value(paired[str(row["policy"])])
         records.append(record)
     return records
 

@@ -554,17 +554,37 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
             model.get_vec_normalize_env().save(str(run_dir / "vecnormalize.pkl"))
             saved.append("vecnormalize.pkl")
     except KeyboardInterrupt:  # before the model existed, or while saving
+        interrupted = True
         raise Interrupted(f"{'no model saved' if model is None else 'saving was cut short'} in {run_dir}") from None
     finally:
         torch.set_num_threads(previous_threads)
         if env is not None:
-            try:
-                env.close()
-            except (OSError, EOFError):  # a worker that is already gone
-                pass
+            close_vec_env(env, interrupted)
     if interrupted:
         raise Interrupted(f"saved {' and '.join(saved)} at step {model.num_timesteps:,} in {run_dir}")
     return run_dir
+
+
+def close_vec_env(env, interrupted: bool = False) -> None:
+    """Close the training envs; after Ctrl-C, without waiting for the step results of an interrupted rollout.
+
+    SB3's ``SubprocVecEnv.close`` first receives the result of a pending ``step_async``
+    from every worker. Ctrl-C can land inside ``step_wait`` after some of those results
+    were already received, and receiving again from those workers then blocks forever:
+    the training process hung instead of exiting. After an interruption the pending
+    results are dropped (each worker finishes its step, then reads "close" and exits).
+    """
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    inner = env
+    while hasattr(inner, "venv"):  # VecNormalize and other wrappers
+        inner = inner.venv
+    if interrupted and isinstance(inner, SubprocVecEnv):
+        inner.waiting = False
+    try:
+        env.close()
+    except (OSError, EOFError):  # a worker that is already gone
+        pass
 
 
 def load_model(path: Path, algo: str | None, device: str, env=None):

@@ -235,3 +235,30 @@ def test_models_join_the_table_and_a_mismatched_model_is_refused(tmp_path, capsy
     assert code == 2 and err.count("\n") == 1 and out == "", err
     assert "its run folder has no config.json" in err and "Box(161,) in the model vs Box(41,)" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e", "m", "r.json"]
+
+
+def test_agents_are_paired_per_seed_with_the_best_env_heuristic():
+    """The paired difference is per seed against the table's best env heuristic, for each model and their mean."""
+    import pandas as pd
+
+    from agents.evaluate import format_summary, paired_vs_best_env, summarise, summary_records
+
+    seeds = [10, 11, 12, 13]
+    jct = {("srtf+price", "env"): [20.0, 30.0, 40.0, 50.0], ("fifo+tune", "env"): [30.0, 40.0, 50.0, 60.0],
+           ("tetris+greedy", "sim"): [1.0, 1.0, 1.0, 1.0],  # a simulator row is never the comparison
+           ("a", "agent"): [19.0, 31.0, 38.0, 49.0], ("b", "agent"): [21.0, 29.0, 40.0, 51.0]}
+    rows = [{"policy": p, "source": s, "seed": seed, "mean_jct_h": v, "p99_jct_h": v, "makespan_h": v, "terminated": True,
+             "wall_s": 0.0} for (p, s), values in jct.items() for seed, v in zip(seeds, values)]
+    summary = summarise(pd.DataFrame(rows))
+    paired = paired_vs_best_env(summary)
+    assert set(paired) == {"a", "b", "agent"} and {p["heuristic"] for p in paired.values()} == {"srtf+price"}
+    diffs_a = np.array([-1.0, 1.0, -2.0, -1.0])
+    assert paired["a"]["mean_diff_h"] == pytest.approx(diffs_a.mean())
+    assert paired["a"]["ci95_h"] == pytest.approx(3.182446 * diffs_a.std(ddof=1) / 2, rel=1e-5)
+    assert paired["a"]["relative"] == pytest.approx(diffs_a.mean() / 35.0)
+    assert (paired["a"]["better_seeds"], paired["b"]["better_seeds"], paired["agent"]["better_seeds"]) == (3, 1, 1)
+    assert paired["agent"]["mean_diff_h"] == pytest.approx(np.mean([-1.0, 1.0, -2.0, -1.0, 1.0, -1.0, 0.0, 1.0]))
+    records = {r["policy"]: r for r in summary_records(summary)}
+    assert records["a"]["paired_vs_best_env"]["better_seeds"] == 3 and "paired_vs_best_env" not in records["fifo+tune"]
+    text = format_summary(summary, seeds, "Synergy-small-scarce-v0")
+    assert "paired vs srtf+price: a -0.750 h ± " in text and "lower JCT on 3 of 4 seeds" in text

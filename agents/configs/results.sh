@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The README's "Results": the reference agents and their ablations against every baseline on the
+# held-out workload seeds 1,000,000–1,000,019 (synergy-gym evaluate; paired per seed).
+#
+#   bash agents/configs/results.sh [RUNS] [OUT]
+#
+# RUNS (default runs/ref) holds the training runs, each trained with
+#   synergy-gym train --config agents/configs/small_scarce.toml --seed S --out RUNS/ss-main-sS      (S = 0, 1, 2)
+#   synergy-gym train --config agents/configs/small.toml --seed S --out RUNS/small-main-sS          (S = 0, 1, 2)
+# and the ablations at seed 0 (agents/configs/ablations.txt). OUT (default docs/results) gets one
+# NAME.txt (the table) and NAME.json (its rows) per evaluation; the full outputs (per-seed CSV,
+# JCT CDF) go to runs/results/NAME.
+set -euo pipefail
+RUNS=${1:-runs/ref}
+OUT=${2:-docs/results}
+SEEDS=1000000..1000019
+mkdir -p "$OUT" runs/results
+
+evaluate() {  # evaluate NAME ARGS...: one table
+    local name=$1
+    shift
+    rm -rf "runs/results/$name"
+    synergy-gym evaluate --seeds "$SEEDS" --quiet --device cpu --out "runs/results/$name" --json "$OUT/$name.json" "$@" \
+        | tee "$OUT/$name.txt"
+}
+
+models() {  # models PREFIX: the three training seeds' best checkpoints, labelled seed0..seed2
+    for s in 0 1 2; do
+        printf -- '--model %s/%s-s%s/best_model.zip --label seed%s ' "$RUNS" "$1" "$s" "$s"
+    done
+}
+
+# Reference agents (3 training seeds) against every env heuristic, the simulator's policies and the bound.
+evaluate small-scarce --env Synergy-small-scarce-v0 $(models ss-main) --baselines all
+evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
+
+# Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario.
+evaluate zero-shot-scarce --env Synergy-scarce-v0 $(models ss-main) --baselines env
+evaluate zero-shot-v0 --env Synergy-v0 $(models small-main) --baselines env
+evaluate small-scarce-load-0.7 --env Synergy-small-scarce-v0 --env-kwargs jobs_per_hour=2.1 $(models ss-main) --baselines env
+evaluate small-scarce-load-1.3 --env Synergy-small-scarce-v0 --env-kwargs jobs_per_hour=3.9 $(models ss-main) --baselines env
+evaluate small-load-0.7 --env Synergy-small-v0 --env-kwargs jobs_per_hour=1.575 $(models small-main) --baselines env
+evaluate small-load-1.3 --env Synergy-small-v0 --env-kwargs jobs_per_hour=2.925 $(models small-main) --baselines env
+
+# Ablations (seed 0, Synergy-small-scarce-v0): each against the env heuristics in its own environment.
+evaluate ablations --env Synergy-small-scarce-v0 --baselines env \
+    --model "$RUNS/ss-main-s0/best_model.zip" --label main \
+    --model "$RUNS/ss-abl-no-warm-start/best_model.zip" --label no-warm-start \
+    --model "$RUNS/ss-abl-absolute-reward/best_model.zip" --label absolute-reward \
+    --model "$RUNS/ss-abl-no-shared-workload/best_model.zip" --label no-shared-workload \
+    --model "$RUNS/ss-abl-linear-head/best_model.zip" --label linear-head
+evaluate ablation-levels-grid --env Synergy-small-scarce-v0 --env-kwargs levels=grid --baselines env \
+    --model "$RUNS/ss-abl-levels-grid/best_model.zip" --label levels-grid
+evaluate ablation-no-agent-orders --env Synergy-small-scarce-v0 --env-kwargs agent_orders=false --baselines env \
+    --model "$RUNS/ss-abl-no-agent-orders/best_model.zip" --label no-agent-orders
