@@ -724,7 +724,7 @@ def main(args: argparse.Namespace) -> int:
                        for n in names)
     print(
         f"trained {cfg.algo} on {cfg.env_id} for {int(last['timesteps'])} steps in {time.perf_counter() - started:.0f} s; "
-        f"held-out mean JCT {last['mean_jct_h']:.2f} h" + (f" ({ratios})" if ratios else "")
+        f"validation mean JCT {last['mean_jct_h']:.2f} h" + (f" ({ratios})" if ratios else "")
     )
     print(f"run folder: {run_dir}")
     return 0
