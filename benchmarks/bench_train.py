@@ -29,6 +29,10 @@ PyTorch's version and default thread count. Measurements on a shared machine
 are noisy: run it on an otherwise idle one, and more than once.
 
     python benchmarks/bench_train.py [--timesteps 20000] [--skip-train] [--skip-minimal] [--core 0] [--no-pin]
+
+With ``--config FILE`` the ``train`` run uses that training config (its env, algorithm and
+settings; ``--timesteps`` still sets the length), e.g. a reference run's
+(``agents/configs/small_scarce.toml``) on both cores: ``--config … --skip-minimal --no-pin``.
 """
 
 from __future__ import annotations
@@ -136,6 +140,8 @@ def main(argv=None) -> None:
     parser.add_argument("--core", type=int, default=None,
                         help="the CPU core to pin to (default: the lowest this process may run on)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the runs to one core")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="a training config for the train run (default: none, train's defaults)")
     args = parser.parse_args(argv)
     if args.timesteps < 1:
         parser.error("--timesteps must be at least 1")
@@ -146,13 +152,15 @@ def main(argv=None) -> None:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load}")
     print(f"Python {platform.python_version()}, {torch_info()}")
-    print(f"env {ENV_ID}, {args.timesteps:,} training steps requested, default settings\n", flush=True)
+    settings = f"config {args.config}" if args.config else f"env {ENV_ID}, default settings"
+    print(f"{settings}, {args.timesteps:,} training steps requested\n", flush=True)
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
         if not args.skip_train:
+            chosen = ["--config", str(args.config.resolve())] if args.config else ["--env", ENV_ID]
             results["synergy-gym train"] = run("train", [
-                sys.executable, "-m", "synergy_gym", "train", "--env", ENV_ID, "--timesteps", str(args.timesteps),
+                sys.executable, "-m", "synergy_gym", "train", *chosen, "--timesteps", str(args.timesteps),
                 "--out", str(Path(tmp) / "run")], core)
         if not args.skip_minimal:
             results["ppo_masked_minimal"] = run("minimal", [
