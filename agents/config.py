@@ -247,3 +247,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a table of settings")
     return data
+
+
+def load_run_config(path: str | Path) -> TrainConfig:
+    """A run's saved ``config.json`` (or any config file) as a :class:`TrainConfig`; errors name the file."""
+    return TrainConfig.from_mapping(load_config_file(path), source=str(path))

@@ -21,13 +21,13 @@ def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
     """
     import pandas as pd
 
-    from agents.config import HELD_OUT_SEED_BASE, TrainConfig, load_config_file
+    from agents.config import HELD_OUT_SEED_BASE, load_run_config
     from agents.evaluate import load_agent
     from synergy_gym.evaluation import evaluate
 
     model_zip = Path(model_zip)
     run = model_zip.parent
-    cfg = TrainConfig.from_mapping(load_config_file(run / "config.json"), source=str(run / "config.json"))
+    cfg = load_run_config(run / "config.json")
     history = pd.read_csv(run / "eval.csv")
     chosen = history.loc[history["mean_jct_h"].idxmin()] if model_zip.name.startswith("best") else history.iloc[-1]
     agent = load_agent(model_zip, cfg, "cpu", name)

@@ -85,10 +85,9 @@ def load_pretrained(name: str, device: str = "cpu") -> AgentPolicy:
 
 def pretrained_config(name: str):
     """The :class:`agents.config.TrainConfig` the policy was trained with."""
-    from agents.config import TrainConfig, load_config_file
+    from agents.config import load_run_config
 
-    saved = pretrained_model_path(name).parent / "config.json"
-    return TrainConfig.from_mapping(load_config_file(saved), source=str(saved))
+    return load_run_config(pretrained_model_path(name).parent / "config.json")
 
 
 def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path:
@@ -100,7 +99,7 @@ def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path
     needed to continue training and would triple the file); the policy's weights
     are unchanged. ``card`` is written as ``card.json``.
     """
-    from agents.config import TrainConfig, load_config_file
+    from agents.config import load_run_config
     from agents.train import load_model
 
     model_zip = Path(model_zip)
@@ -109,7 +108,7 @@ def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path
     for needed in (model_zip, stats, run / "config.json"):
         if not needed.is_file():
             raise ConfigError(f"export: {needed} does not exist")
-    cfg = TrainConfig.from_mapping(load_config_file(run / "config.json"), source=str(run / "config.json"))
+    cfg = load_run_config(run / "config.json")
     model = load_model(model_zip, cfg.algo, "cpu")
     policy = model.policy
     policy.optimizer = policy.optimizer_class(policy.parameters(), lr=cfg.learning_rate, **policy.optimizer_kwargs)

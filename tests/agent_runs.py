@@ -13,6 +13,17 @@ FAST = ["--env-kwargs", "num_jobs=20", "max_rounds=2500", "--eval-episodes", "2"
 TINY = "n_steps = 64\nbatch_size = 64\nn_epochs = 2\nnet_arch = [32]\nglobal_dim = 32\nslot_dim = 8\n"
 
 
+def tiny_train_config(env_id: str, **extra):
+    """A :class:`agents.config.TrainConfig` for a few hundred steps on a 20-job env, one CPU env (``extra`` overrides)."""
+    from agents.config import TrainConfig
+
+    values = {"env_id": env_id, "env_kwargs": dict(SMALL_ENV), "n_envs": 1, "device": "cpu", "timesteps": 128,
+              "eval_freq": 64, "eval_episodes": 1, "n_steps": 64, "batch_size": 64, "n_epochs": 2, "net_arch": [32],
+              "global_dim": 32, "slot_dim": 8, "progress_bar": False}
+    values.update(extra)
+    return TrainConfig(**values)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def one_torch_thread():
     """Tiny networks run fastest on one thread (and do not fight over a shared machine's cores)."""

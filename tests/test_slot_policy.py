@@ -6,31 +6,23 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from agent_runs import SMALL_ENV, one_torch_thread  # noqa: F401 (a fixture)
+from agent_runs import SMALL_ENV, one_torch_thread, tiny_train_config  # noqa: F401 (a fixture)
 
 ENV = "Synergy-small-scarce-v0"
 
 
 def tiny(**extra):
-    from agents.config import TrainConfig
-
-    values = {"env_id": ENV, "env_kwargs": dict(SMALL_ENV), "n_envs": 1, "device": "cpu", "timesteps": 128,
-              "eval_freq": 64, "eval_episodes": 1, "n_steps": 64, "batch_size": 64, "n_epochs": 2, "net_arch": [32],
-              "global_dim": 32, "slot_dim": 8, "progress_bar": False}
-    values.update(extra)
-    return TrainConfig(**values)
+    return tiny_train_config(ENV, **extra)
 
 
 def per_slot_model(algo="maskable_ppo"):
     import gymnasium as gym
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     import synergy_gym  # noqa: F401
     from agents.train import build_model
 
-    env = gym.make(ENV, **SMALL_ENV)
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    vec = DummyVecEnv([lambda: env])
+    vec = DummyVecEnv([lambda: gym.make(ENV, **SMALL_ENV)])
     return build_model(tiny(action_head="per_slot", algo=algo), vec, "cpu", tb_dir=None), vec
 
 

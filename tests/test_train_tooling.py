@@ -13,19 +13,15 @@ import pandas as pd
 import pytest
 import torch
 
-from agent_runs import FAST, SMALL_ENV, TINY, one_torch_thread, tensorboard_scalars  # noqa: F401 (a fixture)
+from agent_runs import FAST, SMALL_ENV, TINY, one_torch_thread, tensorboard_scalars, tiny_train_config  # noqa: F401 (a fixture)
 from synergy_gym.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "Synergy-small-scarce-v0"
-def tiny_config(**extra):
-    from agents.config import TrainConfig
 
-    values = {"env_id": ENV, "env_kwargs": dict(SMALL_ENV), "n_envs": 1, "device": "cpu", "timesteps": 128,
-              "eval_freq": 64, "eval_episodes": 1, "n_steps": 64, "batch_size": 64, "n_epochs": 2, "net_arch": [32],
-              "global_dim": 32, "slot_dim": 8, "progress_bar": False}
-    values.update(extra)
-    return TrainConfig(**values)
+
+def tiny_config(**extra):
+    return tiny_train_config(ENV, **extra)
 
 
 @pytest.fixture(scope="module")
