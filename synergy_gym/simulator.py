@@ -339,7 +339,7 @@ class Simulator:
 
     def _advance_rounds(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
         r = self.config.round_s
-        state = self.jobs.progress[placed]  # one gather; written back in _finish_segment
+        state = self.jobs.progress.take(placed, axis=0)  # one gather; written back in _finish_segment
         per_round = np.floor(r / (state[:, ITER] / tput))
         rounds_left = np.ceil((state[:, TOTAL] - state[:, EXECUTED]) / per_round)
         n = 1
@@ -355,7 +355,7 @@ class Simulator:
 
     def _advance_exact(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
         r = self.config.round_s
-        state = self.jobs.progress[placed]
+        state = self.jobs.progress.take(placed, axis=0)
         rate = tput / state[:, ITER]
         t_finish = (state[:, TOTAL] - state[:, EXECUTED]) / rate
         next_boundary = (math.floor(self.now / r + 1e-9) + 1) * r

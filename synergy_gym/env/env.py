@@ -263,9 +263,9 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                 if not self._stopped and self._waiting.size:
                     free = planner.free_gpus
                     fits = self._fits = sim.jobs.gpus[self._waiting] <= free
-                    if fits.any():
+                    if np.count_nonzero(fits):
                         self._slots = slots = self._waiting[fits][: cfg.max_queue]
-                        self._slot_valid = self._level_valid[slots]
+                        self._slot_valid = self._level_valid.take(slots, axis=0)
                         self.layout.mask(self._slot_valid, self._mask)
                         return
                 self._end_event()
@@ -299,7 +299,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def _end_event(self) -> None:
         sim, cfg = self.sim, self.cfg
-        stopped_with_choice = self._stopped and self._waiting.size > 0 and bool(self._fits.any())
+        stopped_with_choice = self._stopped and self._waiting.size > 0 and np.count_nonzero(self._fits) > 0
         sim.planner.finish()
         self._slots = _NO_JOBS
         limit = max(1, cfg.max_rounds - sim.rounds_elapsed)
