@@ -29,6 +29,9 @@ REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
 #: ``action_head`` settings: SB3's linear layer over the latent vector, or one shared scorer per slot
 #: (:mod:`agents.slot_policy`).
 ACTION_HEADS: tuple[str, ...] = ("linear", "per_slot")
+#: ``vec_env`` settings: the training environments in worker processes (SB3's SubprocVecEnv) or stepped
+#: one after another in the trainer's process (DummyVecEnv).
+VEC_ENVS: tuple[str, ...] = ("subproc", "dummy")
 #: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT
 #: on the evaluation seeds, scored at the start of the run (``random`` excluded).
 BEST = "best"
@@ -93,6 +96,11 @@ class TrainConfig:
     # levels from its embedding and the context, one gives stop; net_arch is then the value
     # function's only). PPO-family algorithms only.
     action_head: str = "linear"
+    # Where the n_envs training environments run: "subproc" (one worker process each, SB3's
+    # SubprocVecEnv, when n_envs > 1) or "dummy" (in this process, one after another; no
+    # inter-process traffic, and with shared workloads the relative reward's heuristic runs once
+    # per workload for all of them – faster on a few cores: benchmarks/bench_train.py).
+    vec_env: str = "subproc"
     normalize_obs: bool = True
     normalize_reward: bool = True
     # Variance reduction against the workload (agents.relative_reward, agents.shared_workload).
@@ -172,6 +180,8 @@ class TrainConfig:
             raise UnknownNameError("relative_to heuristic", str(self.relative_to), (BEST, *heuristics))
         if not isinstance(self.shared_workload, bool):
             raise ConfigError(f"shared_workload must be true or false, got {self.shared_workload!r}")
+        if self.vec_env not in VEC_ENVS:
+            raise UnknownNameError("vec_env", str(self.vec_env), VEC_ENVS)
         if self.action_head not in ACTION_HEADS:
             raise UnknownNameError("action_head", str(self.action_head), ACTION_HEADS)
         if self.action_head == "per_slot" and self.algo == "dqn":

@@ -34,6 +34,7 @@ jobs) and 0.7 s for the 128-GPU ids on one core; with ``preemptive=True``
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import fields
 from typing import Any
 
@@ -97,6 +98,34 @@ def _fresh_copy(env: gym.Env) -> gym.Env:
     return copy.deepcopy(inner)
 
 
+class HeuristicRunCache:
+    """Heuristic runs shared by the relative-reward wrappers of one process's environments.
+
+    With shared workloads (``options["workload_seed"]``) the k-th episode of every
+    training environment runs the same workload, so the wrappers of a ``DummyVecEnv``
+    given one cache run the heuristic once per workload instead of once each. Keys are
+    (heuristic, environment settings, reset options); the ``max_runs`` most recently
+    used runs are kept.
+    """
+
+    def __init__(self, max_runs: int = 64) -> None:
+        self.max_runs = int(max_runs)
+        self._runs: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, dict]] = OrderedDict()
+        self.hits = 0
+
+    def get(self, key: tuple) -> tuple[np.ndarray, np.ndarray, dict] | None:
+        run = self._runs.get(key)
+        if run is not None:
+            self._runs.move_to_end(key)
+            self.hits += 1
+        return run
+
+    def put(self, key: tuple, run: tuple[np.ndarray, np.ndarray, dict]) -> None:
+        self._runs[key] = run
+        while len(self._runs) > self.max_runs:
+            self._runs.popitem(last=False)
+
+
 class HeuristicRelativeReward(gym.Wrapper):
     """Reward relative to an env heuristic on the same workload (see the module docstring).
 
@@ -104,10 +133,14 @@ class HeuristicRelativeReward(gym.Wrapper):
     policy with SB3's ``predict`` signature. ``reference_env``: the environment the
     heuristic runs in (default: a fresh instance with ``env``'s settings). At the end of
     an episode ``info`` holds ``reference_policy``, ``reference_mean_jct_h`` (the
-    heuristic's mean JCT on this workload) and ``reference_jct_sum_h``.
+    heuristic's mean JCT on this workload) and ``reference_jct_sum_h``. ``run_cache``: a
+    :class:`HeuristicRunCache` shared with the other environments of this process (runs
+    of a named heuristic on a seeded workload given by ``options["workload_seed"]`` are
+    looked up there first).
     """
 
-    def __init__(self, env: gym.Env, heuristic: Any = "srtf+tune", reference_env: gym.Env | None = None) -> None:
+    def __init__(self, env: gym.Env, heuristic: Any = "srtf+tune", reference_env: gym.Env | None = None,
+                 run_cache: HeuristicRunCache | None = None) -> None:
         super().__init__(env)
         if isinstance(heuristic, str):
             from baselines.env_heuristics import env_heuristics
@@ -121,6 +154,9 @@ class HeuristicRelativeReward(gym.Wrapper):
         else:
             self.heuristic_name, self.heuristic = getattr(heuristic, "name", type(heuristic).__name__), heuristic
         self.reference_env = reference_env if reference_env is not None else _fresh_copy(env)
+        #: A heuristic of the table, by name, with the default reference env: its runs can be shared.
+        self._named = isinstance(heuristic, str) and reference_env is None
+        self.run_cache = run_cache
         self.scale = float(env.unwrapped.cfg.reward_scale)
         inner = env.unwrapped
         # The same heuristic run every episode: fixed jobs, no profiling noise, a deterministic heuristic.
@@ -137,15 +173,31 @@ class HeuristicRelativeReward(gym.Wrapper):
             gym.Env.reset(inner, seed=seed)
         if self._cacheable and self._cache is not None:
             arrival, finish, info = self._cache
+        elif (key := self._shared_key(options)) is not None and (run := self.run_cache.get(key)) is not None:
+            arrival, finish, info = run
         else:
             self.reference_env.unwrapped.np_random = _copy_generator(inner.np_random)
             arrival, finish, info = heuristic_job_times(self.reference_env, self.heuristic, options)
             if self._cacheable:
                 self._cache = (arrival, finish, info)
+            if key is not None:
+                self.run_cache.put(key, (arrival, finish, info))
         obs, env_info = self.env.reset(options=options)
         self.curve = JobTimeCurve(arrival, finish)
         self._charged = 0.0
         return obs, env_info
+
+    def _shared_key(self, options: dict | None) -> tuple | None:
+        """The key of this reset's heuristic run in :attr:`run_cache` (None: not shareable)."""
+        inner = self.env.unwrapped
+        cfg = getattr(inner, "cfg", None)
+        if (self.run_cache is None or not self._named or not options or "workload_seed" not in options or cfg is None
+                or self.heuristic_name == "random"
+                or getattr(cfg, "sensitivity", "true") == "profiled" or getattr(cfg, "workload", None) is not None
+                or not getattr(getattr(inner, "source", None), "seeded", False)):
+            return None
+        return (self.heuristic_name, type(inner).__qualname__, repr(cfg),
+                tuple(sorted((k, repr(v)) for k, v in options.items())))
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)

@@ -72,7 +72,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from agents.config import ACTION_HEADS, ALGOS, BEST, DEVICES, REWARDS, TrainConfig, load_config_file
+from agents.config import ACTION_HEADS, ALGOS, BEST, DEVICES, REWARDS, VEC_ENVS, TrainConfig, load_config_file
 from agents.wrappers import AgentPolicy
 from baselines.env_heuristics import env_heuristics
 from synergy_gym.errors import ConfigError, Interrupted, SynergyGymError
@@ -119,13 +119,15 @@ def check_env_kwargs(cfg: TrainConfig) -> None:
 
 
 def _env_factory(env_id: str, env_kwargs: dict, relative_to: str | None = None, shared_base: int | None = None,
-                 worker: bool = False):
+                 worker: bool = False, run_cache=None):
     """A picklable env constructor: Monitor(SharedWorkload(HeuristicRelativeReward(env))), as configured.
 
     The relative reward sits inside the shared seeds (it must see the workload seed the
     episode runs) and inside Monitor (``rollout/ep_rew_mean`` is then the relative return).
     With ``worker`` (SubprocVecEnv) Ctrl-C is ignored in the env's process: the main
-    process saves the model and closes the workers.
+    process saves the model and closes the workers. ``run_cache``: a
+    :class:`~agents.relative_reward.HeuristicRunCache` the environments made in this
+    process share (DummyVecEnv).
     """
 
     def make() -> gym.Env:
@@ -141,7 +143,7 @@ def _env_factory(env_id: str, env_kwargs: dict, relative_to: str | None = None, 
         if relative_to is not None:
             from agents.relative_reward import HeuristicRelativeReward
 
-            env = HeuristicRelativeReward(env, relative_to)
+            env = HeuristicRelativeReward(env, relative_to, run_cache=run_cache)
         if shared_base is not None:
             from agents.shared_workload import SharedWorkload
 
@@ -172,8 +174,15 @@ def make_vec_env(cfg: TrainConfig, relative_to: str | None = None):
     else:
         relative_to = None
     shared_base = shared_seed_base(cfg.seed) if cfg.shared_workload else None
-    factory = _env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=cfg.n_envs > 1)
-    vec = (SubprocVecEnv if cfg.n_envs > 1 else DummyVecEnv)([factory] * cfg.n_envs)
+    if cfg.vec_env == "subproc" and cfg.n_envs > 1:
+        factory = _env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=True)
+        vec = SubprocVecEnv([factory] * cfg.n_envs)
+    else:
+        from agents.relative_reward import HeuristicRunCache
+
+        run_cache = HeuristicRunCache() if relative_to is not None and shared_base is not None else None
+        factory = _env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, run_cache=run_cache)
+        vec = DummyVecEnv([factory] * cfg.n_envs)
     vec.seed(cfg.seed)
     if cfg.normalize_obs or cfg.normalize_reward:
         keys = [k for k in vec.observation_space.spaces if k not in MASK_KEYS]
@@ -494,6 +503,11 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     atomic_write_text(run_dir / "versions.json", json.dumps(versions(), indent=2) + "\n")
     threads = torch_threads(cfg, device)
     previous_threads = torch.get_num_threads()
+    # torch.distributions checks every distribution's parameters when it is built (a Categorical
+    # per policy call: ~15 % of a rollout step's forward pass); the logits are the policy's own,
+    # so the checks are off while training (what is computed is unchanged). Restored afterwards.
+    previous_validate = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(False)
     say(f"run folder: {run_dir}")
     try:
         if threads is not None:
@@ -513,6 +527,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
             + (", shared workloads" if cfg.shared_workload else ""))
     except KeyboardInterrupt:
         torch.set_num_threads(previous_threads)
+        torch.distributions.Distribution.set_default_validate_args(previous_validate)
         raise Interrupted(f"before training started; {run_dir} holds only its config") from None
     env = None
     model = None
@@ -558,6 +573,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
         raise Interrupted(f"{'no model saved' if model is None else 'saving was cut short'} in {run_dir}") from None
     finally:
         torch.set_num_threads(previous_threads)
+        torch.distributions.Distribution.set_default_validate_args(previous_validate)
         if env is not None:
             close_vec_env(env, interrupted)
     if interrupted:
@@ -638,8 +654,10 @@ def register(subparsers) -> None:
     p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE",
                    help="env keyword arguments, e.g. num_jobs=50 preemptive=true (default: none, the scenario's)")
     p.add_argument("--timesteps", type=int, default=None, help=f"environment steps to train for (default: {d.timesteps:,})")
-    p.add_argument("--n-envs", type=int, default=None,
-                   help=f"parallel environments, SubprocVecEnv when > 1 (default: {d.n_envs})")
+    p.add_argument("--n-envs", type=int, default=None, help=f"training environments (default: {d.n_envs})")
+    p.add_argument("--vec-env", default=None, choices=VEC_ENVS,
+                   help="subproc: one worker process per environment (when --n-envs > 1); dummy: all in this "
+                        f"process, faster on a few cores (default: {d.vec_env})")
     p.add_argument("--seed", type=int, default=None, help=f"training seed; envs use seed + rank (default: {d.seed})")
     p.add_argument("--device", default=None,
                    help=f"one of {', '.join(DEVICES)}; auto: CUDA when PyTorch sees it (default: {d.device})")
@@ -695,7 +713,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "reward": getattr(args, "reward", None), "relative_to": getattr(args, "relative_to", None),
         "shared_workload": getattr(args, "shared_workload", None), "ent_coef_final": getattr(args, "ent_coef_final", None),
         "stop_on_stall_after": getattr(args, "stop_on_stall_after", None),
-        "action_head": getattr(args, "action_head", None),
+        "action_head": getattr(args, "action_head", None), "vec_env": getattr(args, "vec_env", None),
     }
     values.update({k: v for k, v in overrides.items() if v is not None})
     if args.env_kwargs is not None:

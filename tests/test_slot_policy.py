@@ -86,6 +86,19 @@ def test_per_slot_model_trains_saves_and_loads(tmp_path):
     assert frame["jobs_finished"].iloc[0] == SMALL_ENV["num_jobs"]
 
 
+def test_the_slot_scorer_is_its_mlp_over_each_slot_joined_with_the_context():
+    """The first layer is split (context part once per state); the function is slot_head(cat([slot, context]))."""
+    from agents.slot_policy import SlotScorer
+
+    torch.manual_seed(0)
+    scorer = SlotScorer(context_dim=6, slot_dim=4, n_slots=3, n_levels=5, hidden=16)
+    features = torch.randn(7, 6 + 3 * 4)
+    context, slots = features[:, :6], features[:, 6:].reshape(7, 3, 4)
+    joined = torch.cat([slots, context.unsqueeze(1).expand(7, 3, 6)], dim=2)
+    expected = torch.cat([scorer.slot_head(joined).reshape(7, 15), scorer.stop_head(context)], dim=1)
+    torch.testing.assert_close(scorer(features), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_action_head_and_bc_learning_rate_are_checked():
     from synergy_gym.errors import SynergyGymError
 
@@ -93,7 +106,8 @@ def test_action_head_and_bc_learning_rate_are_checked():
     for bad, message in [({"action_head": "slots"}, "unknown action_head 'slots'"),
                          ({"action_head": "per_slot", "algo": "dqn"}, "needs an actor-critic algorithm"),
                          ({"bc_learning_rate": 0.0}, "bc_learning_rate must be a positive number"),
-                         ({"stop_on_stall_after": -5}, "stop_on_stall_after must be a positive integer")]:
+                         ({"stop_on_stall_after": -5}, "stop_on_stall_after must be a positive integer"),
+                         ({"vec_env": "threads"}, "unknown vec_env 'threads'")]:
         with pytest.raises(SynergyGymError, match=re.escape(message)):
             tiny(**bad)
 

@@ -195,6 +195,46 @@ def test_shared_relative_vec_env_compares_the_same_workload():
         vec.close()
 
 
+def test_dummy_vec_env_shares_the_heuristic_runs_and_rewards_are_unchanged():
+    """vec_env="dummy": the envs of one process share a HeuristicRunCache; each workload's heuristic runs once."""
+    from agents.config import TrainConfig
+    from agents.relative_reward import HeuristicRelativeReward, HeuristicRunCache
+    from agents.train import make_vec_env
+
+    def rollout(vec_env):
+        cfg = TrainConfig(env_id="Synergy-small-scarce-v0", env_kwargs={"num_jobs": 20}, n_envs=3, device="cpu",
+                          reward="heuristic_relative", relative_to="srtf+tune", shared_workload=True,
+                          normalize_obs=False, normalize_reward=False, vec_env=vec_env)
+        vec = make_vec_env(cfg)
+        try:
+            vec.reset()
+            rewards = []
+            for _ in range(150):
+                masks = np.stack(vec.env_method("action_masks"))
+                _, reward, _, _ = vec.step(np.array([int(np.flatnonzero(m)[-2]) for m in masks]))  # last slot, demand-ish
+                rewards.append(reward)
+            caches = vec.get_attr("run_cache") if vec_env == "dummy" else None
+            return np.array(rewards), caches, vec
+        finally:
+            vec.close()
+
+    dummy, caches, vec = rollout("dummy")
+    subproc, _, _ = rollout("subproc")
+    # The same rewards as each env running its own heuristic (DummyVecEnv keeps them as float32).
+    np.testing.assert_array_equal(dummy, subproc.astype(np.float32))
+    assert type(vec).__name__ == "DummyVecEnv"
+    assert all(c is caches[0] for c in caches) and isinstance(caches[0], HeuristicRunCache)
+    assert caches[0].hits >= 2 * len(caches[0]._runs)  # every workload ran once for the three envs
+    # A cache is not used without a workload seed in the reset options (each env draws its own).
+    cache = HeuristicRunCache(max_runs=1)
+    env = HeuristicRelativeReward(gym.make("Synergy-small-scarce-v0", num_jobs=20), "srtf+tune", run_cache=cache)
+    env.reset(seed=1)
+    assert len(cache._runs) == 0
+    env.reset(options={"workload_seed": 4})
+    env.reset(options={"workload_seed": 5})
+    assert len(cache._runs) == 1 and cache.hits == 0  # the oldest run was dropped
+
+
 # -- config ---------------------------------------------------------------------------------------
 
 
