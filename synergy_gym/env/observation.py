@@ -151,10 +151,9 @@ class ObservationBuilder:
         self.demand_running = np.ascontiguousarray(self.demand[:, :2])
         self.h_per_iter = np.stack([self.fair_h_per_iter, self.demand_h_per_iter], axis=1)
         self.fair_gpu_h_per_iter = jobs.gpus * self.fair_h_per_iter / c.total_gpus
-        self.inv_fair_tput = 1.0 / jobs.tput_fair
-        self.iter_h = jobs.iter_time_s / 3600.0
-        # What running_features reads per running job, gathered at once.
-        self.running_static = np.stack([jobs.gpus.astype(float), self.inv_fair_tput, self.iter_h], axis=1)
+        # What running_features reads per running job, gathered at once: GPUs, 1 / fair-share
+        # throughput, hours per iteration at throughput 1.
+        self.running_static = np.stack([jobs.gpus.astype(float), 1.0 / jobs.tput_fair, jobs.iter_time_s / 3600.0], axis=1)
         fresh = np.zeros((n, len(SLOT_FEATURES)), dtype=np.float32)
         fresh[:, :5] = static
         fresh[:, 5] = 1.0
