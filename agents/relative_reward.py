@@ -154,15 +154,18 @@ class HeuristicRelativeReward(gym.Wrapper):
         else:
             self.heuristic_name, self.heuristic = getattr(heuristic, "name", type(heuristic).__name__), heuristic
         self.reference_env = reference_env if reference_env is not None else _fresh_copy(env)
-        #: A heuristic of the table, by name, with the default reference env: its runs can be shared.
-        self._named = isinstance(heuristic, str) and reference_env is None
         self.run_cache = run_cache
         self.scale = float(env.unwrapped.cfg.reward_scale)
         inner = env.unwrapped
+        seeded = getattr(getattr(inner, "source", None), "seeded", None)
+        deterministic = getattr(inner.cfg, "sensitivity", "true") != "profiled" and self.heuristic_name != "random"
         # The same heuristic run every episode: fixed jobs, no profiling noise, a deterministic heuristic.
-        self._cacheable = (not getattr(getattr(inner, "source", None), "seeded", True)
-                           and getattr(inner.cfg, "sensitivity", "true") != "profiled"
-                           and self.heuristic_name != "random")
+        self._cacheable = seeded is not None and not seeded and deterministic
+        # Runs shared through run_cache: a heuristic of the table by name, in the default reference env, on
+        # generated jobs (not a given workload); keyed by this and the reset options.
+        shareable = (run_cache is not None and isinstance(heuristic, str) and reference_env is None
+                     and bool(seeded) and deterministic and getattr(inner.cfg, "workload", None) is None)
+        self._run_key = (self.heuristic_name, type(inner).__qualname__, repr(inner.cfg)) if shareable else None
         self._cache: tuple[np.ndarray, np.ndarray, dict] | None = None
         self.curve: JobTimeCurve | None = None
         self._charged = 0.0
@@ -189,15 +192,9 @@ class HeuristicRelativeReward(gym.Wrapper):
 
     def _shared_key(self, options: dict | None) -> tuple | None:
         """The key of this reset's heuristic run in :attr:`run_cache` (None: not shareable)."""
-        inner = self.env.unwrapped
-        cfg = getattr(inner, "cfg", None)
-        if (self.run_cache is None or not self._named or not options or "workload_seed" not in options or cfg is None
-                or self.heuristic_name == "random"
-                or getattr(cfg, "sensitivity", "true") == "profiled" or getattr(cfg, "workload", None) is not None
-                or not getattr(getattr(inner, "source", None), "seeded", False)):
+        if self._run_key is None or not options or "workload_seed" not in options:
             return None
-        return (self.heuristic_name, type(inner).__qualname__, repr(cfg),
-                tuple(sorted((k, repr(v)) for k, v in options.items())))
+        return (*self._run_key, tuple(sorted((k, repr(v)) for k, v in options.items())))
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
