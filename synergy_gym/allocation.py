@@ -150,23 +150,30 @@ class ClusterLedger:
         slot = len(self.jobs)
         fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
         if self.undo:
-            self._log.append(
-                ("grant", [(s, fg[s], fc[s], fm[s]) for s, _ in parts], self._first_open, self.free_gpus_total)
-            )
+            if len(parts) == 1:
+                s = parts[0][0]
+                servers = [(s, fg[s], fc[s], fm[s])]
+            else:
+                servers = [(s, fg[s], fc[s], fm[s]) for s, _ in parts]
+            self._log.append(("grant", servers, self._first_open, self.free_gpus_total))
         self.jobs.append(job)
         self.cpu.append(cpu)
         self.mem.append(mem)
         self.tput.append(tput)
         self.parts.append(parts)
         self.fallback.append(fallback if fallback is not None else (cpu, mem, tput))
+        on_server = self.slot_on_server
+        taken = 0
         for s, n in parts:
             fg[s] -= n
             fc[s] -= n * cpu
             fm[s] -= n * mem
-            self.slot_on_server[s].append(slot)
-            self.free_gpus_total -= n
+            on_server[s].append(slot)
+            taken += n
+        self.free_gpus_total -= taken
         first = self._first_open
-        while first < self.num_servers and not fg[first]:
+        n_servers = self.num_servers
+        while first < n_servers and not fg[first]:
             first += 1
         self._first_open = first
         return slot
@@ -194,23 +201,33 @@ class ClusterLedger:
     def rollback(self, mark: int) -> None:
         """Undo every grant and resize made since ``mark``, restoring the exact old values."""
         log = self._log
+        if len(log) <= mark:
+            return
+        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
+        jobs, cpus, mems, tputs, parts, fallback = self.jobs, self.cpu, self.mem, self.tput, self.parts, self.fallback
+        on_server = self.slot_on_server
         while len(log) > mark:
             entry = log.pop()
             if entry[0] == "grant":
                 _, servers, first_open, free_total = entry
-                slot = len(self.jobs) - 1
-                for s, _ in self.parts[slot]:
-                    self.slot_on_server[s].pop()
-                for lst in (self.jobs, self.cpu, self.mem, self.tput, self.parts, self.fallback):
-                    lst.pop()
+                for s, _ in parts.pop():
+                    on_server[s].pop()
+                jobs.pop()
+                cpus.pop()
+                mems.pop()
+                tputs.pop()
+                fallback.pop()
                 for s, g, c, m in servers:
-                    self.free_gpu[s], self.free_cpu[s], self.free_mem[s] = g, c, m
+                    fg[s] = g
+                    fc[s] = c
+                    fm[s] = m
                 self._first_open, self.free_gpus_total = first_open, free_total
             else:
                 _, slot, cpu, mem, tput, servers = entry
-                self.cpu[slot], self.mem[slot], self.tput[slot] = cpu, mem, tput
+                cpus[slot], mems[slot], tputs[slot] = cpu, mem, tput
                 for s, c, m in servers:
-                    self.free_cpu[s], self.free_mem[s] = c, m
+                    fc[s] = c
+                    fm[s] = m
 
     def gpus_of(self, slot: int, server: int) -> int:
         for s, n in self.parts[slot]:

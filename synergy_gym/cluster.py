@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -50,7 +51,7 @@ class ClusterSpec:
         for name in ("cpus_per_server", "mem_gb_per_server", "storage_mb_s_per_server"):
             object.__setattr__(self, name, check_positive(name, getattr(self, name)))
 
-    @property
+    @cached_property
     def total_gpus(self) -> int:
         return self.num_servers * self.gpus_per_server
 

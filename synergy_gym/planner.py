@@ -106,6 +106,7 @@ class RoundPlanner:
         self.jobs = jobs
         self.mechanism = mechanism
         self.reuse = reuse
+        self._total_gpus = ledger.cluster.total_gpus
         if reuse:
             ledger.undo = True
         self._prev: _Placed | None = None
@@ -143,7 +144,7 @@ class RoundPlanner:
         if self._prev is None:
             self.ledger.reset()
         self._scan = _Scan(
-            list(order), free=self.ledger.cluster.total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix
+            list(order), free=self._total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix
         )
 
     @property
@@ -238,7 +239,7 @@ class RoundPlanner:
         scan = self._scan
         if scan.sorted_by_gpus:
             self._leave_sync(scan, len(scan.admitted))  # last round may have placed more jobs
-            scan.taken.append(self.ledger.cluster.total_gpus - scan.free)
+            scan.taken.append(self._total_gpus - scan.free)
             self._prev = _Placed(scan.admitted, scan.marks, scan.taken) if self.reuse else None
         else:
             self.ledger.reset()
@@ -250,11 +251,10 @@ class RoundPlanner:
     def _admit(self, j: int) -> None:
         """Admit ``j`` and place it as Tune would, re-using last round's placement while in step."""
         scan = self._scan
-        ledger = self.ledger
         g = self.jobs.gpus_l[j]
         i = len(scan.admitted)
         scan.admitted.append(j)
-        scan.taken.append(ledger.cluster.total_gpus - scan.free)
+        scan.taken.append(self._total_gpus - scan.free)
         scan.free -= g
         if i and g > scan.last_gpus and scan.sorted_by_gpus:
             scan.sorted_by_gpus = False
@@ -269,6 +269,7 @@ class RoundPlanner:
                 scan.marks.append(prev.marks[i])  # placed exactly as last round: keep it
                 return
             self._leave_sync(scan, i)
+        ledger = self.ledger
         scan.marks.append(ledger.mark())
         self.mechanism.place(ledger, self.jobs, j)
 

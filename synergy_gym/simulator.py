@@ -38,11 +38,13 @@ import numpy as np
 from synergy_gym.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement, Tune
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import UnknownNameError, WorkloadError
+from synergy_gym import kernels
 from synergy_gym.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
 from synergy_gym.metrics import RoundLog, SimulationResult, build_result
 from synergy_gym.planner import RoundPlanner
 from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
+from synergy_gym.kernels import use_numba
 from synergy_gym.validation import check_positive
 from synergy_gym.workload import JobStream, Workload
 
@@ -75,6 +77,9 @@ class SimulationConfig:
     #: jobs still progress at their true throughput.
     sensitivity: str = "true"
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
+    #: ``auto``: the compiled kernels of :mod:`synergy_gym.kernels` where numba is installed;
+    #: ``numba``: require them; ``numpy``: never use them. Results are identical.
+    kernels: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("round_s", "starvation_s"):
@@ -85,6 +90,7 @@ class SimulationConfig:
             raise UnknownNameError("timing", str(self.timing), TIMINGS)
         if self.sensitivity not in SENSITIVITIES:
             raise UnknownNameError("sensitivity", str(self.sensitivity), SENSITIVITIES)
+        use_numba(self.kernels)
 
 
 class Simulator:
@@ -116,6 +122,7 @@ class Simulator:
         self.jobs = JobTable(cluster, workload, profiler)
         self._check_progress(0)
         self.ledger = ClusterLedger(cluster, self.config.placement)
+        self._numba = use_numba(self.config.kernels)
         #: Tune's rounds go through one persistent planner, which keeps the unchanged
         #: start of the last round's placement (see :mod:`synergy_gym.planner`).
         self.planner = (
@@ -339,13 +346,22 @@ class Simulator:
 
     def _advance_rounds(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
         r = self.config.round_s
+        skippable = self._skippable()
+        wait = self.seconds_until_admissible_arrival(self.ledger.free_gpus_total) if skippable else math.inf
+        if self._numba:
+            start = self.now
+            has_wait, has_max = wait < math.inf, max_rounds is not None
+            finished, n = kernels.run_rounds(
+                self.jobs.progress, placed, tput, r, skippable, has_wait, int(round(wait / r)) if has_wait else 0,
+                has_max, max_rounds if has_max else 0, start,
+            )
+            return self._end_segment(placed, tput, start, n * r, finished, None)
         state = self.jobs.progress.take(placed, axis=0)  # one gather; written back in _finish_segment
         per_round = np.floor(r / (state[:, ITER] / tput))
         rounds_left = np.ceil((state[:, TOTAL] - state[:, EXECUTED]) / per_round)
         n = 1
-        if self._skippable():
+        if skippable:
             n = int(np.minimum.reduce(rounds_left))
-            wait = self.seconds_until_admissible_arrival(self.ledger.free_gpus_total)
             if wait < math.inf:
                 n = max(1, min(n, int(round(wait / r))))
             if max_rounds is not None:
@@ -380,14 +396,28 @@ class Simulator:
         finished: np.ndarray,
         finish_at: np.ndarray | None,
     ) -> np.ndarray:
-        jobs = self.jobs
-        ledger = self.ledger
+        """Write back the placed jobs' progress rows ``state`` after a segment of ``duration`` from now."""
         start = self.now
         end = start + duration
         np.fmin(state[:, START], start, out=state[:, START])  # NaN (never ran) becomes this start
         state[:, ATTAINED] += duration
         state[:, LAST_END] = end
-        jobs.progress[placed] = state  # one scatter
+        self.jobs.progress[placed] = state  # one scatter
+        return self._end_segment(placed, tput, start, duration, finished, finish_at)
+
+    def _end_segment(
+        self,
+        placed: np.ndarray,
+        tput: np.ndarray,
+        start: float,
+        duration: float,
+        finished: np.ndarray,
+        finish_at: np.ndarray | None,
+    ) -> np.ndarray:
+        """Log the segment, record the finished jobs and move the clock to its end."""
+        jobs = self.jobs
+        ledger = self.ledger
+        end = start + duration
         if self.config.record_rounds:
             c = self.cluster
             self.log.add(

@@ -78,13 +78,16 @@ class EnvConfig:
     profile_noise: float = 0.0
     #: ``None``, ``"ansi"`` or ``"rgb_array"``.
     render_mode: str | None = None
+    #: ``"auto"``: compiled kernels (numba) where installed; ``"numba"``: require them; ``"numpy"``:
+    #: never. Observations, rewards and episodes are identical (:mod:`synergy_gym.kernels`).
+    kernels: str = "auto"
 
     def simulation_config(self, profile_seed: int = 0) -> SimulationConfig:
         """The simulator settings these kwargs ask for (the env keeps no round log)."""
         return SimulationConfig(
             round_s=self.round_s, placement=self.placement, timing=self.timing, debug=self.debug,
             record_rounds=False, sensitivity=self.sensitivity,
-            profiler=ProfilerConfig(noise=self.profile_noise, seed=profile_seed),
+            profiler=ProfilerConfig(noise=self.profile_noise, seed=profile_seed), kernels=self.kernels,
         )
 
     @classmethod

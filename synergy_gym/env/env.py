@@ -16,6 +16,7 @@ from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
+from synergy_gym.kernels import use_numba
 from synergy_gym.levels import LevelTable
 from synergy_gym.ordering import FIFO
 from synergy_gym.policy import SchedulingPolicy
@@ -135,7 +136,9 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         grid_shape = (len(self.zoo.cpu_grid), len(self.zoo.mem_grid)) if cfg.levels == "grid" else None
         self.layout = ActionLayout(cfg.max_queue, self.levels.n_levels, cfg.agent_orders, cfg.invalid_action, grid_shape)
         self.action_space = spaces.Discrete(self.layout.n)
-        self.obs_builder = ObservationBuilder(self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n)
+        self.obs_builder = ObservationBuilder(
+            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n, numba=use_numba(cfg.kernels)
+        )
         self.observation_space = self.obs_builder.space
         self._picture: ClusterPicture | None = None
         self.sim: Simulator | None = None

@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from synergy_gym import kernels
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.job_table import ATTAINED, EXECUTED, TOTAL
+# Bins of the histograms (5); durations enter observations as h / (h + TIME_SCALE_H) (10 h).
+from synergy_gym.kernels import HIST_BINS, TIME_SCALE_H
 from synergy_gym.profiles import TASKS, ModelZoo
 from synergy_gym.simulator import Simulator
-
-HIST_BINS = 5  # bins of the histograms
-TIME_SCALE_H = 10.0  # durations enter observations as h / (h + 10)
 #: Per slot (a waiting job whose GPUs fit now), ``slots[q]``.
 SLOT_FEATURES = (
     "gpu_share",  # GPUs / cluster GPUs
@@ -95,8 +95,12 @@ def hours(x):
 class ObservationBuilder:
     """Builds observations from the simulator's state and the episode's level table."""
 
-    def __init__(self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int) -> None:
+    def __init__(
+        self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int, numba: bool = False
+    ) -> None:
         self.cluster = cluster
+        #: Build with the compiled kernels of :mod:`synergy_gym.kernels` (identical observations).
+        self.numba = numba
         self.zoo = zoo
         self.q = q = int(max_queue)
         self.n_levels = n_levels
@@ -119,6 +123,10 @@ class ObservationBuilder:
         )
         self._level_high = level_high
         self._speedup_bin_scale = HIST_BINS / max(speedup_max - 1.0, 1e-9)
+        # Histogram bins per free GPU, CPU and GB of a server.
+        self._free_scales = np.array(
+            [HIST_BINS / cluster.gpus_per_server, HIST_BINS / cluster.cpus_per_server, HIST_BINS / cluster.mem_gb_per_server]
+        )
 
     def new_episode(
         self, sim: Simulator, level_cpu: np.ndarray, level_mem: np.ndarray, level_tput: np.ndarray, never_ran: bool
@@ -189,7 +197,18 @@ class ObservationBuilder:
         slot_obs = np.zeros((q, len(SLOT_FEATURES)), dtype=np.float32)
         slot_levels = np.zeros((q, self.n_levels, 3), dtype=np.float32)
         slot_mask = np.zeros(q, dtype=np.float32)
-        if k and self.never_ran:  # every waiting job is as it arrived: only its age changes
+        if k and self.numba:
+            now_h = sim.now / 3600.0
+            if self.never_ran:
+                kernels.fresh_slot_rows(
+                    slots, self.fresh_rows, self.levels, self.arrival_h, now_h, _AGE, slot_obs, slot_levels, slot_mask
+                )
+            else:
+                kernels.slot_rows(
+                    slots, self.static, self.h_per_iter, sim.jobs.progress, self.levels, self.arrival_h, was_running,
+                    now_h, slot_obs, slot_levels, slot_mask,
+                )
+        elif k and self.never_ran:  # every waiting job is as it arrived: only its age changes
             rows = self.fresh_rows.take(slots, axis=0)  # take: faster than fancy indexing for rows
             age = sim.now / 3600.0 - self.arrival_h[slots]
             rows[:, _AGE] = age / (age + TIME_SCALE_H)
@@ -229,6 +248,11 @@ class ObservationBuilder:
             return np.zeros(len(RUNNING_FEATURES), dtype=np.float32)
         idx = np.fromiter(ledger.jobs, dtype=np.int64, count=n)
         tput = np.fromiter(ledger.tput, dtype=float, count=n)
+        if self.numba:
+            return kernels.running_features(
+                idx, tput, self.running_static, sim.jobs.progress, self._speedup_bin_scale, self.cluster.total_gpus,
+                self.speedup_max,
+            )
         per_job = self.running_static.take(idx, axis=0)  # one gather: GPUs, 1 / fair throughput, hours per iteration
         progress = sim.jobs.progress.take(idx, axis=0)
         speedup = tput * per_job[:, 1]
@@ -241,39 +265,51 @@ class ObservationBuilder:
         bins[n:] += HIST_BINS
         out = np.empty(len(RUNNING_FEATURES), dtype=np.float32)
         out[0] = n / (n + self.cluster.total_gpus)
-        out[1] = min(float(np.dot(gpus, speedup) / np.add.reduce(gpus)), self.speedup_max)
+        # Sums with np.add.reduce (not np.dot, whose order is BLAS's) so the kernel can match them exactly.
+        out[1] = min(float(np.add.reduce(gpus * speedup) / np.add.reduce(gpus)), self.speedup_max)
         out[2:] = np.bincount(bins, minlength=2 * HIST_BINS) / n
         return out
 
     def demand_features(self, held: np.ndarray, waiting: np.ndarray) -> np.ndarray:
+        if self.numba:
+            return kernels.demand_features(held, waiting, self.demand_running, self.demand)
         # np.add.reduce is ndarray.sum without its Python wrapper (same result).
         ratio = np.concatenate([np.add.reduce(self.demand_running.take(held, axis=0), axis=0), np.add.reduce(self.demand.take(waiting, axis=0), axis=0)])
         return (ratio / (ratio + 1.0)).astype(np.float32)
 
     def queue_rest_features(self, sim: Simulator, waiting: np.ndarray, fits: np.ndarray, k: int) -> np.ndarray:
         g = self.cluster.total_gpus
+        if self.numba:
+            jobs = sim.jobs
+            return kernels.queue_rest_features(waiting, fits, k, jobs.total_iters, jobs.executed, self.fair_gpu_h_per_iter, g)
         beyond = waiting[fits][k:]
         n_beyond, n_out = beyond.size, waiting.size - int(np.count_nonzero(fits))
         work = 0.0
         if n_beyond:
             jobs = sim.jobs
-            work = float(np.dot(jobs.total_iters[beyond] - jobs.executed[beyond], self.fair_gpu_h_per_iter[beyond]))
+            work = float(np.add.reduce((jobs.total_iters[beyond] - jobs.executed[beyond]) * self.fair_gpu_h_per_iter[beyond]))
         return np.array([n_beyond / (n_beyond + g), work / (work + TIME_SCALE_H), n_out / (n_out + g)], dtype=np.float32)
 
     def cluster_features(self, sim: Simulator, waiting: int) -> np.ndarray:
         c = self.cluster
         ledger = sim.ledger
         bins = HIST_BINS
+        g = c.total_gpus
+        running = len(ledger.jobs)
+        if self.numba:
+            out64 = np.zeros(len(CLUSTER_FEATURES))
+            out64[0] = sim.planner.free_gpus / g
+            free = np.array([ledger.free_gpu, ledger.free_cpu, ledger.free_mem], dtype=float)
+            kernels.cluster_histograms(free, self._free_scales, 1.0 / c.num_servers, out64)
+            out64[3 + 3 * bins] = running / (running + g)
+            out64[4 + 3 * bins] = waiting / (waiting + g)
+            return out64.astype(np.float32)
         out = [0.0] * len(CLUSTER_FEATURES)
-        out[0] = sim.planner.free_gpus / c.total_gpus
+        out[0] = sim.planner.free_gpus / g
         step = 1.0 / c.num_servers
         top = bins - 1
         # Pure Python: a few dozen servers are faster than numpy's per-call overhead.
-        for k, free, scale in (
-            (0, ledger.free_gpu, bins / c.gpus_per_server),
-            (1, ledger.free_cpu, bins / c.cpus_per_server),
-            (2, ledger.free_mem, bins / c.mem_gb_per_server),
-        ):
+        for k, free, scale in zip(range(3), (ledger.free_gpu, ledger.free_cpu, ledger.free_mem), self._free_scales.tolist()):
             base = 3 + k * bins
             total = 0.0
             for f in free:
@@ -287,7 +323,6 @@ class ObservationBuilder:
                 out[base + (b if b < top else top)] += step
             if k:
                 out[k] = total * step / bins
-        running = len(ledger.jobs)
-        out[3 + 3 * bins] = running / (running + c.total_gpus)
-        out[4 + 3 * bins] = waiting / (waiting + c.total_gpus)
+        out[3 + 3 * bins] = running / (running + g)
+        out[4 + 3 * bins] = waiting / (waiting + g)
         return np.array(out, dtype=np.float32)

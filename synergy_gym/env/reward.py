@@ -25,8 +25,10 @@ class SystemTimeMeter:
 
     def record_finished(self, finished: np.ndarray) -> None:
         jobs = self.jobs
-        self._jct_sum += float((jobs.finish_s[finished] - jobs.arrival_s[finished]).sum())
-        self._arrival_sum += float(jobs.arrival_s[finished].sum())
+        arrival = jobs.arrival_s[finished]
+        # np.add.reduce: ndarray.sum without its Python wrapper (the same sum).
+        self._jct_sum += float(np.add.reduce(jobs.finish_s[finished] - arrival))
+        self._arrival_sum += float(np.add.reduce(arrival))
         self.finished += int(finished.size)
 
     def charged_until(self, t: float) -> float:
