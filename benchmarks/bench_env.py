@@ -4,9 +4,11 @@ For each registered environment, in the default (non-preemptive) mode and with
 ``preemptive=True``, it runs episodes with uniformly random valid actions and
 prints steps/s and full episodes/s of the raw environment, steps per episode,
 and steps/s through ``gym.make`` (which adds Gymnasium's checker and
-order-enforcing wrappers). Run it on an otherwise idle machine.
+order-enforcing wrappers), each after an untimed warm-up. It says
+whether the compiled kernels (numba) are in use; ``--kernels numpy`` measures
+the numpy fallback. Run it on an otherwise idle machine.
 
-    python benchmarks/bench_env.py [--seconds 5] [--env Synergy-small-v0 ...] [--mode default preemptive]
+    python benchmarks/bench_env.py [--seconds 5] [--env Synergy-small-v0 ...] [--mode default preemptive] [--kernels numpy]
 """
 
 from __future__ import annotations
@@ -18,21 +20,33 @@ import gymnasium as gym
 import numpy as np
 
 import synergy_gym  # noqa: F401  (registers the environments)
+from synergy_gym.kernels import KERNELS, use_numba
+
+
+def episode(env, seed: int, rng: np.random.Generator, max_steps: int | None = None) -> int:
+    """Steps of one episode with uniformly random valid actions (stopped after ``max_steps``)."""
+    env.reset(seed=seed)
+    steps = 0
+    done = False
+    while not done and steps != max_steps:
+        valid = np.flatnonzero(env.unwrapped.action_masks())
+        _, _, terminated, truncated, _ = env.step(int(valid[rng.integers(valid.size)]))
+        done = terminated or truncated
+        steps += 1
+    return steps
 
 
 def run(env, seconds: float) -> tuple[float, float, float]:
-    """(steps/s, full episodes/s, steps per episode) over at least ``seconds`` of whole episodes (or one)."""
+    """(steps/s, full episodes/s, steps per episode) over at least ``seconds`` of whole episodes (or one).
+
+    First an untimed warm-up of up to 1,000 steps (numba loads or compiles its kernels on first use).
+    """
     rng = np.random.default_rng(0)
+    episode(env, 10**6, rng, max_steps=1000)
     steps = episodes = 0
     started = time.perf_counter()
     while time.perf_counter() - started < seconds or episodes == 0:
-        env.reset(seed=episodes)
-        done = False
-        while not done:
-            valid = np.flatnonzero(env.unwrapped.action_masks())
-            _, _, terminated, truncated, _ = env.step(int(valid[rng.integers(valid.size)]))
-            done = terminated or truncated
-            steps += 1
+        steps += episode(env, episodes, rng)
         episodes += 1
     wall = time.perf_counter() - started
     return steps / wall, episodes / wall, steps / episodes
@@ -44,11 +58,13 @@ def main() -> None:
     parser.add_argument("--env", nargs="+", default=list(synergy_gym.SCENARIOS), help="environment ids")
     parser.add_argument("--mode", nargs="+", default=["default", "preemptive"], choices=["default", "preemptive"])
     parser.add_argument("--no-wrapped", action="store_true", help="skip the gym.make measurement")
+    parser.add_argument("--kernels", default="auto", choices=KERNELS, help="compiled kernels (numba) or the numpy fallback")
     args = parser.parse_args()
+    print(f"kernels: {'numba' if use_numba(args.kernels) else 'numpy'}")
     print(f"{'env':<25}{'mode':<12}{'raw steps/s':>12}{'episodes/s':>12}{'steps/episode':>15}{'gym.make steps/s':>18}")
     for env_id in args.env:
         for mode in args.mode:
-            kwargs = {"preemptive": mode == "preemptive"}
+            kwargs = {"preemptive": mode == "preemptive", "kernels": args.kernels}
             raw, eps, per_episode = run(gym.make(env_id, **kwargs).unwrapped, args.seconds)
             wrapped = "" if args.no_wrapped else f"{run(gym.make(env_id, **kwargs), args.seconds)[0]:,.0f}"
             print(f"{env_id:<25}{mode:<12}{raw:>12,.0f}{eps:>12.2f}{per_episode:>15,.0f}{wrapped:>18}", flush=True)

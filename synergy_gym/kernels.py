@@ -125,12 +125,17 @@ def running_features(idx, tput, running_static, progress, bin_scale, total_gpus,
 @njit(cache=True)
 def fresh_slot_rows(slots, fresh_rows, levels, arrival_h, now_h, age_col, slot_obs, slot_levels, slot_mask):
     """Fill the slots' rows of jobs that never ran (only their age changes since arrival)."""
+    n_features = fresh_rows.shape[1]
+    n_levels, n_level_features = levels.shape[1], levels.shape[2]
     for q in range(slots.size):
         j = slots[q]
-        slot_obs[q, :] = fresh_rows[j, :]
+        for c in range(n_features):  # element loops: slice assignment is slow in numba
+            slot_obs[q, c] = fresh_rows[j, c]
         age = now_h - arrival_h[j]
         slot_obs[q, age_col] = age / (age + TIME_SCALE_H)
-        slot_levels[q, :, :] = levels[j, :, :]
+        for lv in range(n_levels):
+            for c in range(n_level_features):
+                slot_levels[q, lv, c] = levels[j, lv, c]
         slot_mask[q] = 1.0
 
 
@@ -138,11 +143,13 @@ def fresh_slot_rows(slots, fresh_rows, levels, arrival_h, now_h, age_col, slot_o
 def slot_rows(slots, static, h_per_iter, progress, levels, arrival_h, was_running, now_h, slot_obs, slot_levels, slot_mask):
     """Fill the slots' rows of jobs that may have run (preemptive mode)."""
     n_static = static.shape[1]
+    n_levels, n_level_features = levels.shape[1], levels.shape[2]
     for q in range(slots.size):
         j = slots[q]
         total = progress[j, TOTAL]
         left = total - progress[j, EXECUTED]
-        slot_obs[q, :n_static] = static[j, :]
+        for c in range(n_static):
+            slot_obs[q, c] = static[j, c]
         slot_obs[q, n_static] = left / total
         x = left * h_per_iter[j, 0]
         slot_obs[q, n_static + 1] = x / (x + TIME_SCALE_H)
@@ -153,7 +160,9 @@ def slot_rows(slots, static, h_per_iter, progress, levels, arrival_h, was_runnin
         x = progress[j, ATTAINED] / 3600.0
         slot_obs[q, n_static + 4] = x / (x + TIME_SCALE_H)
         slot_obs[q, n_static + 5] = was_running[j]
-        slot_levels[q, :, :] = levels[j, :, :]
+        for lv in range(n_levels):
+            for c in range(n_level_features):
+                slot_levels[q, lv, c] = levels[j, lv, c]
         slot_mask[q] = 1.0
 
 
