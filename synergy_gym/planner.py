@@ -283,18 +283,12 @@ class RoundPlanner:
         rest = prev.jobs[i:]
         if not rest:
             return
-        order = scan.order
         pos = scan.pos
-        n = len(rest)
-        if order[pos : pos + n] != rest:
-            lo, hi = 0, min(n, len(order) - pos)  # longest common prefix, by bisection on slices
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if order[pos : pos + mid] == rest[:mid]:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            n = lo
+        n = 0  # length of the common prefix
+        for a, b in zip(scan.order[pos : pos + len(rest)], rest):
+            if a != b:
+                break
+            n += 1
         if n == 0:
             return
         scan.admitted.extend(rest[:n])
