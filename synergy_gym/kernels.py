@@ -235,6 +235,49 @@ def queue_rest_features(waiting, fits, k, total_iters, executed, fair_gpu_h_per_
     return out
 
 
+# -- decisions -----------------------------------------------------------------------------------
+@njit(cache=True)
+def offer_slots(waiting, gpus, free, level_valid, max_queue, slots_offered, mask):
+    """The waiting jobs whose GPUs fit in ``free`` (``fits``), the first ``max_queue`` of them (the slots)
+    and their rows of ``level_valid``; when any fits, ``mask`` is filled with the valid actions
+    (the first ``slots_offered`` slots' valid levels, and stop, the last action)."""
+    m = waiting.size
+    fits = np.empty(m, dtype=np.bool_)
+    slots = np.empty(min(m, max_queue), dtype=np.int64)
+    k = 0
+    for i in range(m):
+        f = gpus[waiting[i]] <= free
+        fits[i] = f
+        if f and k < max_queue:
+            slots[k] = waiting[i]
+            k += 1
+    n_levels = level_valid.shape[1]
+    slot_valid = np.empty((k, n_levels), dtype=level_valid.dtype)
+    for q in range(k):
+        for lv in range(n_levels):
+            slot_valid[q, lv] = level_valid[slots[q], lv]
+    if k:
+        mask[:] = 0
+        for q in range(min(k, slots_offered)):
+            for lv in range(n_levels):
+                mask[q * n_levels + lv] = slot_valid[q, lv]
+        mask[mask.size - 1] = 1
+    return fits, slots[:k], slot_valid
+
+
+@njit(cache=True)
+def finished_sums(finish_s, arrival_s, finished):
+    """(Σ (finish − arrival), Σ arrival) over ``finished``, each summed as ``np.add.reduce``."""
+    m = finished.size
+    jct = np.empty(m)
+    arrival = np.empty(m)
+    for i in range(m):
+        j = finished[i]
+        arrival[i] = arrival_s[j]
+        jct[i] = finish_s[j] - arrival_s[j]
+    return pairwise_sum(jct), pairwise_sum(arrival)
+
+
 # -- simulator -----------------------------------------------------------------------------------
 @njit(cache=True)
 def run_rounds(progress, placed, tput, round_s, skippable, has_wait, wait_rounds, has_max, max_rounds, start):
@@ -281,3 +324,23 @@ def run_rounds(progress, placed, tput, round_s, skippable, has_wait, wait_rounds
             finished[k] = j
             k += 1
     return finished[:k], n
+
+
+@njit(cache=True)
+def mark_finished(finish_s, measured, runnable, finished, end):
+    """Set the ``finished`` jobs' finish time to ``end``; returns (the runnable jobs still unfinished, how many
+    finished jobs are measured)."""
+    n_measured = 0
+    for i in range(finished.size):
+        j = finished[i]
+        finish_s[j] = end
+        if measured[j]:
+            n_measured += 1
+    keep = np.empty(runnable.size, dtype=np.int64)
+    k = 0
+    for i in range(runnable.size):
+        j = runnable[i]
+        if np.isnan(finish_s[j]):
+            keep[k] = j
+            k += 1
+    return keep[:k], n_measured

@@ -430,7 +430,11 @@ class Simulator:
                 int(placed.size),
                 int(self._runnable.size - placed.size),
             )
-        if finished.size:
+        if finished.size and finish_at is None and self._numba:
+            self._runnable, n_measured = kernels.mark_finished(jobs.finish_s, jobs.measured, self._runnable, finished, end)
+            self._measured_left -= n_measured
+            self._unfinished -= int(finished.size)
+        elif finished.size:
             jobs.finish_s[finished] = end if finish_at is None else finish_at
             self._measured_left -= int(np.count_nonzero(jobs.measured[finished]))
             self._unfinished -= int(finished.size)

@@ -16,6 +16,7 @@ from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
+from synergy_gym import kernels
 from synergy_gym.kernels import use_numba
 from synergy_gym.levels import LevelTable
 from synergy_gym.ordering import FIFO
@@ -136,8 +137,9 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         grid_shape = (len(self.zoo.cpu_grid), len(self.zoo.mem_grid)) if cfg.levels == "grid" else None
         self.layout = ActionLayout(cfg.max_queue, self.levels.n_levels, cfg.agent_orders, cfg.invalid_action, grid_shape)
         self.action_space = spaces.Discrete(self.layout.n)
+        self._numba = use_numba(cfg.kernels)
         self.obs_builder = ObservationBuilder(
-            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n, numba=use_numba(cfg.kernels)
+            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n, numba=self._numba
         )
         self.observation_space = self.obs_builder.space
         self._picture: ClusterPicture | None = None
@@ -166,7 +168,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._waiting = self._fits = self._slots = _NO_JOBS
         self._slot_valid = self._level_valid[:0]
         self._stopped = False
-        self._meter = SystemTimeMeter(jobs, self.cfg.reward_scale)
+        self._meter = SystemTimeMeter(jobs, self.cfg.reward_scale, numba=self._numba)
         self._ended, self._truncated = False, False
         self._decisions = self._invalid = 0
         self._pending_finished: list[np.ndarray] = []
@@ -263,14 +265,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         planner = sim.planner
         while True:
             if planner.in_round:
-                if not self._stopped and self._waiting.size:
-                    free = planner.free_gpus
-                    fits = self._fits = sim.jobs.gpus[self._waiting] <= free
-                    if np.count_nonzero(fits):
-                        self._slots = slots = self._waiting[fits][: cfg.max_queue]
-                        self._slot_valid = self._level_valid.take(slots, axis=0)
-                        self.layout.mask(self._slot_valid, self._mask)
-                        return
+                if not self._stopped and self._waiting.size and self._offer(planner.free_gpus):
+                    return
                 self._end_event()
             if sim.done or sim.exhausted:
                 return self._end_episode(truncated=False)
@@ -278,6 +274,28 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                 return self._end_episode(truncated=True)
             if sim.begin_round() is not None:
                 self._begin_event()
+
+    def _offer(self, free: int) -> bool:
+        """Fill the slots, their valid levels and the mask from the waiting jobs whose GPUs fit in ``free``.
+
+        Returns False (nothing filled but ``_fits``) when none fits.
+        """
+        if self._numba:
+            self._fits, slots, valid = kernels.offer_slots(
+                self._waiting, self.sim.jobs.gpus, free, self._level_valid, self.cfg.max_queue,
+                self.layout.slots_offered, self._mask,
+            )
+            if not slots.size:
+                return False
+            self._slots, self._slot_valid = slots, valid
+            return True
+        fits = self._fits = self.sim.jobs.gpus[self._waiting] <= free
+        if not np.count_nonzero(fits):
+            return False
+        self._slots = slots = self._waiting[fits][: self.cfg.max_queue]
+        self._slot_valid = self._level_valid.take(slots, axis=0)
+        self.layout.mask(self._slot_valid, self._mask)
+        return True
 
     def _begin_event(self) -> None:
         sim = self.sim
