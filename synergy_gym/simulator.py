@@ -35,16 +35,16 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from synergy_gym import kernels
 from synergy_gym.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement, Tune
 from synergy_gym.cluster import ClusterSpec
 from synergy_gym.errors import UnknownNameError, WorkloadError
-from synergy_gym import kernels
 from synergy_gym.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
+from synergy_gym.kernels import use_numba
 from synergy_gym.metrics import RoundLog, SimulationResult, build_result
 from synergy_gym.planner import RoundPlanner
 from synergy_gym.policy import SchedulingPolicy
 from synergy_gym.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.kernels import use_numba
 from synergy_gym.validation import check_positive
 from synergy_gym.workload import JobStream, Workload
 

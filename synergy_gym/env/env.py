@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from synergy_gym import kernels
 from synergy_gym.allocation import Tune
 from synergy_gym.env.config import EnvConfig, as_cluster
 from synergy_gym.env.masks import ActionLayout
@@ -16,7 +17,6 @@ from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
-from synergy_gym import kernels
 from synergy_gym.kernels import use_numba
 from synergy_gym.levels import LevelTable
 from synergy_gym.ordering import FIFO
