@@ -135,10 +135,13 @@ class PriceAllocator(EnvHeuristic):
         if slots.size == 0:
             return self.stop(mask)
         slot = int(slots[np.argmin(obs["slots"][slots, _RUNTIME_DEMAND])]) if self.shortest_first else int(slots[0])
+        return self.action(obs, slot, self.level(obs, mask, slot))
+
+    def level(self, obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> int:
+        """The valid level of ``slot`` that maximises speed-up − λ · cost."""
         levels = obs["slot_levels"][slot]
         value = levels[:, _SPEEDUP] - self.price * (levels[:, _CPU] + levels[:, _MEM]) / 2.0
-        value = np.where(self.level_mask(obs, mask, slot), value, -np.inf)
-        return self.action(obs, slot, int(np.argmax(value)))
+        return int(np.argmax(np.where(self.level_mask(obs, mask, slot), value, -np.inf)))
 
 
 class TetrisPacker(EnvHeuristic):

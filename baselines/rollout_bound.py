@@ -52,9 +52,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+import synergy_gym  # registers the environments
 from baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
 from synergy_gym.cli_args import parse_seed_list
 from synergy_gym.errors import SynergyGymError, UnknownNameError
+from synergy_gym.plots import ci95_half_width
 
 #: Candidate sets (see the module docstring).
 CANDIDATE_SETS: tuple[str, ...] = ("all", "reduced")
@@ -135,9 +137,7 @@ class RolloutPolicy:
     def _slot_level(self, obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> int:
         """The level the base heuristic would give ``slot`` if it chose that slot."""
         if isinstance(self.base, PriceAllocator):
-            levels = obs["slot_levels"][slot]
-            value = levels[:, 2] - self.base.price * (levels[:, 0] + levels[:, 1]) / 2.0
-            return int(np.argmax(np.where(EnvHeuristic.level_mask(obs, mask, slot), value, -np.inf)))
+            return self.base.level(obs, mask, slot)
         return EnvHeuristic.demand_level(obs, mask, slot)
 
     def candidate_actions(self, env: Any, obs: dict[str, np.ndarray], base_act: int) -> list[int]:
@@ -269,16 +269,12 @@ class SeedRow:
 def base_episode(env: Any, base: EnvHeuristic, seed: int) -> tuple[float, float]:
     """The base heuristic's episode on workload ``seed``: (mean JCT h from the final info, total JCT s)."""
     obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
-    while True:
-        obs, _, terminated, truncated, info = env.step(base_action(base, env, obs))
-        if terminated or truncated:
-            return float(info["mean_jct_h"]), total_jct_s(env)
+    total, info = finish_with_base(env, obs, base)
+    return float(info["mean_jct_h"]), total
 
 
 def compare_seed(env_id: str, policy: RolloutPolicy, seed: int, env_kwargs: dict[str, Any] | None = None) -> SeedRow:
     """Base and rollout on one workload seed, the same way ``synergy_gym.evaluate`` scores an episode."""
-    import synergy_gym  # noqa: F401  (registers the environments)
-
     env = gym.make(env_id, **(env_kwargs or {}))
     try:
         base_h, base_total = base_episode(env, policy.base, seed)
@@ -299,11 +295,7 @@ def summary(rows: list[SeedRow]) -> dict[str, float]:
     base = np.array([r.base_mean_jct_h for r in rows])
     roll = np.array([r.rollout_mean_jct_h for r in rows])
     diff = roll - base
-    ci = float("nan")
-    if len(rows) > 1:
-        from scipy import stats
-
-        ci = float(stats.t.ppf(0.975, len(rows) - 1) * diff.std(ddof=1) / np.sqrt(len(rows)))
+    ci = float(ci95_half_width(diff.std(ddof=1), len(rows))) if len(rows) > 1 else float("nan")
     return {
         "episodes": len(rows), "base_mean_jct_h": float(base.mean()), "rollout_mean_jct_h": float(roll.mean()),
         "paired_diff_h": float(diff.mean()), "paired_diff_ci95_h": ci,
@@ -325,8 +317,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         seeds = parse_seed_list(args.seeds, "--seeds")
         policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe)
-        import synergy_gym
-
         if args.env not in gym.registry:
             raise UnknownNameError("environment id", args.env, tuple(synergy_gym.SCENARIOS))
     except SynergyGymError as exc:

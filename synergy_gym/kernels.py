@@ -59,6 +59,11 @@ def use_numba(kernels: str) -> bool:
     return HAVE_NUMBA and kernels != "numpy"
 
 
+def interpreted(kernel):
+    """The plain Python function behind a kernel (itself without numba)."""
+    return getattr(kernel, "py_func", kernel)
+
+
 @njit(cache=True)
 def pairwise_sum(a):
     """``np.add.reduce(a)`` for a 1-D float64 array, bit for bit: numpy's pairwise summation."""
@@ -171,15 +176,19 @@ def slot_rows(slots, static, h_per_iter, progress, levels, arrival_h, was_runnin
 def cluster_histograms(free, scales, step, out):
     """Fill ``out[1:3]`` (mean free CPUs and memory) and the free-resource histograms ``out[3:3 + 3·bins]``.
 
-    ``free``: (3, servers) free GPUs, CPUs and GB per server; ``scales``: bins per unit of each.
+    ``free``: free GPUs, CPUs and GB per server (a (3, servers) array, or three lists);
+    ``scales``: bins per unit of each. Indexing only, so that :func:`interpreted` runs it on
+    Python lists too (the numpy path: a few dozen servers are faster in plain Python).
     """
     bins = HIST_BINS
     top = bins - 1
     for k in range(3):
+        row = free[k]
+        scale = scales[k]
         base = 3 + k * bins
         total = 0.0
-        for s in range(free.shape[1]):
-            x = free[k, s] * scales[k]  # free fraction × bins
+        for s in range(len(row)):
+            x = row[s] * scale  # free fraction × bins
             if x < 0.0:
                 x = 0.0
             elif x > bins:

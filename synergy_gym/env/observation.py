@@ -293,36 +293,16 @@ class ObservationBuilder:
     def cluster_features(self, sim: Simulator, waiting: int) -> np.ndarray:
         c = self.cluster
         ledger = sim.ledger
-        bins = HIST_BINS
         g = c.total_gpus
         running = len(ledger.jobs)
+        free = (ledger.free_gpu, ledger.free_cpu, ledger.free_mem)
         if self.numba:
-            out64 = np.zeros(len(CLUSTER_FEATURES))
-            out64[0] = sim.planner.free_gpus / g
-            free = np.array([ledger.free_gpu, ledger.free_cpu, ledger.free_mem], dtype=float)
-            kernels.cluster_histograms(free, self._free_scales, 1.0 / c.num_servers, out64)
-            out64[3 + 3 * bins] = running / (running + g)
-            out64[4 + 3 * bins] = waiting / (waiting + g)
-            return out64.astype(np.float32)
-        out = [0.0] * len(CLUSTER_FEATURES)
+            out = np.zeros(len(CLUSTER_FEATURES))
+            kernels.cluster_histograms(np.array(free, dtype=float), self._free_scales, 1.0 / c.num_servers, out)
+        else:  # the same function on Python lists: for a few dozen servers faster than numpy's per-call overhead
+            out = [0.0] * len(CLUSTER_FEATURES)
+            kernels.interpreted(kernels.cluster_histograms)(free, self._free_scales.tolist(), 1.0 / c.num_servers, out)
         out[0] = sim.planner.free_gpus / g
-        step = 1.0 / c.num_servers
-        top = bins - 1
-        # Pure Python: a few dozen servers are faster than numpy's per-call overhead.
-        for k, free, scale in zip(range(3), (ledger.free_gpu, ledger.free_cpu, ledger.free_mem), self._free_scales.tolist()):
-            base = 3 + k * bins
-            total = 0.0
-            for f in free:
-                x = f * scale  # free fraction × bins
-                if x < 0.0:
-                    x = 0.0
-                elif x > bins:
-                    x = float(bins)
-                total += x
-                b = int(x)
-                out[base + (b if b < top else top)] += step
-            if k:
-                out[k] = total * step / bins
-        out[3 + 3 * bins] = running / (running + g)
-        out[4 + 3 * bins] = waiting / (waiting + g)
-        return np.array(out, dtype=np.float32)
+        out[3 + 3 * HIST_BINS] = running / (running + g)
+        out[4 + 3 * HIST_BINS] = waiting / (waiting + g)
+        return np.asarray(out, dtype=np.float32)
