@@ -204,6 +204,9 @@ class TrainConfig:
             raise ConfigError("bc_steps (imitation warm start) needs an actor-critic algorithm, not dqn")
         for name in ("learning_rate", "gamma", "gae_lambda", "clip_range", "vf_coef", "max_grad_norm", "exploration_fraction"):
             check_positive(name, getattr(self, name))
+        for name in ("gamma", "gae_lambda", "exploration_fraction"):  # discounts and fractions
+            if getattr(self, name) > 1:
+                raise ConfigError(f"{name} must be in (0, 1], got {getattr(self, name)!r}")
         check_positive("ent_coef", self.ent_coef, allow_zero=True)
         if not (isinstance(self.net_arch, list) and all(isinstance(x, int) and x > 0 for x in self.net_arch)):
             raise ConfigError(f"net_arch must be a list of positive layer sizes, got {self.net_arch!r}")

@@ -684,6 +684,7 @@ def register(subparsers) -> None:
                         f"(default: {'on' if d.shared_workload else 'off'})")
     p.add_argument("--ent-coef-final", type=float, default=None, metavar="X",
                    help=f"entropy coefficient at the end, linear from ent_coef ({d.ent_coef}) (default: constant)")
+    p.add_argument("--gamma", type=float, default=None, metavar="X", help=f"discount factor (default: {d.gamma})")
     p.add_argument("--eval-freq", type=int, default=None, help=f"evaluate every N steps (default: {d.eval_freq:,})")
     p.add_argument("--stop-on-stall-after", type=int, default=None, metavar="N",
                    help="from step N on, end training once the validation JCT has not improved over the last third "
@@ -712,7 +713,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "bc_policy": args.bc_policy, "bc_steps": args.bc_steps, "torch_threads": getattr(args, "torch_threads", None),
         "reward": getattr(args, "reward", None), "relative_to": getattr(args, "relative_to", None),
         "shared_workload": getattr(args, "shared_workload", None), "ent_coef_final": getattr(args, "ent_coef_final", None),
-        "stop_on_stall_after": getattr(args, "stop_on_stall_after", None),
+        "stop_on_stall_after": getattr(args, "stop_on_stall_after", None), "gamma": getattr(args, "gamma", None),
         "action_head": getattr(args, "action_head", None), "vec_env": getattr(args, "vec_env", None),
     }
     values.update({k: v for k, v in overrides.items() if v is not None})

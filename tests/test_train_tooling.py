@@ -116,10 +116,10 @@ def test_new_options_reach_the_config(tmp_path):
 
     parser = build_parser()
     args = parser.parse_args(["train", "--torch-threads", "3", "--reward", "heuristic_relative", "--relative-to",
-                              "tetris", "--shared-workload", "--ent-coef-final", "0.001"])
+                              "tetris", "--shared-workload", "--ent-coef-final", "0.001", "--gamma", "0.999"])
     cfg = config_from_args(args)
-    assert (cfg.torch_threads, cfg.reward, cfg.relative_to, cfg.shared_workload, cfg.ent_coef_final) == (
-        3, "heuristic_relative", "tetris", True, 0.001)
+    assert (cfg.torch_threads, cfg.reward, cfg.relative_to, cfg.shared_workload, cfg.ent_coef_final, cfg.gamma) == (
+        3, "heuristic_relative", "tetris", True, 0.001, 0.999)
     config = tmp_path / "c.toml"
     config.write_text("shared_workload = true\n")
     args = parser.parse_args(["train", "--config", str(config), "--no-shared-workload"])

@@ -253,6 +253,9 @@ def test_variance_settings_defaults_and_validation():
                          ({"torch_threads": 0}, "torch_threads must be a positive integer"),
                          ({"target_kl": -1.0}, "target_kl"),
                          ({"ent_coef_final": -0.1}, "ent_coef_final"),
+                         ({"gamma": 1.5}, "gamma must be in (0, 1], got 1.5"),
+                         ({"gae_lambda": 0.0}, "gae_lambda must be a positive number, got 0.0"),
+                         ({"exploration_fraction": 2.0}, "exploration_fraction must be in (0, 1], got 2.0"),
                          ({"algo": "dqn", "ent_coef_final": 0.0}, "needs an actor-critic algorithm")]:
         with pytest.raises(SynergyGymError, match=re.escape(message)):
             TrainConfig(**bad)

@@ -36,6 +36,9 @@ models() {  # models PREFIX: the three training seeds' best checkpoints, labelle
 evaluate small-scarce --env Synergy-small-scarce-v0 $(models ss-main) --baselines all
 evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
 
+# The env heuristics with preemption on the same workloads (README: where the room is).
+evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines all
+
 # Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario (at 0.7× load the 300
 # jobs arrive over a longer time than the scenario's max_rounds allow, so it is doubled there).
 evaluate zero-shot-scarce --env Synergy-scarce-v0 $(models ss-main) --baselines env
