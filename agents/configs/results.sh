@@ -59,3 +59,4 @@ evaluate ablation-levels-grid --env Synergy-small-scarce-v0 --env-kwargs levels=
     --model "$RUNS/ss-abl-levels-grid/best_model.zip" --label levels-grid
 evaluate ablation-no-agent-orders --env Synergy-small-scarce-v0 --env-kwargs agent_orders=false --baselines env \
     --model "$RUNS/ss-abl-no-agent-orders/best_model.zip" --label no-agent-orders
+evaluate ablation-gamma-0.999 --env Synergy-small-scarce-v0 $(models ss-abl-gamma-0.999) --baselines env
