@@ -7,7 +7,7 @@ its round settings (:mod:`baselines.sim_on_env`), so all policies see the same
 jobs and per-seed differences are paired. Three sources:
 
 * ``env`` – the environment heuristics of :mod:`baselines.env_heuristics`
-  (fifo+tune, srtf+tune, las+tune, tetris, fifo+price, srtf+price, random),
+  (fifo+tune, srtf+tune, las+tune, tetris, tetris+greedy, fifo+price, srtf+price, random),
   which act through the environment and read only the observation and the mask;
 * ``sim`` – the simulator's named policies (default fifo+fair, fifo+tune,
   fifo+opt, srtf+tune, tetris+greedy; ``--sim-policies``);

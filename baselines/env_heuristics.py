@@ -15,6 +15,10 @@ name                      slot (which waiting job)       level (how much)
 ``tetris``                least remaining time × (GPU + CPU + memory share) over
                           every (slot, level) whose CPUs and memory fit the free
                           resources now (else the fair share of the first slot)
+``tetris+greedy``         least remaining time × (GPU + CPU + memory share) at its
+                          best-case demand, among the slots whose demand fits the free
+                          CPUs and memory now; *stop* when none fits (the simulator's
+                          ``tetris+greedy``: a job runs at its demand or waits)
 ``fifo+price``            the first                      max speed-up − λ · cost
 ``srtf+price``            least run time left at demand  max speed-up − λ · cost
 ``random``                a uniformly random valid action (seeded)
@@ -24,8 +28,12 @@ Cost is the level's CPUs and memory per GPU relative to the fair share, averaged
 (1.0 at the fair share); λ (``price``, default :data:`DEFAULT_PRICE` = 0.5) was chosen
 among 0.5, 1, 1.5 and 3 for ``srtf+price`` on tuning workload seeds 0–19 of
 ``Synergy-small-v0`` and ``Synergy-small-scarce-v0`` (mean JCT 15.86 / 18.01 / 18.61 /
-18.85 h and 26.56 / 26.51 / 28.90 / 31.13 h). The heuristics never *stop*
-while a job fits, as Synergy-Tune admits every job it can. "First slot at its
+18.85 h and 26.56 / 26.51 / 28.90 / 31.13 h). The heuristics but ``tetris+greedy``
+never *stop* while a job fits, as Synergy-Tune admits every job it can;
+``tetris+greedy`` leaves GPUs idle rather than start a job below its demand, which
+pays with ``preemptive=True`` (the waiting job starts at the next event) and not in
+the default mode (a job admitted below its demand keeps its GPUs until it ends, but
+a stop leaves the GPUs idle until the next event). "First slot at its
 demand" (``fifo+tune``) reproduces the simulator's ``fifo+tune`` exactly in
 preemptive mode, and in the default mode on single-GPU workloads; ``las+tune`` is
 meant for ``preemptive=True``.
@@ -156,17 +164,45 @@ class TetrisPacker(EnvHeuristic):
         levels = obs["slot_levels"][slots]  # (k, L, 3)
         n_levels = levels.shape[1]
         valid = mask[: obs["slot_levels"].shape[0] * n_levels].reshape(-1, n_levels)[slots] > 0
-        gpu = obs["slots"][slots, _GPU_SHARE][:, None]
-        cpu, mem = gpu * levels[:, :, _CPU], gpu * levels[:, :, _MEM]  # shares of the cluster
-        free_cpu, free_mem = obs["cluster"][1], obs["cluster"][2]
-        fits = valid & (cpu <= free_cpu + 1e-6) & (mem <= free_mem + 1e-6)
+        score, fits = _tetris_score(obs, slots[:, None], levels)
+        fits &= valid
         if not fits.any():
             slot = int(slots[0])
             return self.action(obs, slot, 0 if n_levels == _N_DEFAULT_LEVELS else self.demand_level(obs, mask, slot))
-        remaining_h = hours(obs["slots"][slots, _RUNTIME_FAIR].astype(float))[:, None] / levels[:, :, _SPEEDUP]
-        score = np.where(fits, remaining_h * (gpu + cpu + mem), np.inf)
-        i, level = np.unravel_index(int(np.argmin(score)), score.shape)
+        i, level = np.unravel_index(int(np.argmin(np.where(fits, score, np.inf))), score.shape)
         return self.action(obs, int(slots[i]), int(level))
+
+
+class TetrisGreedy(EnvHeuristic):
+    """Tetris's score at each job's best-case demand, among the jobs whose demand fits now; else stop.
+
+    The environment's counterpart of the simulator's ``tetris+greedy`` (Synergy-Greedy
+    skips a job whose demand does not fit): no job starts below its demand.
+    """
+
+    name = "tetris+greedy"
+
+    def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        slots = self.valid_slots(obs, mask)
+        if slots.size == 0:
+            return self.stop(mask)
+        demand = np.array([self.demand_level(obs, mask, int(slot)) for slot in slots])
+        score, fits = _tetris_score(obs, slots, obs["slot_levels"][slots, demand])
+        if not fits.any():
+            return self.stop(mask)
+        i = int(np.argmin(np.where(fits, score, np.inf)))
+        return self.action(obs, int(slots[i]), int(demand[i]))
+
+
+def _tetris_score(obs: dict[str, np.ndarray], slots: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tetris's score (remaining hours × GPU + CPU + memory share of the cluster) of the ``levels``
+    rows (… × 3 level features) of ``slots`` (broadcast against them), and whether each fits the
+    free CPUs and memory."""
+    gpu = obs["slots"][slots, _GPU_SHARE]
+    cpu, mem = gpu * levels[..., _CPU], gpu * levels[..., _MEM]  # shares of the cluster
+    fits = (cpu <= obs["cluster"][1] + 1e-6) & (mem <= obs["cluster"][2] + 1e-6)
+    remaining_h = hours(obs["slots"][slots, _RUNTIME_FAIR].astype(float)) / levels[..., _SPEEDUP]
+    return remaining_h * (gpu + cpu + mem), fits
 
 
 class RandomValid(EnvHeuristic):
@@ -197,6 +233,7 @@ def env_heuristics(seed: int | None = 0, price: float = DEFAULT_PRICE) -> dict[s
         "srtf+tune": SlotAtDemand("srtf+tune", _runtime_at_demand),
         "las+tune": SlotAtDemand("las+tune", _attained),
         "tetris": TetrisPacker(),
+        "tetris+greedy": TetrisGreedy(),
         "fifo+price": PriceAllocator("fifo+price", shortest_first=False, price=price),
         "srtf+price": PriceAllocator("srtf+price", shortest_first=True, price=price),
         "random": RandomValid(seed),

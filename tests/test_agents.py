@@ -221,9 +221,11 @@ def test_config_files_toml_and_yaml(tmp_path):
     assert cfg.net_arch == [64, 64] and cfg.bc_policy is None
 
 
-@pytest.mark.parametrize("name, env_id, teacher", [("small_scarce", "Synergy-small-scarce-v0", "srtf+price"),
-                                                    ("small", "Synergy-small-v0", "srtf+tune")])
-def test_reference_configs_are_valid(name, env_id, teacher):
+@pytest.mark.parametrize("name, env_id, env_kwargs, teacher",
+                         [("small_scarce", "Synergy-small-scarce-v0", {}, "srtf+price"),
+                          ("small", "Synergy-small-v0", {}, "srtf+tune"),
+                          ("small_scarce_preemptive", "Synergy-small-scarce-v0", {"preemptive": True}, "tetris+greedy")])
+def test_reference_configs_are_valid(name, env_id, env_kwargs, teacher):
     """The reference runs imitate their scenario's best env heuristic (README ceilings) and stop on a stall."""
     from pathlib import Path
 
@@ -231,7 +233,8 @@ def test_reference_configs_are_valid(name, env_id, teacher):
 
     path = Path(__file__).resolve().parents[1] / "agents" / "configs" / f"{name}.toml"
     cfg = TrainConfig.from_mapping(load_config_file(path))
-    assert (cfg.env_id, cfg.bc_policy, cfg.action_head, cfg.reward) == (env_id, teacher, "per_slot", "heuristic_relative")
+    assert (cfg.env_id, cfg.env_kwargs, cfg.bc_policy) == (env_id, env_kwargs, teacher)
+    assert (cfg.action_head, cfg.reward) == ("per_slot", "heuristic_relative")
     assert cfg.imitates and cfg.shared_workload and cfg.timesteps == 1_000_000 and cfg.stop_on_stall_after
 
 
@@ -245,7 +248,7 @@ def test_reference_configs_are_valid(name, env_id, teacher):
         (["train", "--config", "{unknown}"], "unknown setting 'epochs'"),
         (["train", "--config", "{old}"], "setting 'bc_baseline' is from before the action space changed"),
         (["train", "--bc-policy", "tune"],
-         "unknown bc_policy 'tune'; valid: fifo+tune, srtf+tune, las+tune, tetris, fifo+price, srtf+price, random, none"),
+         "unknown bc_policy 'tune'; valid: fifo+tune, srtf+tune, las+tune, tetris, tetris+greedy, fifo+price, srtf+price, random, none"),
         (["train", "--env", "Synergy-v1"],
          "unknown env 'Synergy-v1'; valid: Synergy-v0, Synergy-small-v0, Synergy-scarce-v0, Synergy-small-scarce-v0"),
         (["train", "--device", "cuda"], "--device cuda: PyTorch sees no CUDA device"),

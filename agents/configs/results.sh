@@ -7,6 +7,7 @@
 # RUNS (default runs/ref) holds the training runs, each trained with
 #   synergy-gym train --config agents/configs/small_scarce.toml --seed S --out RUNS/ss-main-sS      (S = 0, 1, 2)
 #   synergy-gym train --config agents/configs/small.toml --seed S --out RUNS/small-main-sS          (S = 0, 1, 2)
+#   synergy-gym train --config agents/configs/small_scarce_preemptive.toml --seed S --out RUNS/ss-pre-sS  (S = 0, 1)
 # and the ablations at seed 0 (agents/configs/ablations.txt). OUT (default docs/results) gets one
 # NAME.txt (the table) and NAME.json (its rows) per evaluation; the full outputs (per-seed CSV,
 # JCT CDF) go to runs/results/NAME.
@@ -26,9 +27,13 @@ evaluate() {  # evaluate NAME ARGS...: one table
     cat "$OUT/$name.txt"
 }
 
-models() {  # models PREFIX: the three training seeds' best checkpoints, labelled seed0..seed2
-    for s in 0 1 2; do
-        printf -- '--model %s/%s-s%s/best_model.zip --label seed%s ' "$RUNS" "$1" "$s" "$s"
+models() {  # models PREFIX [SEED...]: the training seeds' best checkpoints (default 0 1 2), labelled seedS
+    local prefix=$1
+    shift
+    local seeds=("$@")
+    [ ${#seeds[@]} -gt 0 ] || seeds=(0 1 2)
+    for s in "${seeds[@]}"; do
+        printf -- '--model %s/%s-s%s/best_model.zip --label seed%s ' "$RUNS" "$prefix" "$s" "$s"
     done
 }
 
@@ -36,8 +41,10 @@ models() {  # models PREFIX: the three training seeds' best checkpoints, labelle
 evaluate small-scarce --env Synergy-small-scarce-v0 $(models ss-main) --baselines all
 evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
 
-# The env heuristics with preemption on the same workloads (README: where the room is).
-evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines all
+# With preemption on the same workloads (README: where the room is): the env heuristics and the
+# exploratory agents of agents/configs/small_scarce_preemptive.toml (training seeds 0 and 1).
+evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \
+    $(models ss-pre 0 1) --baselines all
 
 # Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario (at 0.7× load the 300
 # jobs arrive over a longer time than the scenario's max_rounds allow, so it is doubled there).
