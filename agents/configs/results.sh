@@ -42,9 +42,13 @@ evaluate small-scarce --env Synergy-small-scarce-v0 $(models ss-main) --baseline
 evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
 
 # With preemption on the same workloads (README: where the room is): the env heuristics and the
-# exploratory agents of agents/configs/small_scarce_preemptive.toml (training seeds 0 and 1).
+# exploratory agents of agents/configs/small_scarce_preemptive.toml (training seeds 0 and 1), and
+# two variants of it at seed 0 (agents/configs/ablations.txt).
 evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \
     $(models ss-pre 0 1) --baselines all
+evaluate ablation-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
+    --model "$RUNS/ss-pre-abl-bc-60k/best_model.zip" --label bc-60k \
+    --model "$RUNS/ss-pre-abl-teacher-tetris/best_model.zip" --label teacher-tetris
 
 # Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario (at 0.7× load the 300
 # jobs arrive over a longer time than the scenario's max_rounds allow, so it is doubled there).
