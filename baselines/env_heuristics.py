@@ -48,7 +48,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
+from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
 from synergy_gym.levels import DEMAND_LEVEL, level_count
 from synergy_gym.profiles import ModelZoo
 
@@ -60,6 +60,7 @@ _RUNTIME_DEMAND = SLOT_FEATURES.index("runtime_demand")
 _ATTAINED = SLOT_FEATURES.index("attained")
 _GPU_SHARE = SLOT_FEATURES.index("gpu_share")
 _CPU, _MEM, _SPEEDUP = (LEVEL_FEATURES.index(k) for k in ("cpu", "mem", "speedup"))
+_FREE_CPU, _FREE_MEM = CLUSTER_FEATURES.index("free_cpus"), CLUSTER_FEATURES.index("free_mem")
 
 
 class EnvHeuristic:
@@ -200,7 +201,7 @@ def _tetris_score(obs: dict[str, np.ndarray], slots: np.ndarray, levels: np.ndar
     free CPUs and memory."""
     gpu = obs["slots"][slots, _GPU_SHARE]
     cpu, mem = gpu * levels[..., _CPU], gpu * levels[..., _MEM]  # shares of the cluster
-    fits = (cpu <= obs["cluster"][1] + 1e-6) & (mem <= obs["cluster"][2] + 1e-6)
+    fits = (cpu <= obs["cluster"][_FREE_CPU] + 1e-6) & (mem <= obs["cluster"][_FREE_MEM] + 1e-6)
     remaining_h = hours(obs["slots"][slots, _RUNTIME_FAIR].astype(float)) / levels[..., _SPEEDUP]
     return remaining_h * (gpu + cpu + mem), fits
 
