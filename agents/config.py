@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from synergy_gym.errors import ConfigError, UnknownNameError
-from synergy_gym.files import require_file
-from synergy_gym.validation import check_positive
+from synergy_gym.cli.files import require_file
+from synergy_gym.sim.validation import check_positive
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,7 +27,7 @@ DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 #: ``reward`` settings: the environment's own, or relative to an env heuristic on the same workload.
 REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
 #: ``action_head`` settings: SB3's linear layer over the latent vector, or one shared scorer per slot
-#: (:mod:`agents.slot_policy`).
+#: (:mod:`synergy_gym.agents.slot_policy`).
 ACTION_HEADS: tuple[str, ...] = ("linear", "per_slot")
 #: ``vec_env`` settings: the training environments in worker processes (SB3's SubprocVecEnv) or stepped
 #: one after another in the trainer's process (DummyVecEnv).
@@ -85,14 +85,14 @@ class TrainConfig:
     exploration_fraction: float = 0.2
     target_update_interval: int = 1_000
     train_freq: int = 4
-    # Network (agents.features.SynergyExtractor): one MLP over each slot (slot_dim), pooled and in
+    # Network (synergy_gym.agents.features.SynergyExtractor): one MLP over each slot (slot_dim), pooled and in
     # slot order, joined with an MLP over the cluster, running jobs, demand, rest of the queue and
     # time (global_dim); net_arch: the policy's and value function's MLP over those features.
     net_arch: list = field(default_factory=lambda: [128, 128])
     global_dim: int = 128
     slot_dim: int = 32
     # The policy's action head: "linear" (SB3's: one linear layer from the net_arch MLP to every
-    # slot · level and stop logit) or "per_slot" (agents.slot_policy: one MLP scores each slot's
+    # slot · level and stop logit) or "per_slot" (synergy_gym.agents.slot_policy: one MLP scores each slot's
     # levels from its embedding and the context, one gives stop; net_arch is then the value
     # function's only). PPO-family algorithms only.
     action_head: str = "linear"
@@ -103,7 +103,7 @@ class TrainConfig:
     vec_env: str = "subproc"
     normalize_obs: bool = True
     normalize_reward: bool = True
-    # Variance reduction against the workload (agents.relative_reward, agents.shared_workload).
+    # Variance reduction against the workload (synergy_gym.agents.relative_reward, synergy_gym.agents.shared_workload).
     # reward "absolute": the env's reward, −∫N dt / reward_scale (N: jobs in the system), so the
     # return is −ΣJCT / scale; "heuristic_relative": −∫(N_agent − N_heuristic) dt / scale, with the
     # env heuristic relative_to run on the same workload at every reset (return −(ΣJCT −
@@ -120,7 +120,7 @@ class TrainConfig:
     # on shared or busy cores (SubprocVecEnv workers compete for the same cores).
     torch_threads: int | None = None
     # Warm start (actor-critic algorithms): imitate the env heuristic bc_policy
-    # (baselines.env_heuristics) on bc_steps env steps before reinforcement
+    # (synergy_gym.baselines.env_heuristics) on bc_steps env steps before reinforcement
     # learning; bc_steps 0 or bc_policy None/"none": start from scratch.
     bc_steps: int = 0
     bc_policy: str | None = "fifo+tune"
@@ -228,8 +228,8 @@ class TrainConfig:
 
 
 def heuristic_names() -> tuple[str, ...]:
-    """The env heuristics (:func:`baselines.env_heuristics.env_heuristics`) by name."""
-    from baselines.env_heuristics import HEURISTIC_NAMES
+    """The env heuristics (:func:`synergy_gym.baselines.env_heuristics.env_heuristics`) by name."""
+    from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
 
     return HEURISTIC_NAMES
 

@@ -3,10 +3,10 @@
 Every policy runs one episode per seed, and the seed *is* the workload seed: the
 environment resets with ``reset(seed=s, options={"workload_seed": s})`` and the
 simulator runs ``env.unwrapped.workload_for_seed(s)`` on the env's cluster with
-its round settings (:mod:`baselines.sim_on_env`), so all policies see the same
+its round settings (:mod:`synergy_gym.baselines.sim_on_env`), so all policies see the same
 jobs and per-seed differences are paired. Three sources:
 
-* ``env`` – the environment heuristics of :mod:`baselines.env_heuristics`
+* ``env`` – the environment heuristics of :mod:`synergy_gym.baselines.env_heuristics`
   (fifo+tune, srtf+tune, las+tune, tetris, tetris+greedy, fifo+price, srtf+price, random),
   which act through the environment and read only the observation and the mask;
 * ``sim`` – the simulator's named policies (default fifo+fair, fifo+tune,
@@ -52,7 +52,7 @@ at or after its arrival; start, finish and JCT empty for a job that never
 started / did not finish in an episode cut off at ``max_rounds``).
 
 ``--model pretrained:NAME`` takes a policy shipped with the package
-(:mod:`agents.pretrained_policies`: ``small-scarce``, ``small``). With
+(:mod:`synergy_gym.agents.pretrained_policies`: ``small-scarce``, ``small``). With
 ``--model`` the environment and its kwargs come from the model's run
 folder (``config.json``) unless given; a model whose spaces do not fit the
 environment is refused (a model of the old per-job preference action space must
@@ -76,15 +76,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from agents.config import EVAL_SEED_BASE, TrainConfig, load_config_file
-from synergy_gym.cli_args import parse_seed_list
+from synergy_gym.agents.config import EVAL_SEED_BASE, TrainConfig, load_config_file
+from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.errors import ConfigError, PathError, SynergyGymError, UnknownNameError
-from synergy_gym.evaluation import evaluate
-from synergy_gym.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file, require_file
-from synergy_gym.plots import ci95_half_width, jct_cdf_png
+from synergy_gym.experiments.evaluation import evaluate
+from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file, require_file
+from synergy_gym.cli.plots import ci95_half_width, jct_cdf_png
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agents.wrappers import AgentPolicy
+    from synergy_gym.agents.wrappers import AgentPolicy
 
 SOURCES = ("agent", "env", "sim", "bound")
 #: One row per policy and seed in ``results.csv``.
@@ -156,16 +156,16 @@ def decisions_files(agent_names: list[str], env_names: tuple[str, ...]) -> dict[
 
 
 def default_sim_policies() -> tuple[str, ...]:
-    from baselines.sim_on_env import SIM_POLICIES
+    from synergy_gym.baselines.sim_on_env import SIM_POLICIES
 
     return SIM_POLICIES
 
 
 def parse_sim_policies(text: str) -> tuple[str, ...]:
     """``--sim-policies``: simulator policy names separated by commas, or ``none``."""
-    from baselines.registry import parse_policy_list
+    from synergy_gym.baselines.registry import parse_policy_list
 
-    from baselines.sim_on_env import NO_WAIT_BOUND
+    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
 
     if text.strip().lower() in ("", "none"):
         return ()
@@ -183,13 +183,13 @@ def parse_sim_policies(text: str) -> tuple[str, ...]:
 def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``--baselines`` → (env heuristic names, simulator policy names), each de-duplicated in order.
 
-    ``all``: every env heuristic and ``sim_policies`` (default :data:`baselines.sim_on_env.SIM_POLICIES`);
+    ``all``: every env heuristic and ``sim_policies`` (default :data:`synergy_gym.baselines.sim_on_env.SIM_POLICIES`);
     ``env``, ``sim``, ``none``; ``env:NAME``, ``sim:NAME``; a bare NAME selects the env heuristic
     and/or the simulator policy of that name.
     """
-    from baselines.env_heuristics import HEURISTIC_NAMES
-    from baselines.registry import make_policy
-    from baselines.sim_on_env import NO_WAIT_BOUND
+    from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
+    from synergy_gym.baselines.registry import make_policy
+    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
 
     sims = default_sim_policies() if sim_policies is None else tuple(sim_policies)
     env: list[str] = []
@@ -258,8 +258,8 @@ def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str
     """The model at ``model_path`` with the normalisation statistics beside it, as a policy named ``name``."""
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from agents.train import load_model
-    from agents.wrappers import AgentPolicy
+    from synergy_gym.agents.train import load_model
+    from synergy_gym.agents.wrappers import AgentPolicy
 
     model = load_model(model_path, cfg.algo if cfg else None, device)
     stats = model_path.parent / ("best_vecnormalize.pkl" if model_path.name.startswith("best") else "vecnormalize.pkl")
@@ -320,7 +320,7 @@ def check_env_id(env_id: str) -> None:
     import gymnasium as gym
 
     import synergy_gym  # noqa: F401  (registers the environments)
-    from synergy_gym.scenarios import SCENARIOS
+    from synergy_gym.env.scenarios import SCENARIOS
 
     try:
         gym.spec(env_id)
@@ -455,12 +455,12 @@ def run_policies(
 
     ``random`` is seeded with each episode's seed, so its result for a seed does
     not depend on the other seeds evaluated. With ``keep_jobs`` a column ``jobs``
-    holds each episode's jobs (:func:`synergy_gym.evaluation.job_frame`), with
+    holds each episode's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`), with
     ``log_decisions`` a column ``decision_log`` the first seed's decisions of the
     agents and env heuristics (:func:`jobs_table`, :func:`write_decisions`).
     """
-    from baselines.env_heuristics import env_heuristics
-    from baselines.sim_on_env import NO_WAIT_BOUND, simulate_on_env
+    from synergy_gym.baselines.env_heuristics import env_heuristics
+    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND, simulate_on_env
 
     runs: list[tuple[str, str, Any]] = [("agent", a.name, a) for a in agents]
     runs += [("env", n, None) for n in env_names] + [("sim", n, None) for n in sim_names]
@@ -752,7 +752,7 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
-    from agents.pretrained_policies import resolve_model_argument
+    from synergy_gym.agents.pretrained_policies import resolve_model_argument
 
     models = [resolve_model_argument(m) for m in args.model or []]
     labels = agent_labels(models, args.label)
@@ -782,14 +782,14 @@ def main(args: argparse.Namespace) -> int:
     seeds = _seeds(args, models)
     env_kwargs = None
     if args.env_kwargs is not None:
-        from agents.train import parse_env_kwargs
+        from synergy_gym.agents.train import parse_env_kwargs
 
         env_kwargs = parse_env_kwargs(args.env_kwargs)
     if args.env_id is not None:
         check_env_id(args.env_id)
     device = "cpu"
     if models:
-        from agents.train import resolve_device
+        from synergy_gym.agents.train import resolve_device
 
         device = resolve_device(args.device)
 

@@ -1,6 +1,6 @@
-"""``python -m agents.export_pretrained RUN/best_model.zip NAME --command "..."``: ship a run's checkpoint.
+"""``python -m synergy_gym.agents.export_pretrained RUN/best_model.zip NAME --command "..."``: ship a run's checkpoint.
 
-Writes ``agents/pretrained/NAME/`` (:mod:`agents.pretrained_policies`): the model without its
+Writes ``agents/pretrained/NAME/`` (:mod:`synergy_gym.agents.pretrained_policies`): the model without its
 optimiser state, its normalisation statistics, the run's ``config.json`` and a ``card.json``
 with the training command, the checkpoint's step and validation JCT, and the JCT it gives on
 held-out seed 1,000,000 (which ``tests/test_pretrained.py`` reproduces after loading).
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agents.pretrained_policies import FILES, export_pretrained, pretrained_root
+from synergy_gym.agents.pretrained_policies import FILES, export_pretrained, pretrained_root
 
 
 def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
@@ -21,9 +21,9 @@ def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
     """
     import pandas as pd
 
-    from agents.config import HELD_OUT_SEED_BASE, load_run_config
-    from agents.evaluate import load_agent
-    from synergy_gym.evaluation import evaluate
+    from synergy_gym.agents.config import HELD_OUT_SEED_BASE, load_run_config
+    from synergy_gym.agents.evaluate import load_agent
+    from synergy_gym.experiments.evaluation import evaluate
 
     model_zip = Path(model_zip)
     run = model_zip.parent
@@ -50,10 +50,10 @@ def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agents.export_pretrained RUN/best_model.zip NAME --command "..."``: ship a checkpoint."""
+    """``python -m synergy_gym.agents.export_pretrained RUN/best_model.zip NAME --command "..."``: ship a checkpoint."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m agents.export_pretrained", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m synergy_gym.agents.export_pretrained", description=main.__doc__)
     parser.add_argument("model", type=Path, help="a run's best_model.zip or last_model.zip")
     parser.add_argument("name", help="the policy's name (agents/pretrained/NAME)")
     parser.add_argument("--command", required=True, help="the training command, recorded in card.json")

@@ -9,7 +9,7 @@ one, *stop*; actions outside ``obs["action_mask"]`` get a logit of -1e8 so they
 are never sampled; advantages use GAE; the policy and value heads share no
 weights. Run::
 
-    python -m agents.ppo_masked_minimal --env-id Synergy-small-scarce-v0 --total-timesteps 100000 --num-envs 4
+    python -m synergy_gym.agents.ppo_masked_minimal --env-id Synergy-small-scarce-v0 --total-timesteps 100000 --num-envs 4
 
 and watch the mean JCT of finished episodes fall toward (or below) the env
 heuristics' (``synergy-gym evaluate --env ID --baselines env``).

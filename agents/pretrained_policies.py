@@ -1,4 +1,4 @@
-"""Pretrained policies shipped with the package: ``agents.load_pretrained(name)``, ``--model pretrained:NAME``.
+"""Pretrained policies shipped with the package: ``synergy_gym.agents.load_pretrained(name)``, ``--model pretrained:NAME``.
 
 Each policy is a folder ``agents/pretrained/<name>/`` (package data) holding
 
@@ -9,7 +9,7 @@ Each policy is a folder ``agents/pretrained/<name>/`` (package data) holding
                       seed and steps, the checkpoint's validation JCT
 
 :func:`export_pretrained` writes such a folder from a training run's checkpoint
-(``python -m agents.export_pretrained``).
+(``python -m synergy_gym.agents.export_pretrained``).
 Loading needs only the ``rl`` extra and runs on the CPU; nothing is downloaded.
 """
 
@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synergy_gym.errors import ConfigError, UnknownNameError
-from synergy_gym.files import atomic_write_text
+from synergy_gym.cli.files import atomic_write_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agents.wrappers import AgentPolicy
+    from synergy_gym.agents.wrappers import AgentPolicy
 
 #: ``--model pretrained:NAME`` names a shipped policy.
 PREFIX = "pretrained:"
@@ -38,7 +38,7 @@ MAX_BYTES = 2 * 1024 * 1024
 
 def pretrained_root() -> Path:
     """The folder of the shipped policies (inside the installed ``agents`` package)."""
-    return Path(str(resources.files("agents"))) / "pretrained"
+    return Path(str(resources.files("synergy_gym.agents"))) / "pretrained"
 
 
 def pretrained_names() -> tuple[str, ...]:
@@ -74,18 +74,18 @@ def load_pretrained(name: str, device: str = "cpu") -> AgentPolicy:
     """The shipped policy ``name`` as a policy for :func:`synergy_gym.evaluate` (SB3's ``predict`` signature).
 
     Observations are normalised with the policy's statistics and action masks are
-    passed on, as in :class:`agents.wrappers.AgentPolicy`. The environment it was
+    passed on, as in :class:`synergy_gym.agents.wrappers.AgentPolicy`. The environment it was
     trained on is ``pretrained_config(name).env_id`` with its ``env_kwargs``.
     """
-    from agents.evaluate import load_agent
+    from synergy_gym.agents.evaluate import load_agent
 
     path = pretrained_model_path(name)
     return load_agent(path, pretrained_config(name), device, name)
 
 
 def pretrained_config(name: str):
-    """The :class:`agents.config.TrainConfig` the policy was trained with."""
-    from agents.config import load_run_config
+    """The :class:`synergy_gym.agents.config.TrainConfig` the policy was trained with."""
+    from synergy_gym.agents.config import load_run_config
 
     return load_run_config(pretrained_model_path(name).parent / "config.json")
 
@@ -99,8 +99,8 @@ def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path
     needed to continue training and would triple the file); the policy's weights
     are unchanged. ``card`` is written as ``card.json``.
     """
-    from agents.config import load_run_config
-    from agents.train import load_model
+    from synergy_gym.agents.config import load_run_config
+    from synergy_gym.agents.train import load_model
 
     model_zip = Path(model_zip)
     run = model_zip.parent

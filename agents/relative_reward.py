@@ -6,7 +6,7 @@ not finished), so an episode's return is −ΣJCT / scale. Per-episode returns t
 by hundreds of hours across workloads while one decision moves them by a few hours:
 the signal drowns in the arrival process. :class:`HeuristicRelativeReward` removes
 the workload's part: at every reset it runs an env heuristic
-(:mod:`baselines.env_heuristics`, e.g. ``srtf+tune``) on the *same* episode in a
+(:mod:`synergy_gym.baselines.env_heuristics`, e.g. ``srtf+tune``) on the *same* episode in a
 separate environment instance, records that heuristic's jobs in the system as a
 function of time (from its per-job arrival and finish times), and adds
 +∫ N_heuristic(t) dt / scale over each step's interval, so the step reward is
@@ -129,7 +129,7 @@ class HeuristicRunCache:
 class HeuristicRelativeReward(gym.Wrapper):
     """Reward relative to an env heuristic on the same workload (see the module docstring).
 
-    ``heuristic``: a name of :func:`baselines.env_heuristics.env_heuristics` or a
+    ``heuristic``: a name of :func:`synergy_gym.baselines.env_heuristics.env_heuristics` or a
     policy with SB3's ``predict`` signature. ``reference_env``: the environment the
     heuristic runs in (default: a fresh instance with ``env``'s settings). At the end of
     an episode ``info`` holds ``reference_policy``, ``reference_mean_jct_h`` (the
@@ -143,7 +143,7 @@ class HeuristicRelativeReward(gym.Wrapper):
                  run_cache: HeuristicRunCache | None = None) -> None:
         super().__init__(env)
         if isinstance(heuristic, str):
-            from baselines.env_heuristics import env_heuristics
+            from synergy_gym.baselines.env_heuristics import env_heuristics
 
             table = env_heuristics()
             if heuristic not in table:

@@ -9,7 +9,7 @@ module expects observations ``{"action_mask", "observations"}``, so
 slot mask, cluster, running jobs, demand, rest of the queue, time) into
 ``observations``. Run::
 
-    python -m agents.rllib_ppo --env-id Synergy-small-scarce-v0 --iterations 20 --num-env-runners 2
+    python -m synergy_gym.agents.rllib_ppo --env-id Synergy-small-scarce-v0 --iterations 20 --num-env-runners 2
 
 and it prints each iteration's mean episode return (−Σ JCT in hours).
 """
@@ -52,7 +52,7 @@ def make_env(config: dict[str, Any] | None = None) -> gym.Env:
     """RLlib's env creator: ``config["env_id"]`` picks the scenario; other keys are ``SynergyEnv`` kwargs."""
     from synergy_gym.env import SynergyEnv
     from synergy_gym.errors import UnknownNameError
-    from synergy_gym.scenarios import SCENARIOS
+    from synergy_gym.env.scenarios import SCENARIOS
 
     settings = dict(config or {})
     env_id = settings.pop("env_id", DEFAULT_ENV_ID)

@@ -13,7 +13,7 @@ baseline (the mean return of the rollouts on the same input sequence) needs the
 returns of every environment's k-th episode before any of them can be used, which
 SB3's per-step rollout buffer does not allow without a custom algorithm. The
 workload term is removed instead by ``reward = "heuristic_relative"``
-(:mod:`agents.relative_reward`): the baseline for a workload is the return of a
+(:mod:`synergy_gym.agents.relative_reward`): the baseline for a workload is the return of a
 fixed heuristic on that same workload, subtracted step by step. The two combine:
 shared seeds make the environments' relative returns directly comparable.
 

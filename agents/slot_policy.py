@@ -5,7 +5,7 @@ SB3's default action head is one linear layer from the policy's latent vector to
 all ``slots · levels + 1`` logits: each slot position has its own weights, so
 "the job with the least run time left, wherever it sits" must be learnt once
 per position. :class:`SlotScorer` instead scores each slot with one MLP over
-that slot's embedding (:class:`agents.features.SynergyExtractor`'s shared
+that slot's embedding (:class:`synergy_gym.agents.features.SynergyExtractor`'s shared
 per-slot MLP) joined with the state's context (the MLP over the cluster,
 running jobs, demand, queue and time, and the slot embeddings' masked mean and
 max), giving that slot's ``levels`` logits; a second MLP over the context gives

@@ -8,15 +8,15 @@ default), ``ppo``, ``a2c`` and ``dqn`` (these sample outside the mask; the
 environment falls back to a valid action, ``invalid_action="fallback"``).
 Observations (all keys but ``action_mask`` and ``slot_mask``) and rewards are
 normalised with ``VecNormalize``; the policy uses
-:class:`agents.features.SynergyExtractor`. With ``bc_steps`` > 0 the policy
+:class:`synergy_gym.agents.features.SynergyExtractor`. With ``bc_steps`` > 0 the policy
 first imitates the env heuristic ``bc_policy`` (default ``fifo+tune``, see
-:mod:`baselines.env_heuristics`).
+:mod:`synergy_gym.baselines.env_heuristics`).
 
-Options against the workload's variance (off by default; :mod:`agents.config`):
-``reward = "heuristic_relative"`` (:mod:`agents.relative_reward`: the step reward is
+Options against the workload's variance (off by default; :mod:`synergy_gym.agents.config`):
+``reward = "heuristic_relative"`` (:mod:`synergy_gym.agents.relative_reward`: the step reward is
 −∫(N_agent − N_heuristic) dt / scale with the env heuristic ``relative_to`` run on the
 same workload, so the return is −(ΣJCT − ΣJCT_heuristic) / scale),
-``shared_workload = true`` (:mod:`agents.shared_workload`: the k-th episode of every
+``shared_workload = true`` (:mod:`synergy_gym.agents.shared_workload`: the k-th episode of every
 training env runs the same workload), an entropy schedule (``ent_coef`` →
 ``ent_coef_final``), ``target_kl`` and ``clip_range``. On the CPU PyTorch runs with one
 thread unless ``torch_threads`` says otherwise.
@@ -72,13 +72,13 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from agents.config import ACTION_HEADS, ALGOS, BEST, DEVICES, REWARDS, VEC_ENVS, TrainConfig, load_config_file
-from agents.wrappers import AgentPolicy
-from baselines.env_heuristics import env_heuristics
+from synergy_gym.agents.config import ACTION_HEADS, ALGOS, BEST, DEVICES, REWARDS, VEC_ENVS, TrainConfig, load_config_file
+from synergy_gym.agents.wrappers import AgentPolicy
+from synergy_gym.baselines.env_heuristics import env_heuristics
 from synergy_gym.errors import ConfigError, Interrupted, SynergyGymError
-from synergy_gym.evaluation import evaluate
-from synergy_gym.files import atomic_write_text, check_input_file, check_output_dir
-from synergy_gym.scenarios import SCENARIOS
+from synergy_gym.experiments.evaluation import evaluate
+from synergy_gym.cli.files import atomic_write_text, check_input_file, check_output_dir
+from synergy_gym.env.scenarios import SCENARIOS
 
 #: Observation keys that are masks: not normalised (the feature extractor and MaskablePPO read them as 0/1).
 MASK_KEYS = ("action_mask", "slot_mask")
@@ -126,7 +126,7 @@ def _env_factory(env_id: str, env_kwargs: dict, relative_to: str | None = None, 
     episode runs) and inside Monitor (``rollout/ep_rew_mean`` is then the relative return).
     With ``worker`` (SubprocVecEnv) Ctrl-C is ignored in the env's process: the main
     process saves the model and closes the workers. ``run_cache``: a
-    :class:`~agents.relative_reward.HeuristicRunCache` the environments made in this
+    :class:`~synergy_gym.agents.relative_reward.HeuristicRunCache` the environments made in this
     process share (DummyVecEnv).
     """
 
@@ -141,11 +141,11 @@ def _env_factory(env_id: str, env_kwargs: dict, relative_to: str | None = None, 
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         env = gym.make(env_id, **env_kwargs)
         if relative_to is not None:
-            from agents.relative_reward import HeuristicRelativeReward
+            from synergy_gym.agents.relative_reward import HeuristicRelativeReward
 
             env = HeuristicRelativeReward(env, relative_to, run_cache=run_cache)
         if shared_base is not None:
-            from agents.shared_workload import SharedWorkload
+            from synergy_gym.agents.shared_workload import SharedWorkload
 
             env = SharedWorkload(env, shared_base)
         return Monitor(env)
@@ -165,7 +165,7 @@ def make_vec_env(cfg: TrainConfig, relative_to: str | None = None):
         VecNormalize,
     )
 
-    from agents.shared_workload import shared_seed_base
+    from synergy_gym.agents.shared_workload import shared_seed_base
 
     if cfg.reward == "heuristic_relative":
         relative_to = relative_to or cfg.relative_to
@@ -178,7 +178,7 @@ def make_vec_env(cfg: TrainConfig, relative_to: str | None = None):
         factory = _env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=True)
         vec = SubprocVecEnv([factory] * cfg.n_envs)
     else:
-        from agents.relative_reward import HeuristicRunCache
+        from synergy_gym.agents.relative_reward import HeuristicRunCache
 
         run_cache = HeuristicRunCache() if relative_to is not None and shared_base is not None else None
         factory = _env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, run_cache=run_cache)
@@ -192,7 +192,7 @@ def make_vec_env(cfg: TrainConfig, relative_to: str | None = None):
 
 
 def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
-    from agents.features import SynergyExtractor
+    from synergy_gym.agents.features import SynergyExtractor
 
     policy_kwargs = {
         "features_extractor_class": SynergyExtractor,
@@ -201,7 +201,7 @@ def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
     }
     policy: Any = "MultiInputPolicy"
     if cfg.action_head == "per_slot":
-        from agents.slot_policy import MaskableSlotPolicy, SlotPolicy
+        from synergy_gym.agents.slot_policy import MaskableSlotPolicy, SlotPolicy
 
         policy = MaskableSlotPolicy if cfg.algo == "maskable_ppo" else SlotPolicy
         policy_kwargs["net_arch"] = {"pi": [], "vf": list(cfg.net_arch)}
@@ -223,7 +223,7 @@ def build_model(cfg: TrainConfig, env, device: str, tb_dir: Path):
 def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
     """Warm start: fit the policy to the env heuristic ``bc_policy`` and the value function to its returns.
 
-    Runs the heuristic (:mod:`baselines.env_heuristics`, reading the raw,
+    Runs the heuristic (:mod:`synergy_gym.baselines.env_heuristics`, reading the raw,
     unnormalised observations and masks) for ``bc_steps`` steps in the training
     environments, then does ``bc_epochs`` passes of supervised learning –
     cross-entropy on its actions (with the action masks for MaskablePPO) and
@@ -297,7 +297,7 @@ def behaviour_clone(model, env, cfg: TrainConfig) -> dict[str, float]:
 
 
 def evaluate_baselines(cfg: TrainConfig) -> dict[str, pd.DataFrame]:
-    """Every env heuristic (:func:`baselines.env_heuristics.env_heuristics`) on the evaluation seeds.
+    """Every env heuristic (:func:`synergy_gym.baselines.env_heuristics.env_heuristics`) on the evaluation seeds.
 
     ``random`` included: every heuristic takes about as long as one evaluation of the
     agent (0.1 s an episode on ``Synergy-small-*``, 0.7 s on the 128-GPU ids).

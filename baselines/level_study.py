@@ -5,7 +5,7 @@ paper's and the scarce servers, and the mean JCT of the level-choosing environme
 (``srtf+price``, ``fifo+price``, ``tetris``) with ``levels="default"`` and ``levels="grid"`` on tuning
 workload seeds 0–19 of the two small ids.
 
-    python -m baselines.level_study [--seeds 0..19]
+    python -m synergy_gym.baselines.level_study [--seeds 0..19]
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import argparse
 import numpy as np
 
 from synergy_gym import ModelZoo, evaluate
-from synergy_gym.cli_args import parse_seed_list
-from synergy_gym.cluster import ClusterSpec
-from synergy_gym.levels import allocation_levels
+from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.env.levels import allocation_levels
 
-from baselines.env_heuristics import PriceAllocator, TetrisPacker
+from synergy_gym.baselines.env_heuristics import PriceAllocator, TetrisPacker
 
 GPU_COUNTS = (1, 2, 4, 8)
 

@@ -54,9 +54,9 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_matrix
 
-from synergy_gym.allocation import ClusterLedger, Tune
-from synergy_gym.planner import RoundPlanner
-from synergy_gym.job_table import JobTable
+from synergy_gym.sim.allocation import ClusterLedger, Tune
+from synergy_gym.sim.planner import RoundPlanner
+from synergy_gym.sim.job_table import JobTable
 
 LOG = logging.getLogger(__name__)
 _TIE_BREAK = 1e-6

@@ -1,6 +1,6 @@
 """The paper's other orderings: DRF, Tetris and FTF (Themis finish-time fairness).
 
-They implement the core's :class:`synergy_gym.ordering.Ordering` protocol, so
+They implement the core's :class:`synergy_gym.sim.ordering.Ordering` protocol, so
 any of them combines with any allocation mechanism (``drf+greedy``,
 ``tetris+tune``, ``ftf+opt``, …). All sort ascending by their key with ties by
 arrival, after the starvation guard (a job not run for 1,000 hours goes
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from synergy_gym.job_table import JobTable
-from synergy_gym.ordering import KeyOrdering
+from synergy_gym.sim.job_table import JobTable
+from synergy_gym.sim.ordering import KeyOrdering
 
 
 def _remaining_s(jobs: JobTable, runnable: np.ndarray, uses_targets: bool) -> np.ndarray:

@@ -1,11 +1,11 @@
-"""The average-JCT figure of a comparison (the JCT CDF is ``synergy_gym.plots.jct_cdf_png``)."""
+"""The average-JCT figure of a comparison (the JCT CDF is ``synergy_gym.cli.plots.jct_cdf_png``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from synergy_gym.plots import ci95_half_width, figure_png, pyplot
+from synergy_gym.cli.plots import ci95_half_width, figure_png, pyplot
 
 CI_LABEL = "95 % CI over seeds"
 

@@ -1,10 +1,10 @@
 """Named scheduling policies: ``<order>+<allocation>``, e.g. ``fifo+tune``.
 
 Orderings: ``fifo``, ``srtf``, ``las`` (from the simulator core) and ``drf``,
-``tetris``, ``ftf``, ``ftf_ref`` (:mod:`baselines.orderings`). Allocation
+``tetris``, ``ftf``, ``ftf_ref`` (:mod:`synergy_gym.baselines.orderings`). Allocation
 mechanisms: ``fair`` (GPU-proportional), ``greedy`` (Synergy-Greedy), ``tune``
 (Synergy-Tune) from the core, and ``opt`` / ``opt_lp`` (Synergy-OPT, its
-integer program and LP relaxation, :mod:`baselines.opt`). The paper's "DRF"
+integer program and LP relaxation, :mod:`synergy_gym.baselines.opt`). The paper's "DRF"
 and "Tetris" baselines are ``drf+greedy`` and ``tetris+greedy``.
 """
 
@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-from synergy_gym.allocation import MECHANISMS
+from synergy_gym.sim.allocation import MECHANISMS
 from synergy_gym.errors import UnknownNameError
-from synergy_gym.ordering import ORDERINGS
-from synergy_gym.policy import SchedulingPolicy
+from synergy_gym.sim.ordering import ORDERINGS
+from synergy_gym.sim.policy import SchedulingPolicy
 
-from baselines.orderings import EXTRA_ORDERINGS
+from synergy_gym.baselines.orderings import EXTRA_ORDERINGS
 
 
 def _opt(relax: bool) -> Callable[[], object]:
     def make():
-        from baselines.opt import SynergyOpt  # scipy is only needed for OPT
+        from synergy_gym.baselines.opt import SynergyOpt  # scipy is only needed for OPT
 
         return SynergyOpt(relax=relax)
 

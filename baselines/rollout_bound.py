@@ -2,7 +2,7 @@
 
 At every decision the rollout policy tries candidate actions on copies of the environment
 (``copy.deepcopy(env.unwrapped)``): each copy takes the candidate, then the *base* heuristic
-(``srtf+price`` by default, :mod:`baselines.env_heuristics`) finishes the whole episode, and the
+(``srtf+price`` by default, :mod:`synergy_gym.baselines.env_heuristics`) finishes the whole episode, and the
 candidate whose episode has the least total JCT is taken (ties: the base heuristic's own action,
 then the lowest action index). The real environment then takes that action, and so on.
 
@@ -34,7 +34,7 @@ and is not re-simulated. On ``Synergy-small-scarce-v0`` (300 jobs, ~300 decision
 actions per decision, ~28 after dedupe, ~14 ``reduced``) a base episode takes ~0.1 s and
 a rollout episode a few minutes on one core (see ``docs/results/rollout_bound_small_scarce.json``).
 
-    python -m baselines.rollout_bound --env Synergy-small-scarce-v0 --base srtf+price \\
+    python -m synergy_gym.baselines.rollout_bound --env Synergy-small-scarce-v0 --base srtf+price \\
         --seeds 1000000..1000004 --json docs/results/rollout_bound_small_scarce.json
 """
 
@@ -53,10 +53,10 @@ import gymnasium as gym
 import numpy as np
 
 import synergy_gym  # registers the environments
-from baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
-from synergy_gym.cli_args import parse_seed_list
+from synergy_gym.baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
+from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.errors import SynergyGymError, UnknownNameError
-from synergy_gym.plots import ci95_half_width
+from synergy_gym.cli.plots import ci95_half_width
 
 #: Candidate sets (see the module docstring).
 CANDIDATE_SETS: tuple[str, ...] = ("all", "reduced")

@@ -19,16 +19,16 @@ episode (finish − arrival), not the generator's measured middle-half window.
 For each scenario and seed it records, per policy, the mean JCT (hours), the
 fraction of jobs that first started more than 24 h after arriving, and the
 backlog (last finish − last arrival, hours); and the no-waiting bound
-(:func:`synergy_gym.bounds.no_wait_jct_s`) with the offered load at the jobs'
+(:func:`synergy_gym.sim.bounds.no_wait_jct_s`) with the offered load at the jobs'
 demands and at the GPU-proportional share (GPU-hours asked per GPU-hour, so
 above 1 the queue grows for as long as jobs keep arriving).
 
 Usage::
 
-    python -m baselines.scenario_search --out docs/scarce_grid_coarse.csv --seeds 0..19
-    python -m baselines.scenario_search --out docs/scarce_grid_seeds0-99.csv --seeds 0..99 \\
+    python -m synergy_gym.baselines.scenario_search --out docs/scarce_grid_coarse.csv --seeds 0..19
+    python -m synergy_gym.baselines.scenario_search --out docs/scarce_grid_seeds0-99.csv --seeds 0..99 \\
         --select-from docs/scarce_grid_coarse.csv --top 6
-    python -m baselines.scenario_search --out /tmp/smoke.csv --quick
+    python -m synergy_gym.baselines.scenario_search --out /tmp/smoke.csv --quick
 
 :func:`run_grid` (per-seed rows) and :func:`summarize` (means with 95 %
 confidence intervals over seeds) can be reused by later scripts.
@@ -46,17 +46,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from baselines.registry import make_policy, parse_policy_list
-from synergy_gym.bounds import no_wait_jct_s
-from synergy_gym.cli_args import parse_seed_list
-from synergy_gym.cluster import ClusterSpec
+from synergy_gym.baselines.registry import make_policy, parse_policy_list
+from synergy_gym.sim.bounds import no_wait_jct_s
+from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.env.source import GeneratedWorkloads
-from synergy_gym.generator import SyntheticWorkload
-from synergy_gym.job_table import JobTable
-from synergy_gym.plots import ci95_half_width
-from synergy_gym.profiles import ModelZoo
-from synergy_gym.simulator import SimulationConfig, Simulator
-from synergy_gym.workload import Workload
+from synergy_gym.sim.generator import SyntheticWorkload
+from synergy_gym.sim.job_table import JobTable
+from synergy_gym.cli.plots import ci95_half_width
+from synergy_gym.sim.profiles import ModelZoo
+from synergy_gym.sim.simulator import SimulationConfig, Simulator
+from synergy_gym.sim.workload import Workload
 
 #: The policies compared: the two orderings that beat FIFO, FIFO+Tune and the fair baseline.
 DEFAULT_POLICIES: tuple[str, ...] = ("fifo+tune", "srtf+tune", "tetris+greedy", "fifo+fair")
@@ -275,7 +275,7 @@ def _configs_from_coarse(path: Path, top: int, **criteria: float) -> list[Scarce
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m baselines.scenario_search", description=__doc__.split("\n\n")[0]
+        prog="python -m synergy_gym.baselines.scenario_search", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--out", type=Path, required=True, help="CSV: one row per (config, policy)")
     parser.add_argument("--seeds", default="0..19", help="tuning seeds, e.g. 0..19 or 0..99 (default 0..19)")

@@ -2,7 +2,7 @@
 
 ``synergy-gym evaluate`` compares environment heuristics and agents (which act
 through :class:`~synergy_gym.env.SynergyEnv`) with the simulator's own policies
-(``fifo+tune``, ``fifo+opt``, …, :mod:`baselines.registry`). For a paired
+(``fifo+tune``, ``fifo+opt``, …, :mod:`synergy_gym.baselines.registry`). For a paired
 comparison both must run the same jobs on the same cluster with the same round
 mechanics, so :func:`simulate_on_env` takes everything from the environment:
 
@@ -16,7 +16,7 @@ mechanics, so :func:`simulate_on_env` takes everything from the environment:
   end-of-episode summary – JCT (finish − arrival) over all jobs of the episode,
   its 99th percentile, and the makespan (last finish − first arrival).
 
-``no-wait-bound`` is the no-waiting bound (:mod:`synergy_gym.bounds`) on the same
+``no-wait-bound`` is the no-waiting bound (:mod:`synergy_gym.sim.bounds`) on the same
 workloads, reported with ``source`` "bound". The simulator runs every job to completion; it has no ``max_rounds`` (an env
 episode is truncated there). Synergy-OPT (``*+opt``) solves an integer program
 per round: a few seconds per 300-job episode on 32 GPUs, about 10 s per
@@ -32,24 +32,24 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from synergy_gym.bounds import no_wait_jct_s
+from synergy_gym.sim.bounds import no_wait_jct_s
 from synergy_gym.env.summary import episode_summary
-from synergy_gym.metrics import summarise_jcts
-from synergy_gym.evaluation import job_frame
-from synergy_gym.simulator import Simulator
+from synergy_gym.sim.metrics import summarise_jcts
+from synergy_gym.experiments.evaluation import job_frame
+from synergy_gym.sim.simulator import Simulator
 
-from baselines.registry import make_policy
+from synergy_gym.baselines.registry import make_policy
 
 #: Not a policy: every job at its demand from the round boundary after its arrival, never waiting
-#: (:func:`synergy_gym.bounds.no_wait_jct_s`) – a lower bound on what any policy here can reach.
+#: (:func:`synergy_gym.sim.bounds.no_wait_jct_s`) – a lower bound on what any policy here can reach.
 NO_WAIT_BOUND = "no-wait-bound"
 #: The simulator policies ``synergy-gym evaluate --baselines all`` runs by default, and the bound.
 SIM_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+tune", "fifo+opt", "srtf+tune", "tetris+greedy", NO_WAIT_BOUND)
 
 
 def _bound_jobs(workload, cluster, round_s: float) -> pd.DataFrame:
-    """The no-waiting bound's jobs (:func:`synergy_gym.evaluation.job_frame`): each starts at the first round
-    boundary at or after its arrival (as in :func:`synergy_gym.bounds.no_wait_jct_s`) and finishes its JCT after arrival."""
+    """The no-waiting bound's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`): each starts at the first round
+    boundary at or after its arrival (as in :func:`synergy_gym.sim.bounds.no_wait_jct_s`) and finishes its JCT after arrival."""
     arrival = np.asarray(workload.arrival_s, dtype=float)
     start = np.ceil(arrival / round_s) * round_s
     start = np.where(start < arrival, start + round_s, start)
@@ -81,7 +81,7 @@ def simulate_on_env(
     Rows have the columns of ``synergy_gym.evaluate`` that a simulator run has
     (``policy``, ``seed``, the JCT summary, ``episode_rounds``, ``wall_s``);
     with ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs, with
-    ``keep_jobs`` a column ``jobs`` each episode's jobs (:func:`synergy_gym.evaluation.job_frame`
+    ``keep_jobs`` a column ``jobs`` each episode's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`
     of the simulator's job table; for the bound, each job starts at the first round boundary
     at or after its arrival). A fresh policy object runs each seed.
     """

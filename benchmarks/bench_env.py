@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.kernels import KERNELS, use_numba
+from synergy_gym.sim.kernels import KERNELS, use_numba
 
 
 def episode(env, seed: int, rng: np.random.Generator, max_steps: int | None = None) -> int:

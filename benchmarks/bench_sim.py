@@ -14,9 +14,9 @@ import argparse
 import time
 from pathlib import Path
 
-from baselines import make_policy
+from synergy_gym.baselines import make_policy
 from synergy_gym import ClusterSpec, Simulator
-from traces.replay import read_workload_csv
+from synergy_gym.traces.replay import read_workload_csv
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "synergy" / "reference_workloads" / "workload_single_gpu_load9.csv"
 REFERENCE_S = 230.0

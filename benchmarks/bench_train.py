@@ -7,7 +7,7 @@ child inherits; the output names which),
 * ``synergy-gym train --env Synergy-small-v0 --timesteps N`` with default
   settings (``--out`` goes to a temporary folder, deleted afterwards; nothing
   else is given), and
-* ``python -m agents.ppo_masked_minimal --env-id Synergy-small-v0
+* ``python -m synergy_gym.agents.ppo_masked_minimal --env-id Synergy-small-v0
   --total-timesteps N`` at its defaults (it rounds N down to whole rollouts
   of 4 envs × 256 steps: 19,456 steps for N = 20,000),
 
@@ -164,7 +164,7 @@ def main(argv=None) -> None:
                 "--out", str(Path(tmp) / "run")], core)
         if not args.skip_minimal:
             results["ppo_masked_minimal"] = run("minimal", [
-                sys.executable, "-m", "agents.ppo_masked_minimal", "--env-id", ENV_ID,
+                sys.executable, "-m", "synergy_gym.agents.ppo_masked_minimal", "--env-id", ENV_ID,
                 "--total-timesteps", str(args.timesteps)], core)
     print(f"\n{'program':<22}{'env steps':>10}{'wall s':>9}{'steps/s':>9}{'first step s':>14}  pinning")
     for name, r in results.items():

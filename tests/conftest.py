@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from synergy_gym import ModelZoo, Workload
+from tests.support import SHARED
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+
 
 
 def pytest_addoption(parser):

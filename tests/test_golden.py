@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-import golden
+from tests.support import golden
 
 QUICK = {("load9", "fifo+tune"), ("multigpu_load4", "fifo+tune"), ("multigpu_load4", "srtf+greedy")}
 

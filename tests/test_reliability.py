@@ -136,7 +136,7 @@ def test_determinism_across_processes():
 
     assert run(SubprocVecEnv) == run(DummyVecEnv)
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
-    from baselines.env_heuristics import RandomValid
+    from synergy_gym.baselines.env_heuristics import RandomValid
     from synergy_gym import evaluate
 
     ray.init(ignore_reinit_error=True, include_dashboard=False, num_cpus=2, log_to_driver=False, logging_level="ERROR")

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
-from synergy_gym.files import require_file
-from traces.trace_jobs import TraceJobs
+from synergy_gym.cli.files import require_file
+from synergy_gym.traces.trace_jobs import TraceJobs
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
 TASK_COLUMNS = (

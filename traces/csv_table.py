@@ -8,7 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
-from synergy_gym.files import require_file
+from synergy_gym.cli.files import require_file
 
 
 def read_job_table(path: str | Path, required: Sequence[str], kind: str) -> pd.DataFrame:

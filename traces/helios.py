@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
-from traces.csv_table import read_job_table
-from traces.trace_jobs import TraceJobs
+from synergy_gym.traces.csv_table import read_job_table
+from synergy_gym.traces.trace_jobs import TraceJobs
 
 REQUIRED = ("submit_time", "gpu_num", "cpu_num")
 

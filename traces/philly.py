@@ -16,7 +16,7 @@ the paper's simulator filters it:
 ``read_philly_csv`` reads the Philly-derived CSV of the Sia artifact
 (``timestamp, duration, num_gpus, …``; timestamps as ``YYYY-MM-DD HH:MM:SS``
 or seconds), with the same duration filter. Malformed rows are skipped and
-counted (see :mod:`traces.trace_jobs`).
+counted (see :mod:`synergy_gym.traces.trace_jobs`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
-from synergy_gym.files import require_file
-from traces.csv_table import read_job_table
-from traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
+from synergy_gym.cli.files import require_file
+from synergy_gym.traces.csv_table import read_job_table
+from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
 _TIME_FORMAT = "%Y-%m-%d %H:%M:%S"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from synergy_gym.files import atomic_write_bytes, check_output_dir
-from synergy_gym.plots import figure_png, label_log_axis, pyplot
-from traces.loader import FORMATS, load_trace
-from traces.trace_jobs import TraceJobs
+from synergy_gym.cli.files import atomic_write_bytes, check_output_dir
+from synergy_gym.cli.plots import figure_png, label_log_axis, pyplot
+from synergy_gym.traces.loader import FORMATS, load_trace
+from synergy_gym.traces.trace_jobs import TraceJobs
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 

@@ -8,14 +8,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from synergy_gym.cluster import ClusterSpec, load_cluster
+from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.env.masks import INVALID_ACTION_MODES
-from synergy_gym.levels import LEVEL_KINDS
-from synergy_gym.profiling import ProfilerConfig
-from synergy_gym.simulator import SimulationConfig
-from synergy_gym.validation import check_positive
-from synergy_gym.workload import MAX_JOBS
+from synergy_gym.env.levels import LEVEL_KINDS
+from synergy_gym.sim.profiling import ProfilerConfig
+from synergy_gym.sim.simulator import SimulationConfig
+from synergy_gym.sim.validation import check_positive
+from synergy_gym.sim.workload import MAX_JOBS
 
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
 #: Keyword arguments of the per-job preference action space, replaced by scheduling actions.
@@ -60,7 +60,7 @@ class EnvConfig:
     #: ``info["invalid_action"]``); ``"raise"``: it raises ``ValueError``.
     invalid_action: str = "fallback"
     #: Allocation levels per job: ``"default"`` (fair, demand and three cheaper points) or
-    #: ``"grid"`` (all 45 grid points); see :mod:`synergy_gym.levels`.
+    #: ``"grid"`` (all 45 grid points); see :mod:`synergy_gym.env.levels`.
     levels: str = "default"
     #: Slots: waiting jobs (that fit now, by arrival) offered to the agent.
     max_queue: int = 32
@@ -79,7 +79,7 @@ class EnvConfig:
     #: ``None``, ``"ansi"`` or ``"rgb_array"``.
     render_mode: str | None = None
     #: ``"auto"``: compiled kernels (numba) where installed; ``"numba"``: require them; ``"numpy"``:
-    #: never. Observations, rewards and episodes are identical (:mod:`synergy_gym.kernels`).
+    #: never. Observations, rewards and episodes are identical (:mod:`synergy_gym.sim.kernels`).
     kernels: str = "auto"
 
     def simulation_config(self, profile_seed: int = 0) -> SimulationConfig:

@@ -8,8 +8,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from synergy_gym import kernels
-from synergy_gym.allocation import Tune
+from synergy_gym.sim import kernels
+from synergy_gym.sim.allocation import Tune
 from synergy_gym.env.config import EnvConfig, as_cluster
 from synergy_gym.env.masks import ActionLayout
 from synergy_gym.env.observation import ObservationBuilder
@@ -17,13 +17,13 @@ from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
-from synergy_gym.kernels import use_numba
-from synergy_gym.levels import LevelTable
-from synergy_gym.ordering import FIFO
-from synergy_gym.policy import SchedulingPolicy
-from synergy_gym.profiles import ModelZoo
-from synergy_gym.simulator import Simulator
-from synergy_gym.workload import Workload
+from synergy_gym.sim.kernels import use_numba
+from synergy_gym.env.levels import LevelTable
+from synergy_gym.sim.ordering import FIFO
+from synergy_gym.sim.policy import SchedulingPolicy
+from synergy_gym.sim.profiles import ModelZoo
+from synergy_gym.sim.simulator import Simulator
+from synergy_gym.sim.workload import Workload
 
 _NO_JOBS = np.zeros(0, dtype=np.int64)
 
@@ -53,7 +53,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     ## Action Space
 
     ``Discrete(max_queue · L + 1)``, L = the number of levels (5 with ``levels="default"``,
-    45 with ``"grid"``; :mod:`synergy_gym.levels`). Action ``slot · L + level`` admits the job
+    45 with ``"grid"``; :mod:`synergy_gym.env.levels`). Action ``slot · L + level`` admits the job
     in ``slot`` at ``level``; the last action is *stop*: admit nothing more until the next
     event (a stop that leaves the cluster idle moves to the next round boundary). Default
     levels: 0 the fair share, 1 the job's best-case demand, 2–4 the cheapest grid points

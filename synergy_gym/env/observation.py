@@ -5,7 +5,7 @@ it), counts ``n`` as ``n / (n + cluster GPUs)``; resources per GPU relative to
 the fair share (1.0 = the fair share) and speed-ups relative to the fair-share
 throughput. See the *Observation Space* section of
 :class:`~synergy_gym.env.SynergyEnv`; the feature names below are the column
-order, so that policies reading observations (``baselines.env_heuristics``)
+order, so that policies reading observations (``synergy_gym.baselines.env_heuristics``)
 need nothing else.
 """
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from synergy_gym import kernels
-from synergy_gym.cluster import ClusterSpec
-from synergy_gym.job_table import ATTAINED, EXECUTED, TOTAL
+from synergy_gym.sim import kernels
+from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.job_table import ATTAINED, EXECUTED, TOTAL
 # Bins of the histograms (5); durations enter observations as h / (h + TIME_SCALE_H) (10 h).
-from synergy_gym.kernels import HIST_BINS, TIME_SCALE_H
-from synergy_gym.profiles import TASKS, ModelZoo
-from synergy_gym.simulator import Simulator
+from synergy_gym.sim.kernels import HIST_BINS, TIME_SCALE_H
+from synergy_gym.sim.profiles import TASKS, ModelZoo
+from synergy_gym.sim.simulator import Simulator
 #: Per slot (a waiting job whose GPUs fit now), ``slots[q]``.
 SLOT_FEATURES = (
     "gpu_share",  # GPUs / cluster GPUs
@@ -99,7 +99,7 @@ class ObservationBuilder:
         self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int, numba: bool = False
     ) -> None:
         self.cluster = cluster
-        #: Build with the compiled kernels of :mod:`synergy_gym.kernels` (identical observations).
+        #: Build with the compiled kernels of :mod:`synergy_gym.sim.kernels` (identical observations).
         self.numba = numba
         self.zoo = zoo
         self.q = q = int(max_queue)

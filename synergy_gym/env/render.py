@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from synergy_gym.cluster import ClusterSpec
-from synergy_gym.profiles import ModelZoo
-from synergy_gym.simulator import Simulator
+from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.profiles import ModelZoo
+from synergy_gym.sim.simulator import Simulator
 
 
 def _status(sim: Simulator) -> tuple[int, int]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from synergy_gym import kernels
-from synergy_gym.job_table import JobTable
+from synergy_gym.sim import kernels
+from synergy_gym.sim.job_table import JobTable
 
 
 class SystemTimeMeter:
@@ -18,7 +18,7 @@ class SystemTimeMeter:
     def __init__(self, jobs: JobTable, scale: float, numba: bool = False) -> None:
         self.jobs = jobs
         self.scale = scale
-        self.numba = numba  # sum with the kernel of synergy_gym.kernels (the same sums)
+        self.numba = numba  # sum with the kernel of synergy_gym.sim.kernels (the same sums)
         self._arrival_prefix = np.concatenate([[0.0], np.cumsum(jobs.arrival_s)])
         self._jct_sum = 0.0
         self._arrival_sum = 0.0

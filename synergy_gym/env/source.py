@@ -5,7 +5,7 @@ environment draws a seed from its ``np_random`` per reset only then) and
 ``workload(seed)``. The environment builds one from its kwargs:
 
 * by default :class:`GeneratedWorkloads`, the paper's generator
-  (:class:`~synergy_gym.generator.SyntheticWorkload`) with a new seed per reset;
+  (:class:`~synergy_gym.sim.generator.SyntheticWorkload`) with a new seed per reset;
 * ``workload=<Workload>``: :class:`FixedWorkload`, the same jobs every episode;
 * ``workload=<path>`` (a replay CSV) or ``trace=<path>`` (a real trace): read by
   the reader that an installed package registers under the entry-point group
@@ -28,11 +28,11 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from synergy_gym.cluster import ClusterSpec
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.errors import ConfigError
-from synergy_gym.generator import SyntheticWorkload
-from synergy_gym.profiles import ModelZoo
-from synergy_gym.workload import Workload
+from synergy_gym.sim.generator import SyntheticWorkload
+from synergy_gym.sim.profiles import ModelZoo
+from synergy_gym.sim.workload import Workload
 
 READERS_GROUP = "synergy_gym.workload_readers"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from synergy_gym.metrics import JctStats, summarise_jcts
-from synergy_gym.simulator import Simulator
+from synergy_gym.sim.metrics import JctStats, summarise_jcts
+from synergy_gym.sim.simulator import Simulator
 
 
 def episode_summary(sim: Simulator) -> dict[str, float]:

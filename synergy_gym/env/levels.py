@@ -1,0 +1,186 @@
+"""Allocation levels: the few (CPUs, GB per GPU) points worth offering a job, for a scheduling agent.
+
+``kind="default"`` gives five levels per job type (model, GPU count), in this order:
+
+0. the fair share;
+1. the job's best-case demand (capped at one server, as the simulator caps it);
+2.–4. for p = 0.9, 0.75 and 0.5, the cheapest grid point whose throughput is at
+   least ``fair + p · (demand − fair)``, where cost = CPUs / server CPUs + GB /
+   server GB (ties: the faster point, then fewer CPUs).
+
+Only grid points that can ever be honoured are candidates – as fast as the fair
+share, also when capped at it (what Tune falls back to), and within one server
+for the job's GPUs – so no level is slower than the fair share. Levels may
+coincide (an insensitive job's cheapest adequate point is often its demand);
+the set has a fixed size so that an action space over it does.
+
+``kind="grid"`` gives every grid point (9 CPU × 5 memory levels, row-major);
+a grid level is valid for a job only where it can ever be honoured.
+
+:class:`LevelTable` gives every job of an episode its levels at once (the
+environment's action space is slots × levels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.errors import UnknownNameError
+from synergy_gym.sim.job_table import JobTable
+from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
+
+LEVEL_KINDS: tuple[str, ...] = ("default", "grid")
+FAIR_LEVEL = 0  #: index of the fair-share level (``kind="default"``)
+DEMAND_LEVEL = 1  #: index of the demand level (``kind="default"``)
+#: Fractions of the way from fair-share to demand throughput of the default levels 2–4.
+DEFAULT_FRACTIONS: tuple[float, ...] = (0.9, 0.75, 0.5)
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Level:
+    """One allocation level: per-GPU CPUs and GB, and the normalised throughput there."""
+
+    cpus_per_gpu: float
+    mem_gb_per_gpu: float
+    tput: float
+
+
+def honourable_points(
+    cluster: ClusterSpec, cpu: np.ndarray, mem: np.ndarray, tput: np.ndarray, capped: np.ndarray, fair_tput: float, gpus: int
+) -> np.ndarray:
+    """Which (cpu, mem) per-GPU points can ever be honoured for a ``gpus``-GPU job.
+
+    A point must be as fast as the fair share (``tput``), also when capped at
+    the fair share (``capped``: what Tune falls back to), and fit one server
+    for the job's GPUs.
+    """
+    per_server = min(gpus, cluster.gpus_per_server)
+    fits = (per_server * cpu <= cluster.cpus_per_server + 1e-9) & (per_server * mem <= cluster.mem_gb_per_server + 1e-9)
+    return (tput >= fair_tput - _EPS) & (capped >= fair_tput - _EPS) & fits
+
+
+def allocation_levels(zoo: ModelZoo, cluster: ClusterSpec, model: int, gpus: int, kind: str = "default") -> tuple[Level, ...]:
+    """The allocation levels of a ``gpus``-GPU job of ``model`` on ``cluster`` (see the module docstring)."""
+    check_kind(kind)
+    grid = GridPoints(zoo)
+    fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
+    models = np.full(grid.cpu.size, model)
+    tput = zoo.throughput_many(models, grid.cpu, grid.mem)
+    capped = zoo.throughput_many(models, np.minimum(grid.cpu, fair_cpu), np.minimum(grid.mem, fair_mem))
+    profile = zoo[model]
+    d_cpu = float(capped_demand_per_gpu(np.array([profile.demand_cpus_per_gpu]), np.array([gpus]), fair_cpu, cluster.cpus_per_server)[0])
+    d_mem = float(capped_demand_per_gpu(np.array([profile.demand_mem_gb_per_gpu]), np.array([gpus]), fair_mem, cluster.mem_gb_per_server)[0])
+    demand = Level(d_cpu, d_mem, zoo.throughput_of(model, d_cpu, d_mem))
+    fair = Level(fair_cpu, fair_mem, zoo.throughput_of(model, fair_cpu, fair_mem))
+    levels, _ = levels_from_grid(grid, cluster, tput, capped, fair, demand, gpus, kind)
+    return levels
+
+
+@dataclass(frozen=True)
+class GridPoints:
+    """The zoo's (CPUs, GB per GPU) grid, row-major (CPU level, memory level)."""
+
+    cpu: np.ndarray
+    mem: np.ndarray
+
+    def __init__(self, zoo: ModelZoo) -> None:
+        n_cpu, n_mem = len(zoo.cpu_grid), len(zoo.mem_grid)
+        object.__setattr__(self, "cpu", np.repeat(np.asarray(zoo.cpu_grid, dtype=float), n_mem))
+        object.__setattr__(self, "mem", np.tile(np.asarray(zoo.mem_grid, dtype=float), n_cpu))
+
+
+def check_kind(kind: str) -> None:
+    if kind not in LEVEL_KINDS:
+        raise UnknownNameError("levels", str(kind), LEVEL_KINDS)
+
+
+def level_count(zoo: ModelZoo, kind: str) -> int:
+    """How many levels a job has: 2 + ``len(DEFAULT_FRACTIONS)``, or every grid point."""
+    check_kind(kind)
+    return 2 + len(DEFAULT_FRACTIONS) if kind == "default" else len(zoo.cpu_grid) * len(zoo.mem_grid)
+
+
+def levels_from_grid(
+    grid: GridPoints,
+    cluster: ClusterSpec,
+    tput: np.ndarray,
+    capped: np.ndarray,
+    fair: Level,
+    demand: Level,
+    gpus: int,
+    kind: str,
+) -> tuple[tuple[Level, ...], np.ndarray]:
+    """Levels and their validity from a job's throughput over the grid (``tput``) and capped at the fair share.
+
+    Works for a model's measured matrix and for a job's profiled estimate alike.
+    Default levels are always valid; a grid level is valid when it can ever be
+    honoured (:func:`honourable_points`).
+    """
+    ok = honourable_points(cluster, grid.cpu, grid.mem, tput, capped, fair.tput, gpus)
+    if kind == "grid":
+        return tuple(Level(float(c), float(m), float(t)) for c, m, t in zip(grid.cpu, grid.mem, tput)), ok
+    cost = grid.cpu / cluster.cpus_per_server + grid.mem / cluster.mem_gb_per_server
+    levels = [fair, demand]
+    top = max(demand.tput, fair.tput)
+    for p in DEFAULT_FRACTIONS:
+        need = fair.tput + p * (top - fair.tput)
+        idx = np.flatnonzero(ok & (tput >= need - _EPS))
+        if idx.size == 0:  # nothing on the grid is that fast within one server: the demand is
+            levels.append(demand if demand.tput >= fair.tput else fair)
+            continue
+        best = min(idx.tolist(), key=lambda k: (cost[k], -tput[k], grid.cpu[k]))
+        levels.append(Level(float(grid.cpu[best]), float(grid.mem[best]), float(tput[best])))
+    return tuple(levels), np.ones(len(levels), dtype=bool)
+
+
+class LevelTable:
+    """Every job's levels for one episode, as arrays ``(jobs, levels)``, cached per (model, GPUs).
+
+    Built from what the scheduler believes about each job (the measured matrix,
+    or its profiled estimate); the demand level is the job's own demand target
+    (``jobs.target_cpu`` / ``target_mem`` when the table is built), so that
+    choosing it asks for exactly what Synergy-Tune asks for.
+    """
+
+    def __init__(self, zoo: ModelZoo, cluster: ClusterSpec, kind: str = "default") -> None:
+        check_kind(kind)
+        self.zoo, self.cluster, self.kind = zoo, cluster, kind
+        self.n_levels = level_count(zoo, kind)
+        self.grid = GridPoints(zoo)
+        self._cache: dict[tuple[int, int, float, float], tuple[np.ndarray, ...]] = {}
+
+    def build(self, jobs: JobTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(cpu, mem, tput, valid)``, each of shape ``(jobs.n, n_levels)``, for the jobs' current targets as demand."""
+        n, L = jobs.n, self.n_levels
+        cpu, mem, tput = np.empty((n, L)), np.empty((n, L)), np.empty((n, L))
+        valid = np.empty((n, L), dtype=bool)
+        profiled = jobs.belief is not None
+        for j in range(n):
+            demand = Level(jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j])
+            if profiled:
+                row = self._levels(jobs, j, demand)
+            else:
+                key = (int(jobs.model[j]), jobs.gpus_l[j], demand.cpus_per_gpu, demand.mem_gb_per_gpu)
+                row = self._cache.get(key)
+                if row is None:
+                    row = self._cache[key] = self._levels(jobs, j, demand)
+            cpu[j], mem[j], tput[j], valid[j] = row
+        return cpu, mem, tput, valid
+
+    def _levels(self, jobs: JobTable, j: int, demand: Level) -> tuple[np.ndarray, ...]:
+        grid = self.grid
+        idx = np.full(grid.cpu.size, j)
+        tput = jobs.est_throughput_many(idx, grid.cpu, grid.mem)
+        capped = jobs.est_throughput_many(idx, np.minimum(grid.cpu, jobs.fair_cpu), np.minimum(grid.mem, jobs.fair_mem))
+        fair = Level(jobs.fair_cpu, jobs.fair_mem, jobs.tput_fair_l[j])
+        levels, valid = levels_from_grid(grid, self.cluster, tput, capped, fair, demand, jobs.gpus_l[j], self.kind)
+        return (
+            np.array([lv.cpus_per_gpu for lv in levels]),
+            np.array([lv.mem_gb_per_gpu for lv in levels]),
+            np.array([lv.tput for lv in levels]),
+            valid,
+        )

@@ -1,0 +1,174 @@
+"""Score a policy (an SB3 model or an environment heuristic) on the environment, seed by seed.
+
+The seed *is* the workload seed: each episode starts with
+``reset(seed=seed, options={"workload_seed": seed})``, so its jobs are
+``env.unwrapped.workload_for_seed(seed)`` – the same for every policy evaluated
+with the same ``env_id``, keyword arguments and seed, and the same jobs a
+simulator policy gets from ``workload_for_seed`` (``synergy_gym.baselines.sim_on_env``).
+That makes per-seed differences between policies paired comparisons.
+
+Two optional records: ``log_decisions`` keeps every decision of the first
+seed's episode (:func:`decision_record`: round, time, the chosen slot's job and
+features, slot and level after the environment's fallback, number of valid
+actions), ``keep_jobs`` every job of each episode (:func:`job_frame`: arrival,
+first start, finish, JCT, GPUs, model).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any, Callable, Iterable
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+SUMMARY_KEYS = (
+    "mean_jct_h", "median_jct_h", "p99_jct_h", "window_mean_jct_h", "window_median_jct_h",
+    "window_p99_jct_h", "makespan_h", "jobs_finished", "jobs_unfinished", "jobs_total",
+)
+#: Counters of the final ``info`` (NaN in the row when an environment does not report them).
+EPISODE_KEYS = ("episode_rounds", "decisions", "invalid_actions")
+#: Keys of each decision record (:func:`decision_record`), in order.
+DECISION_KEYS = ("round", "time_h", "job_id", "slot", "level", "action", "stop", "invalid", "n_valid",
+                 "filled_slots", "features")
+#: Columns of :func:`job_frame`, in order.
+JOB_COLUMNS = ("job_id", "arrival_h", "start_h", "finish_h", "jct_h", "gpus", "model")
+
+
+def job_frame(jobs: Any, start_s: np.ndarray | None = None, finish_s: np.ndarray | None = None) -> pd.DataFrame:
+    """Every job of a job table (``sim.jobs``): :data:`JOB_COLUMNS`, times in hours.
+
+    ``start_h`` is the job's first start and ``finish_h`` its finish (NaN when it
+    never started / has not finished, as in an episode cut off at ``max_rounds``);
+    ``jct_h`` = finish − arrival (NaN if unfinished). ``start_s`` / ``finish_s``
+    replace the table's (the no-waiting bound's).
+    """
+    arrival = np.asarray(jobs.arrival_s, dtype=float)
+    start = np.asarray(jobs.start_s if start_s is None else start_s, dtype=float)
+    finish = np.asarray(jobs.finish_s if finish_s is None else finish_s, dtype=float)
+    names = np.asarray(jobs.zoo.names, dtype=object)
+    return pd.DataFrame({
+        "job_id": np.asarray(jobs.job_id, dtype=np.int64), "arrival_h": arrival / 3600.0, "start_h": start / 3600.0,
+        "finish_h": finish / 3600.0, "jct_h": (finish - arrival) / 3600.0, "gpus": np.asarray(jobs.gpus, dtype=np.int64),
+        "model": names[np.asarray(jobs.model, dtype=np.int64)],
+    }, columns=list(JOB_COLUMNS))
+
+
+def decision_record(env: gym.Env, obs: dict, action: Any) -> dict[str, Any]:
+    """One decision, taken before ``env.step(action)``: what the environment will do with ``action``.
+
+    ``slot`` and ``level`` are after the environment's fallback for a masked
+    action (:meth:`~synergy_gym.env.masks.ActionLayout.resolve` on the valid
+    levels of the filled slots, which the action mask holds); ``job_id`` is the
+    chosen slot's job (``sim.jobs.job_id``) and ``features`` its slot features
+    ``{name: value}`` as observed (:data:`~synergy_gym.env.observation.SLOT_FEATURES`).
+    A stop has ``stop`` true and ``slot``, ``level``, ``job_id``, ``features`` None.
+    ``n_valid`` counts the valid actions (stop included), ``filled_slots`` the
+    waiting jobs offered. ``invalid`` is filled in from the step's ``info``.
+    """
+    from synergy_gym.env.observation import SLOT_FEATURES, slot_arrays
+
+    base = env.unwrapped
+    sim, layout = base.sim, base.layout
+    mask = np.asarray(base.action_masks(), dtype=bool)
+    slot_jobs = np.asarray(base.slot_jobs)
+    a = layout.parse(action)
+    # The mask holds the valid levels of the offered slots; resolve reads no others.
+    valid = mask[: layout.stop].reshape(layout.n_slots, layout.n_levels)[: slot_jobs.size]
+    slot, level, invalid = layout.resolve(a, valid)
+    record: dict[str, Any] = {
+        "round": int(sim.rounds_elapsed), "time_h": float(sim.now) / 3600.0, "job_id": None, "slot": None,
+        "level": None, "action": a, "stop": slot < 0, "invalid": bool(invalid), "n_valid": int(mask.sum()),
+        "filled_slots": int(slot_jobs.size), "features": None,
+    }
+    if slot >= 0:
+        slots, _ = slot_arrays(obs)
+        record.update(job_id=int(sim.jobs.job_id[int(slot_jobs[slot])]), slot=int(slot), level=int(level),
+                      features={k: round(float(v), 6) for k, v in zip(SLOT_FEATURES, np.asarray(slots[slot]))})
+    return record
+
+
+def _accepts_masks(policy: Any) -> bool:
+    try:
+        return "action_masks" in inspect.signature(policy.predict).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def evaluate(
+    policy: Any,
+    env_id: str | Callable[..., gym.Env] = "Synergy-small-v0",
+    seeds: Iterable[int] = (0,),
+    name: str | None = None,
+    deterministic: bool = True,
+    keep_jcts: bool = False,
+    keep_jobs: bool = False,
+    log_decisions: bool = False,
+    **env_kwargs: Any,
+) -> pd.DataFrame:
+    """Run one episode per seed; one row per seed with the episode's JCT summary.
+
+    ``seed`` is both the environment's seed and the workload seed
+    (``reset(seed=seed, options={"workload_seed": seed})``): the episode runs on
+    ``env.unwrapped.workload_for_seed(seed)``. With a fixed workload (``workload``
+    or ``trace`` kwargs) every seed runs the same jobs.
+
+    JCT statistics are over all jobs of the episode (``compare`` reports its
+    measured window instead); in an episode cut off at ``max_rounds``
+    (``terminated`` False) unfinished jobs count with their time so far. The
+    row also holds the final ``info``'s ``decisions``, ``invalid_actions`` and
+    ``episode_rounds`` (NaN if absent).
+
+    With ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs (finished jobs);
+    with ``keep_jobs`` a column ``jobs`` each episode's :func:`job_frame` (at the episode's end);
+    with ``log_decisions`` a column ``decision_log`` the first seed's decisions (a list of
+    :func:`decision_record` dicts; None in the other rows).
+
+    ``policy`` needs ``predict(obs, ..., deterministic=..., [action_masks=...])``
+    returning ``(action, state)`` – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
+    both qualify. Masks are passed when ``predict`` accepts them.
+    """
+    import synergy_gym  # noqa: F401  (registers the environments)
+
+    label = name or getattr(policy, "name", None) or type(policy).__name__
+    masks = _accepts_masks(policy)
+    rows = []
+    env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
+    try:
+        for i, seed in enumerate(seeds):
+            started = time.perf_counter()
+            obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
+            ret, steps, done, info = 0.0, 0, False, {}
+            terminated = truncated = False
+            log: list[dict[str, Any]] | None = [] if log_decisions and i == 0 else None
+            while not done:
+                kwargs = {"deterministic": deterministic}
+                if masks:
+                    kwargs["action_masks"] = env.unwrapped.action_masks()
+                action, _ = policy.predict(obs, **kwargs)
+                action = np.asarray(action).item()
+                if log is not None:
+                    log.append(decision_record(env, obs, action))
+                obs, reward, terminated, truncated, info = env.step(action)
+                if log is not None:
+                    log[-1]["invalid"] = bool(info.get("invalid_action", log[-1]["invalid"]))
+                ret += float(reward)
+                steps += 1
+                done = terminated or truncated
+            row = {"policy": label, "seed": int(seed), "episode_return": ret, "steps": steps,
+                   "terminated": bool(terminated), "wall_s": time.perf_counter() - started}
+            row.update({k: info.get(k, np.nan) for k in (*SUMMARY_KEYS, *EPISODE_KEYS)})
+            if keep_jcts:
+                jobs = env.unwrapped.sim.jobs
+                done_jobs = ~np.isnan(jobs.finish_s)
+                row["jct_h"] = ((jobs.finish_s - jobs.arrival_s)[done_jobs] / 3600.0).tolist()
+            if keep_jobs:
+                row["jobs"] = job_frame(env.unwrapped.sim.jobs)
+            if log_decisions:
+                row["decision_log"] = log
+            rows.append(row)
+    finally:
+        env.close()
+    return pd.DataFrame(rows)

@@ -1,0 +1,138 @@
+"""The cluster: homogeneous servers with GPUs, CPU cores and DRAM.
+
+A :class:`ClusterSpec` is immutable and validated on construction. It can be
+built from keyword arguments, from a named preset (:func:`cluster_preset`) or
+from a TOML file (:func:`load_cluster`)::
+
+    # cluster.toml
+    [cluster]
+    num_servers = 16
+    gpus_per_server = 8
+    cpus_per_server = 24
+    mem_gb_per_server = 500
+    storage_mb_s_per_server = 500   # optional; only optimistic profiling uses it
+
+The GPU-proportional ("fair") share of a GPU is one server's CPUs and memory
+divided by its GPUs: 3 CPUs and 62.5 GB per GPU on the default cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, fields
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping
+
+from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.sim.validation import check_positive
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A homogeneous cluster; defaults are the paper's 16 × (8 GPUs, 24 CPUs, 500 GB)."""
+
+    num_servers: int = 16
+    gpus_per_server: int = 8
+    cpus_per_server: float = 24.0
+    mem_gb_per_server: float = 500.0
+    #: Storage read bandwidth of a server (MB/s), shared by its GPUs; used only
+    #: by optimistic profiling's memory model.
+    storage_mb_s_per_server: float = 500.0
+
+    def __post_init__(self) -> None:
+        for name in ("num_servers", "gpus_per_server"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name), integer=True))
+        for name in ("cpus_per_server", "mem_gb_per_server", "storage_mb_s_per_server"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+
+    @cached_property
+    def total_gpus(self) -> int:
+        return self.num_servers * self.gpus_per_server
+
+    @property
+    def total_cpus(self) -> float:
+        return self.num_servers * self.cpus_per_server
+
+    @property
+    def total_mem_gb(self) -> float:
+        return self.num_servers * self.mem_gb_per_server
+
+    @property
+    def fair_cpus_per_gpu(self) -> float:
+        """CPUs that GPU-proportional allocation gives each GPU."""
+        return self.cpus_per_server / self.gpus_per_server
+
+    @property
+    def fair_mem_gb_per_gpu(self) -> float:
+        """GB of DRAM that GPU-proportional allocation gives each GPU."""
+        return self.mem_gb_per_server / self.gpus_per_server
+
+    def describe(self) -> str:
+        return (
+            f"{self.num_servers} servers × ({self.gpus_per_server} GPUs, "
+            f"{self.cpus_per_server:g} CPUs, {self.mem_gb_per_server:g} GB) = "
+            f"{self.total_gpus} GPUs"
+        )
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str = "cluster") -> "ClusterSpec":
+        """Build from a mapping, rejecting unknown keys by name."""
+        known = {f.name for f in fields(cls)}
+        for key in values:
+            if key not in known:
+                raise ConfigError(
+                    f"{source}: unknown cluster field {key!r}; valid: {', '.join(sorted(known))}"
+                )
+        try:
+            return cls(**dict(values))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+
+_PRESETS: dict[str, dict[str, float]] = {
+    # The paper's simulated cluster (Synergy §6): 128 GPUs.
+    "default": {},
+    # A quarter of it (32 GPUs) for quick experiments and small environments.
+    "small": {"num_servers": 4},
+    # Four times it (512 GPUs) for scaling experiments.
+    "large": {"num_servers": 64},
+}
+
+
+def preset_names() -> tuple[str, ...]:
+    return tuple(_PRESETS)
+
+
+def cluster_preset(name: str) -> ClusterSpec:
+    """A named cluster: ``default`` (16×8 GPUs), ``small`` (4×8) or ``large`` (64×8)."""
+    if name not in _PRESETS:
+        raise UnknownNameError("cluster preset", name, preset_names())
+    return ClusterSpec(**_PRESETS[name])
+
+
+def load_cluster(spec: str | Path) -> ClusterSpec:
+    """A preset name or the path of a TOML file (keys at top level or under ``[cluster]``)."""
+    text_spec = str(spec)
+    if text_spec in _PRESETS:
+        return cluster_preset(text_spec)
+    path = Path(spec)
+    if path.is_dir():
+        raise ConfigError(f"--cluster {text_spec!r} is a folder, not a TOML file")
+    if not path.is_file():
+        raise ConfigError(
+            f"--cluster {text_spec!r} is neither a preset ({', '.join(preset_names())}) nor a file"
+        )
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    table = data.get("cluster", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [cluster] must be a table")
+    return ClusterSpec.from_mapping(table, source=str(path))

@@ -1,0 +1,222 @@
+"""The simulator's per-job state.
+
+Progress, timing and priorities live in numpy arrays so that a round updates
+every running job with a few vector operations. The handful of attributes the
+allocation mechanisms read job by job (GPUs, targets, throughputs) are mirrored
+in Python lists: a sequential allocation loop reads Python floats several times
+faster than numpy scalars.
+
+Per job the table keeps three allocations, each as (CPUs, GB) per GPU:
+
+* the *target*: what the job asks for (its best-case demand, or an agent's
+  preference) and its throughput there;
+* the *fallback*: the target capped at the fair share in each dimension
+  (``min(target, fair)``), which Synergy-Tune downgrades a job to when its
+  target does not fit – for the zoo's models this is the fair share itself, or
+  the demand of a job that asks for less than fair. Where that would be slower
+  than the fair share (a request below fair that the job's profile punishes),
+  the fallback is the fair share;
+* the *fair share* and its throughput, for GPU-proportional allocation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.errors import WorkloadError
+from synergy_gym.sim.profiles import capped_demand_per_gpu, grid_level
+from synergy_gym.sim.profiling import ProfilerConfig, profile_jobs
+from synergy_gym.sim.workload import Workload
+
+_FLOAT_COLUMNS = ("arrival_s", "iter_time_s", "total_iters", "finish_s")
+#: Columns of :attr:`JobTable.progress`, which a round reads and writes for all
+#: running jobs with one gather and one scatter; ``executed``, ``start_s``,
+#: ``attained_s`` and ``last_end_s`` are views of its columns.
+PROGRESS_COLUMNS = ("iter_time_s", "total_iters", "executed", "start_s", "attained_s", "last_end_s")
+ITER, TOTAL, EXECUTED, START, ATTAINED, LAST_END = range(len(PROGRESS_COLUMNS))
+
+
+class JobTable:
+    """State of every job the simulation knows about, indexed 0..n-1 in arrival order."""
+
+    def __init__(self, cluster: ClusterSpec, workload: Workload, profiler: ProfilerConfig | None = None) -> None:
+        self.cluster = cluster
+        self.profiler = profiler
+        #: Per-job estimated matrices [job, cpu level, mem level] (profiled mode only).
+        self.belief: np.ndarray | None = None
+        self.profiling_cost_gpu_min = np.zeros(0)
+        self.zoo = workload.zoo
+        self.fair_cpu = cluster.fair_cpus_per_gpu
+        self.fair_mem = cluster.fair_mem_gb_per_gpu
+        self.n = 0
+        self.workload = workload
+        empty_f = np.zeros(0)
+        self.job_id = np.zeros(0, dtype=np.int64)
+        self.model = np.zeros(0, dtype=np.int64)
+        self.gpus = np.zeros(0, dtype=np.int64)
+        self.measured = np.zeros(0, dtype=bool)
+        self.priority = np.zeros(0, dtype=bool)
+        for name in _FLOAT_COLUMNS:
+            setattr(self, name, empty_f.copy())
+        self.progress = np.zeros((0, len(PROGRESS_COLUMNS)))
+        self._bind_progress_views()
+        self.target_cpu = empty_f.copy()
+        self.target_mem = empty_f.copy()
+        self.tput_target = empty_f.copy()
+        self.tput_fallback = empty_f.copy()
+        self.tput_fair = empty_f.copy()
+        # Python mirrors for the allocation loop.
+        self.gpus_l: list[int] = []
+        self.arrival_l: list[float] = []
+        self.target_cpu_l: list[float] = []
+        self.target_mem_l: list[float] = []
+        self.tput_target_l: list[float] = []
+        self.fallback_cpu_l: list[float] = []
+        self.fallback_mem_l: list[float] = []
+        self.tput_fallback_l: list[float] = []
+        self.tput_fair_l: list[float] = []
+        self._append(workload)
+
+    def extend(self, more: Workload) -> None:
+        """Add jobs that arrive after all known ones."""
+        self.workload = self.workload.concat(more)
+        self._append(more)
+
+    def _append(self, w: Workload) -> None:
+        w.check_fits(self.cluster)
+        n_new = len(w)
+        if self.profiler is None:
+            cpu, mem = w.demand_per_gpu(self.cluster)
+            cost = np.zeros(n_new)
+        else:
+            c = self.cluster
+            profiles = profile_jobs(self.zoo, w.model, w.gpus, w.job_id, c, self.profiler)
+            cpu = capped_demand_per_gpu(profiles.demand_cpu, w.gpus, c.fair_cpus_per_gpu, c.cpus_per_server)
+            mem = capped_demand_per_gpu(profiles.demand_mem, w.gpus, c.fair_mem_gb_per_gpu, c.mem_gb_per_server)
+            self.belief = profiles.matrices if self.belief is None else np.concatenate([self.belief, profiles.matrices])
+            cost = profiles.cost_gpu_min
+        self.profiling_cost_gpu_min = np.concatenate([self.profiling_cost_gpu_min, cost])
+        self.job_id = np.concatenate([self.job_id, w.job_id])
+        self.model = np.concatenate([self.model, w.model])
+        self.gpus = np.concatenate([self.gpus, w.gpus])
+        self.measured = np.concatenate([self.measured, w.measured])
+        self.priority = np.concatenate([self.priority, np.zeros(n_new, dtype=bool)])
+        new_cols = {
+            "arrival_s": w.arrival_s,
+            "iter_time_s": w.iter_time_s,
+            "total_iters": w.total_iters.astype(float),
+            "finish_s": np.full(n_new, np.nan),
+        }
+        for name in _FLOAT_COLUMNS:
+            setattr(self, name, np.concatenate([getattr(self, name), new_cols[name]]))
+        progress = np.zeros((n_new, len(PROGRESS_COLUMNS)))
+        progress[:, ITER] = w.iter_time_s
+        progress[:, TOTAL] = w.total_iters
+        progress[:, [START, LAST_END]] = np.nan
+        self.progress = np.concatenate([self.progress, progress])
+        self._bind_progress_views()
+        new_idx = np.arange(self.n, self.n + n_new)
+        fair_tput = self.est_throughput_many(new_idx, np.full(n_new, self.fair_cpu), np.full(n_new, self.fair_mem))
+        self.tput_fair = np.concatenate([self.tput_fair, fair_tput])
+        self.target_cpu = np.concatenate([self.target_cpu, np.zeros(n_new)])
+        self.target_mem = np.concatenate([self.target_mem, np.zeros(n_new)])
+        self.tput_target = np.concatenate([self.tput_target, np.zeros(n_new)])
+        self.tput_fallback = np.concatenate([self.tput_fallback, np.zeros(n_new)])
+        first = self.n
+        self.n += n_new
+        self.gpus_l.extend(w.gpus.tolist())
+        self.arrival_l.extend(w.arrival_s.tolist())
+        self.tput_fair_l.extend(fair_tput.tolist())
+        for lst in (
+            self.target_cpu_l, self.target_mem_l, self.tput_target_l,
+            self.fallback_cpu_l, self.fallback_mem_l, self.tput_fallback_l,
+        ):
+            lst.extend([0.0] * n_new)
+        self.set_targets(np.arange(first, self.n), cpu, mem)
+
+    def est_throughput_many(self, jobs: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+        """What the scheduler believes ``jobs`` achieve at (cpu, mem) per GPU."""
+        if self.belief is None:
+            return self.zoo.throughput_many(self.model[jobs], cpu, mem)
+        return self.belief[jobs, grid_level(self.zoo.cpu_grid, cpu), grid_level(self.zoo.mem_grid, mem)]
+
+    def est_throughput(self, j: int, cpu: float, mem: float) -> float:
+        """:meth:`est_throughput_many` for one job."""
+        if self.belief is None:
+            return self.zoo.throughput_of(int(self.model[j]), cpu, mem)
+        ci, mi = self.zoo.levels_of(cpu, mem)
+        return float(self.belief[j, ci, mi])
+
+    def true_throughput_many(self, jobs: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+        """The ground truth: the model zoo's measured matrices."""
+        return self.zoo.throughput_many(self.model[jobs], cpu, mem)
+
+    _PROGRESS_VIEWS = ("executed", "start_s", "attained_s", "last_end_s")
+
+    def __getstate__(self) -> dict:
+        # The progress columns are views of ``progress``; pickle would save them as
+        # separate copies that no longer follow it, so they are re-bound on load.
+        state = dict(self.__dict__)
+        for name in self._PROGRESS_VIEWS:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind_progress_views()
+
+    def _bind_progress_views(self) -> None:
+        self.executed = self.progress[:, EXECUTED]
+        self.start_s = self.progress[:, START]
+        self.attained_s = self.progress[:, ATTAINED]
+        self.last_end_s = self.progress[:, LAST_END]
+
+    def set_targets(self, jobs: np.ndarray, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> None:
+        """Set what ``jobs`` ask for, as (CPUs, GB) per GPU; updates their throughputs."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        cpu = np.broadcast_to(np.asarray(cpu_per_gpu, dtype=float), jobs.shape)
+        mem = np.broadcast_to(np.asarray(mem_per_gpu, dtype=float), jobs.shape)
+        if np.any(~(cpu > 0)) or np.any(~(mem > 0)):
+            raise WorkloadError("a job's CPU and memory target must be positive")
+        fb_cpu = np.minimum(cpu, self.fair_cpu)
+        fb_mem = np.minimum(mem, self.fair_mem)
+        t_target = self.est_throughput_many(jobs, cpu, mem)
+        t_fb = self.est_throughput_many(jobs, fb_cpu, fb_mem)
+        slow = t_fb < self.tput_fair[jobs] - 1e-12
+        if slow.any():  # never fall back below the fair share
+            fb_cpu = np.where(slow, self.fair_cpu, fb_cpu)
+            fb_mem = np.where(slow, self.fair_mem, fb_mem)
+            t_fb = np.where(slow, self.tput_fair[jobs], t_fb)
+        self.target_cpu[jobs] = cpu
+        self.target_mem[jobs] = mem
+        self.tput_target[jobs] = t_target
+        self.tput_fallback[jobs] = t_fb
+        for i, j in enumerate(jobs.tolist()):
+            self.target_cpu_l[j] = float(cpu[i])
+            self.target_mem_l[j] = float(mem[i])
+            self.tput_target_l[j] = float(t_target[i])
+            self.fallback_cpu_l[j] = float(fb_cpu[i])
+            self.fallback_mem_l[j] = float(fb_mem[i])
+            self.tput_fallback_l[j] = float(t_fb[i])
+
+    def set_target(self, j: int, cpu_per_gpu: float, mem_per_gpu: float) -> None:
+        """:meth:`set_targets` for one job, without numpy overhead (the env's hot path)."""
+        if not (cpu_per_gpu > 0 and mem_per_gpu > 0):
+            raise WorkloadError("a job's CPU and memory target must be positive")
+        fb_cpu = min(cpu_per_gpu, self.fair_cpu)
+        fb_mem = min(mem_per_gpu, self.fair_mem)
+        t_target = self.est_throughput(j, cpu_per_gpu, mem_per_gpu)
+        t_fb = self.est_throughput(j, fb_cpu, fb_mem)
+        if t_fb < self.tput_fair_l[j] - 1e-12:  # never fall back below the fair share
+            fb_cpu, fb_mem, t_fb = self.fair_cpu, self.fair_mem, self.tput_fair_l[j]
+        self.target_cpu[j] = cpu_per_gpu
+        self.target_mem[j] = mem_per_gpu
+        self.tput_target[j] = t_target
+        self.tput_fallback[j] = t_fb
+        self.target_cpu_l[j] = cpu_per_gpu
+        self.target_mem_l[j] = mem_per_gpu
+        self.tput_target_l[j] = t_target
+        self.fallback_cpu_l[j] = fb_cpu
+        self.fallback_mem_l[j] = fb_mem
+        self.tput_fallback_l[j] = t_fb

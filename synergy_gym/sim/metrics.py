@@ -1,0 +1,222 @@
+"""What a simulation reports: per-job times, per-round utilisation, a summary.
+
+JCT statistics are over the measured window (the jobs whose ``measured`` flag
+is set), computed by :func:`summarise_jcts` (which the Gymnasium environment's
+episode summary uses too); ``makespan_h`` is the time from the first arrival to the last
+completion of the run. Utilisation is the share of the cluster's GPUs, CPUs and
+memory allocated, averaged over simulated time; throughput is the sum over
+running jobs of GPUs × normalised throughput (the GPU count when every job runs
+at a fair share worth 1.0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from synergy_gym.sim.simulator import Simulator
+
+
+@dataclass
+class RoundLog:
+    """Cluster usage per planned stretch of identical rounds (appended in the loop)."""
+
+    start_s: list[float] = field(default_factory=list)
+    duration_s: list[float] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    mem_gb: list[float] = field(default_factory=list)
+    throughput: list[float] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+    queued: list[int] = field(default_factory=list)
+
+    def add(
+        self, start_s: float, duration_s: float, gpus: int, cpus: float, mem_gb: float,
+        throughput: float, running: int, queued: int,
+    ) -> None:
+        self.start_s.append(start_s)
+        self.duration_s.append(duration_s)
+        self.gpus.append(gpus)
+        self.cpus.append(cpus)
+        self.mem_gb.append(mem_gb)
+        self.throughput.append(throughput)
+        self.running.append(running)
+        self.queued.append(queued)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run's headline numbers (JCTs in hours over the measured window)."""
+
+    policy: str
+    mean_jct_h: float
+    median_jct_h: float
+    p99_jct_h: float
+    makespan_h: float
+    jobs_measured: int
+    jobs_finished: int
+    mean_gpu_util: float
+    mean_cpu_util: float
+    mean_mem_util: float
+    mean_throughput: float
+    simulated_h: float
+    rounds_planned: int
+    wall_s: float
+    sensitivity: str = "true"
+    #: Mean GPU-minutes spent profiling each job (0 with the true sensitivity).
+    profiling_gpu_min_per_job: float = 0.0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class JctStats:
+    """Mean, median and 99th percentile of a set of job completion times, in hours (NaN when empty)."""
+
+    mean_h: float
+    median_h: float
+    p99_h: float
+    #: How many jobs the statistics are over.
+    count: int
+
+
+def summarise_jcts(
+    arrival_s: np.ndarray, finish_s: np.ndarray, selected: np.ndarray, now: float | None = None
+) -> JctStats:
+    """JCT statistics over the ``selected`` jobs (a boolean mask over ``arrival_s`` and ``finish_s``).
+
+    A selected job not finished (``finish_s`` NaN) is left out, or, when ``now``
+    is given, counts with its time in the system so far (``now - arrival_s``):
+    a lower bound on its JCT. The 99th percentile is numpy's default (linear)
+    ``np.percentile(x, 99)``.
+    """
+    finished = ~np.isnan(finish_s)
+    if now is None:
+        jct_s = finish_s - arrival_s
+        mask = selected & finished
+    else:
+        jct_s = np.where(finished, finish_s, now) - arrival_s
+        mask = selected
+    jct_h = jct_s[mask] / 3600.0
+    if jct_h.size == 0:
+        return JctStats(mean_h=float("nan"), median_h=float("nan"), p99_h=float("nan"), count=0)
+    return JctStats(
+        mean_h=float(np.mean(jct_h)),
+        median_h=float(np.median(jct_h)),
+        p99_h=float(np.percentile(jct_h, 99)),
+        count=int(jct_h.size),
+    )
+
+
+_ROUND_METRICS = ("gpu_util", "cpu_util", "mem_util", "throughput", "running", "queued")
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """A run's summary, its jobs and its rounds as pandas DataFrames."""
+
+    summary: RunSummary
+    #: One row per job: job_id, model, gpus, arrival_s, start_s, finish_s, jct_s, measured.
+    jobs: pd.DataFrame
+    #: One row per stretch of identical rounds: start_s, duration_s, rounds and
+    #: the utilisation (0–1) of GPUs, CPUs and memory, throughput, running and
+    #: queued jobs.
+    rounds: pd.DataFrame
+    #: Round length of the run, in seconds.
+    round_s: float = 300.0
+
+    def per_round(self, round_s: float | None = None) -> pd.DataFrame:
+        """Utilisation, throughput and job counts averaged over each round of the run.
+
+        One row per round from the first planned round to the end of the run;
+        rounds in which the cluster stood idle show zeros.
+        """
+        r = self.round_s if round_s is None else round_s
+        seg = self.rounds
+        if seg.empty:
+            return pd.DataFrame(columns=["round_start_s", *_ROUND_METRICS])
+        start = seg["start_s"].to_numpy()
+        end = start + seg["duration_s"].to_numpy()
+        first, last = np.floor(start[0] / r) * r, np.ceil(end[-1] / r - 1e-9) * r
+        bounds = np.arange(first, last + r / 2, r)
+        out = {"round_start_s": bounds[:-1]}
+        seg_idx = np.searchsorted(start, bounds, side="right") - 1  # last segment starting at or before
+        inside = np.clip(bounds - start[np.maximum(seg_idx, 0)], 0.0, (end - start)[np.maximum(seg_idx, 0)])
+        for col in _ROUND_METRICS:
+            value = seg[col].to_numpy(dtype=float)
+            # Integral of the metric from the first round to each round boundary.
+            area = np.concatenate([[0.0], np.cumsum(value * (end - start))])
+            at = np.where(seg_idx >= 0, area[np.maximum(seg_idx, 0)] + value[np.maximum(seg_idx, 0)] * inside, 0.0)
+            out[col] = np.diff(at) / r
+        return pd.DataFrame(out)
+
+    def measured_jct_h(self) -> np.ndarray:
+        m = self.jobs[self.jobs["measured"]]
+        return (m["jct_s"] / 3600.0).to_numpy()
+
+
+def build_result(sim: "Simulator", wall_s: float) -> SimulationResult:
+    jobs = sim.jobs
+    n = jobs.n
+    jct = jobs.finish_s[:n] - jobs.arrival_s[:n]
+    job_frame = pd.DataFrame(
+        {
+            "job_id": jobs.job_id,
+            "model": np.asarray(jobs.zoo.names, dtype=object)[jobs.model],
+            "gpus": jobs.gpus,
+            "arrival_s": jobs.arrival_s,
+            "start_s": jobs.start_s,
+            "finish_s": jobs.finish_s,
+            "jct_s": jct,
+            "measured": jobs.measured,
+        }
+    )
+    c = sim.cluster
+    log = sim.log
+    duration = np.asarray(log.duration_s, dtype=float)
+    round_frame = pd.DataFrame(
+        {
+            "start_s": np.asarray(log.start_s, dtype=float),
+            "duration_s": duration,
+            "rounds": duration / sim.config.round_s,
+            "gpu_util": np.asarray(log.gpus, dtype=float) / c.total_gpus,
+            "cpu_util": np.asarray(log.cpus, dtype=float) / c.total_cpus,
+            "mem_util": np.asarray(log.mem_gb, dtype=float) / c.total_mem_gb,
+            "throughput": np.asarray(log.throughput, dtype=float),
+            "running": np.asarray(log.running, dtype=np.int64),
+            "queued": np.asarray(log.queued, dtype=np.int64),
+        }
+    )
+    finished = ~np.isnan(jobs.finish_s)
+    jct_stats = summarise_jcts(jobs.arrival_s, jobs.finish_s, jobs.measured)
+
+    def weighted(col: str) -> float:
+        total = duration.sum()
+        return float(np.dot(round_frame[col].to_numpy(), duration) / total) if total > 0 else float("nan")
+
+    first_arrival = float(jobs.arrival_s[0])
+    last_finish = float(np.nanmax(jobs.finish_s)) if finished.any() else first_arrival
+    summary = RunSummary(
+        policy=sim.policy.name,
+        mean_jct_h=jct_stats.mean_h,
+        median_jct_h=jct_stats.median_h,
+        p99_jct_h=jct_stats.p99_h,
+        makespan_h=(last_finish - first_arrival) / 3600.0,
+        jobs_measured=jct_stats.count,
+        jobs_finished=int(finished.sum()),
+        mean_gpu_util=weighted("gpu_util"),
+        mean_cpu_util=weighted("cpu_util"),
+        mean_mem_util=weighted("mem_util"),
+        mean_throughput=weighted("throughput"),
+        simulated_h=sim.now / 3600.0,
+        rounds_planned=sim.rounds_planned,
+        wall_s=wall_s,
+        sensitivity=sim.config.sensitivity,
+        profiling_gpu_min_per_job=float(jobs.profiling_cost_gpu_min.mean()) if jobs.n else 0.0,
+    )
+    return SimulationResult(summary=summary, jobs=job_frame, rounds=round_frame, round_s=sim.config.round_s)

@@ -1,0 +1,92 @@
+"""Assigning models to jobs so that the mix of tasks tracks a class split.
+
+As in the paper's simulator, each new job gets the task (vision, language,
+speech) that is furthest below its share of the split among the jobs so far
+(ties in the order vision, language, speech; the first job is a vision job), and
+models take turns within a task. The assignment is deterministic: it needs no random numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from synergy_gym.errors import WorkloadError
+from synergy_gym.sim.profiles import TASKS, ModelZoo
+
+#: The paper's default split: 20% vision, 70% language, 10% speech.
+DEFAULT_SPLIT: tuple[float, float, float] = (20.0, 70.0, 10.0)
+
+
+def parse_split(text: str) -> tuple[float, float, float]:
+    """``"20/70/10"`` → (20, 70, 10): the ``--split`` option's vision/language/speech percentages.
+
+    On the command line the three must be percentages that sum to 100 (± 0.01);
+    the programmatic API (``class_split=``) still takes any non-negative weights.
+    """
+    parts = text.replace(",", "/").split("/")
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        raise WorkloadError(f"--split {text!r} must be three numbers like 20/70/10") from None
+    if len(values) != 3:
+        raise WorkloadError(f"--split {text!r} must be three numbers like 20/70/10")
+    if any(not np.isfinite(v) or v < 0 for v in values):
+        raise WorkloadError(f"--split {text!r}: each percentage must be a number ≥ 0")
+    total = sum(values)
+    if abs(total - 100.0) > 0.01:
+        raise WorkloadError(f"--split {text!r}: the percentages must sum to 100, got {total:g}")
+    return values  # type: ignore[return-value]
+
+
+def check_split(split) -> tuple[float, float, float]:
+    """Validate a (vision, language, speech) split: non-negative weights with a positive sum."""
+    split = tuple(split)
+    if len(split) != 3 or any(not isinstance(w, (int, float)) or not np.isfinite(w) or w < 0 for w in split) or sum(split) <= 0:
+        raise WorkloadError(
+            f"class split {split!r} must be three non-negative weights (vision, language, speech) with a positive sum"
+        )
+    return split  # type: ignore[return-value]
+
+
+@dataclass
+class ModelAssigner:
+    """Hands out model indices job by job, tracking the class split."""
+
+    zoo: ModelZoo
+    split: tuple[float, float, float] = DEFAULT_SPLIT
+    _counts: list[int] = field(init=False)
+    _turn: list[int] = field(init=False)
+    _models: list[tuple[int, ...]] = field(init=False)
+    _share: list[float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        split = check_split(self.split)
+        total = float(sum(split))
+        self._share = [w / total for w in split]
+        self._models = [self.zoo.models_of_task(task) for task in TASKS]
+        for task, share, models in zip(TASKS, self._share, self._models):
+            if share > 0 and not models:
+                raise WorkloadError(f"class split gives {task} a share but the model zoo has no {task} model")
+        self._counts = [0, 0, 0]
+        self._turn = [0, 0, 0]
+
+    def next_model(self) -> int:
+        total = sum(self._counts)
+        best, best_gap = -1, -np.inf
+        for k in range(3):
+            if self._share[k] <= 0:
+                continue
+            # Before the first job every task is even (the reference starts with vision).
+            gap = self._share[k] - self._counts[k] / total if total else 0.0
+            if gap > best_gap:
+                best, best_gap = k, gap
+        models = self._models[best]
+        model = models[self._turn[best] % len(models)]
+        self._turn[best] += 1
+        self._counts[best] += 1
+        return model
+
+    def assign(self, n: int) -> np.ndarray:
+        return np.fromiter((self.next_model() for _ in range(n)), dtype=np.int64, count=n)

@@ -1,0 +1,443 @@
+"""The round-based cluster simulator.
+
+Every round (300 s by default) the ordering ranks the runnable jobs, the
+allocation mechanism gives them GPUs, CPUs and memory from an empty cluster,
+and the placed jobs progress at their throughput. Timing follows the paper's
+simulator (``timing="round"``):
+
+* a job that arrives mid-round waits for the next round boundary;
+* a placed job is credited the whole round up front:
+  ``floor(round_s / (iter_time / throughput))`` iterations, capped at what it
+  has left;
+* a job whose last iteration runs in a round completes at that round's end, so
+  JCT = that boundary − arrival.
+
+With ``timing="exact"`` progress is continuous and a job completes at the exact
+moment its last iteration ends; its resources are free from then on, because
+the scheduler re-plans at every completion as well as at every round boundary.
+
+With ``sensitivity="profiled"`` the policies decide on each job's estimated
+sensitivity (:mod:`synergy_gym.sim.profiling`) and jobs progress at the throughput
+the model zoo's measured matrix gives their allocation.
+
+Rounds in which nothing can change are skipped in one step: with an ordering
+whose order only changes when jobs arrive or finish (FIFO), the allocation stays
+the same until the next completion or the next arrival that could be admitted,
+so the simulator advances every running job over all those rounds at once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+import numpy as np
+
+from synergy_gym.sim import kernels
+from synergy_gym.sim.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement, Tune
+from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.errors import UnknownNameError, WorkloadError
+from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
+from synergy_gym.sim.kernels import use_numba
+from synergy_gym.sim.metrics import RoundLog, SimulationResult, build_result
+from synergy_gym.sim.planner import RoundPlanner
+from synergy_gym.sim.policy import SchedulingPolicy
+from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
+from synergy_gym.sim.validation import check_positive
+from synergy_gym.sim.workload import JobStream, Workload
+
+Timing = Literal["round", "exact"]
+RoundObserver = Callable[["Simulator", np.ndarray, np.ndarray], None]
+TIMINGS: tuple[str, ...] = ("round", "exact")
+
+# Look this many jobs ahead for the next arrival that could be admitted.
+_ARRIVAL_LOOKAHEAD = 256
+# Ask the job stream for more jobs when fewer than this many have not arrived.
+_STREAM_LOW_WATER = 64
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """How the simulator runs (the cluster and workload are given separately)."""
+
+    round_s: float = 300.0
+    placement: Placement = "first_fit"
+    timing: Timing = "round"
+    #: Jobs not run for this long are served first by orderings with a guard.
+    starvation_s: float = 1000 * 3600.0
+    #: Check after every round that no server is over any capacity.
+    debug: bool = False
+    #: Keep the per-round utilisation log (``SimulationResult.rounds``); the
+    #: Gymnasium environment turns it off.
+    record_rounds: bool = True
+    #: ``"true"``: policies see the model zoo's measured sensitivity; ``"profiled"``:
+    #: they see each job's estimate from optimistic profiling (``profiler``) while
+    #: jobs still progress at their true throughput.
+    sensitivity: str = "true"
+    profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
+    #: ``auto``: the compiled kernels of :mod:`synergy_gym.sim.kernels` where numba is installed;
+    #: ``numba``: require them; ``numpy``: never use them. Results are identical.
+    kernels: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name in ("round_s", "starvation_s"):
+            object.__setattr__(self, name, float(check_positive(name, getattr(self, name), unit="seconds")))
+        if self.placement not in PLACEMENTS:
+            raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
+        if self.timing not in TIMINGS:
+            raise UnknownNameError("timing", str(self.timing), TIMINGS)
+        if self.sensitivity not in SENSITIVITIES:
+            raise UnknownNameError("sensitivity", str(self.sensitivity), SENSITIVITIES)
+        use_numba(self.kernels)
+
+
+class Simulator:
+    """Runs one workload under one policy on one cluster.
+
+    ``more_jobs`` extends an open-ended workload (the synthetic generator's
+    stream): it is drawn from whenever few jobs are left to arrive.
+    ``observer(sim, placed, tput)``, if given, is called after every planned
+    round with the placed jobs' indices and throughputs (``sim.ledger`` holds
+    their grants).
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        workload: Workload,
+        policy: SchedulingPolicy,
+        config: SimulationConfig | None = None,
+        more_jobs: JobStream | None = None,
+        observer: RoundObserver | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.observer = observer
+        self.policy = policy
+        self.config = config or SimulationConfig()
+        workload.check_window()
+        self.run_until = workload.run_until
+        profiler = self.config.profiler if self.config.sensitivity == "profiled" else None
+        self.jobs = JobTable(cluster, workload, profiler)
+        self._check_progress(0)
+        self.ledger = ClusterLedger(cluster, self.config.placement)
+        self._numba = use_numba(self.config.kernels)
+        #: Tune's rounds go through one persistent planner, which keeps the unchanged
+        #: start of the last round's placement (see :mod:`synergy_gym.sim.planner`).
+        self.planner = (
+            RoundPlanner(self.ledger, self.jobs, policy.mechanism, reuse=True) if isinstance(policy.mechanism, Tune) else None
+        )
+        self._more = more_jobs
+        self._runnable = np.zeros(0, dtype=np.int64)  # job indices in arrival order
+        self._next = 0  # index of the next job to arrive
+        self._measured_left = int(workload.measured.sum())
+        self._unfinished = len(workload)
+        self.log = RoundLog()
+        self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[0]))
+        self.first_round_s = self.now
+        self._rounds_at = (self.now, 0)  # (time, rounds elapsed) cache
+        self.rounds_planned = 0
+        self.exhausted = False  # no job left to run or arrive
+
+    # -- public -------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        if self.run_until == "window":
+            return self._measured_left == 0
+        return self._unfinished == 0 and self._next >= self.jobs.n and self._more is None
+
+    @property
+    def rounds_elapsed(self) -> int:
+        """Whole rounds simulated since the first round boundary."""
+        now = self.now
+        if now != self._rounds_at[0]:
+            self._rounds_at = (now, int(round((now - self.first_round_s) / self.config.round_s)))
+        return self._rounds_at[1]
+
+    @property
+    def runnable(self) -> np.ndarray:
+        """Jobs that have arrived and not finished (waiting or running), in arrival order; do not modify."""
+        return self._runnable
+
+    @property
+    def measured_finished(self) -> int:
+        return int(np.count_nonzero(self.jobs.measured & ~np.isnan(self.jobs.finish_s)))
+
+    @property
+    def measured_total(self) -> int:
+        return int(np.count_nonzero(self.jobs.measured))
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
+        """Simulate until the run's end; ``progress(done, total)`` is called as jobs finish."""
+        started = time.perf_counter()
+        reported = -1
+        while not self.done:
+            if not self.step():
+                break
+            if progress is not None:
+                done = self.measured_finished if self.run_until == "window" else self.jobs.n - self._unfinished
+                if done != reported:
+                    reported = done
+                    progress(done, self.measured_total if self.run_until == "window" else self.jobs.n)
+        return build_result(self, wall_s=time.perf_counter() - started)
+
+    def step(self) -> bool:
+        """Plan one round (or one stretch of identical rounds) and advance time.
+
+        Returns False when no job is left to run or arrive.
+        """
+        order = self.begin_round()
+        if order is None:
+            return not self.exhausted
+        self.allocate(order)
+        self.advance()
+        return True
+
+    def begin_round(self) -> np.ndarray | None:
+        """Admit the jobs that have arrived and return the runnable ones in policy order.
+
+        Returns None when there is nothing to plan at this instant: the run is
+        done, or the cluster is idle (time then jumps to the next arrival's
+        round), or no job is left at all (``exhausted``).
+        """
+        self._admit_arrivals()
+        if self.done:
+            return None
+        if self._runnable.size == 0:
+            nxt = self._next_arrival()
+            if nxt is None:
+                self.exhausted = True
+            else:
+                self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[nxt]))
+            return None
+        return self._order()
+
+    def allocate(self, order: np.ndarray) -> None:
+        """Allocate the round from an empty cluster, walking ``order`` with the policy's mechanism."""
+        if self.planner is not None:
+            self.planner.plan(order.tolist())
+            return
+        self.ledger.reset()
+        self.policy.mechanism.allocate(self.ledger, self.jobs, order)
+
+    def allocation_with(self, mechanism: AllocationMechanism, order: np.ndarray | None = None) -> ClusterLedger:
+        """How ``mechanism`` would allocate this round's jobs, on a fresh ledger; time does not move.
+
+        Lets OPT and the heuristics be compared on the same round states: the
+        ledger's ``tput`` are the placed jobs' normalised throughputs.
+        """
+        ledger = ClusterLedger(self.cluster, self.config.placement)
+        mechanism.allocate(ledger, self.jobs, self._order() if order is None else order)
+        return ledger
+
+    def advance(self, max_rounds: int | None = None, allow_idle: bool = False) -> np.ndarray:
+        """Run the ledger's grants until something can change (at most ``max_rounds`` rounds).
+
+        Returns the indices of the jobs that finished. An empty allocation is an
+        error (no runnable job could ever be placed) unless ``allow_idle``, when
+        the cluster just idles until the next round boundary.
+        """
+        ledger = self.ledger
+        if self.config.debug:
+            ledger.check_capacity()
+        self.rounds_planned += 1
+        placed = np.fromiter(ledger.jobs, dtype=np.int64, count=len(ledger.jobs))
+        if placed.size == 0:
+            if allow_idle:
+                self.now = (math.floor(self.now / self.config.round_s + 1e-9) + 1) * self.config.round_s
+                return placed
+            if ledger.free_gpus_total == self.cluster.total_gpus and self._runnable.size:
+                j = int(self._runnable[0])
+                raise WorkloadError(
+                    f"job {self.jobs.job_id[j]} can never be placed: its GPUs, CPUs or memory "
+                    f"do not fit on this cluster ({self.cluster.describe()})"
+                )
+            raise AssertionError("no job placed although GPUs are busy")  # pragma: no cover
+        if self.jobs.belief is None:
+            tput = np.fromiter(ledger.tput, dtype=float, count=placed.size)
+        else:  # the ledger holds believed throughputs; jobs progress at the true ones
+            tput = self.jobs.true_throughput_many(placed, np.array(ledger.cpu), np.array(ledger.mem))
+        if self.observer is not None:
+            self.observer(self, placed, tput)
+        if self.config.timing == "round":
+            return self._advance_rounds(placed, tput, max_rounds)
+        return self._advance_exact(placed, tput, max_rounds)
+
+    # -- arrivals -----------------------------------------------------------
+    def _boundary_at_or_after(self, t: float) -> float:
+        r = self.config.round_s
+        b = math.ceil(t / r) * r
+        return b if b >= t else b + r  # guard against t / r rounding down
+
+    def _admit_arrivals(self) -> None:
+        self._top_up_stream()
+        jobs = self.jobs
+        end = int(jobs.arrival_s.searchsorted(self.now, side="right"))
+        if end > self._next:
+            self._runnable = np.concatenate([self._runnable, np.arange(self._next, end, dtype=np.int64)])
+            self._next = end
+            self._top_up_stream()
+
+    def _top_up_stream(self) -> None:
+        while self._more is not None and self.jobs.n - self._next < _STREAM_LOW_WATER:
+            try:
+                chunk = next(self._more)
+            except StopIteration:
+                self._more = None
+                return
+            first = self.jobs.n
+            self.jobs.extend(chunk)
+            self._check_progress(first)
+            self._measured_left += int(chunk.measured.sum())
+            self._unfinished += len(chunk)
+
+    def _next_arrival(self) -> int | None:
+        self._top_up_stream()
+        return self._next if self._next < self.jobs.n else None
+
+    def seconds_until_admissible_arrival(self, free_gpus: int) -> float:
+        """Seconds until the first round in which an arriving job could be admitted."""
+        if free_gpus == 0:
+            return math.inf
+        p = self._next
+        if p >= self.jobs.n:
+            return math.inf
+        jobs = self.jobs
+        if jobs.gpus_l[p] <= free_gpus:
+            j = p
+        else:
+            window = jobs.gpus[p : p + _ARRIVAL_LOOKAHEAD] <= free_gpus
+            # No small-enough job within the lookahead: stop at its end anyway.
+            j = p + int(np.argmax(window)) if window.any() else min(p + _ARRIVAL_LOOKAHEAD, jobs.n) - 1
+        return self._boundary_at_or_after(jobs.arrival_l[j]) - self.now
+
+    # -- ordering -----------------------------------------------------------
+    def _order(self) -> np.ndarray:
+        ordering = self.policy.ordering
+        jobs = self.jobs
+        if ordering.starvation_guard:
+            r = self._runnable
+            last = jobs.last_end_s[r]
+            last = np.where(np.isnan(last), jobs.arrival_s[r], last)
+            starving = (self.now - last) > self.config.starvation_s
+            if starving.any():
+                jobs.priority[r[starving]] = True
+        return ordering.order(jobs, self._runnable, self.now, self.policy.mechanism.uses_targets)
+
+    # -- progress -----------------------------------------------------------
+    def _check_progress(self, first: int) -> None:
+        """Reject jobs that could never complete an iteration in a round."""
+        if self.config.timing != "round":
+            return
+        jobs = self.jobs
+        sl = slice(first, jobs.n)
+        slowest = np.minimum(np.minimum(jobs.tput_fair[sl], jobs.tput_fallback[sl]), jobs.tput_target[sl])
+        per_round = np.floor(self.config.round_s / (jobs.iter_time_s[sl] / slowest))
+        if np.any(per_round < 1):
+            i = first + int(np.flatnonzero(per_round < 1)[0])
+            raise WorkloadError(
+                f"job {jobs.job_id[i]}: iter_time_s={jobs.iter_time_s[i]:g} is too long to finish an "
+                f"iteration in a {self.config.round_s:g} s round; use timing='exact' or longer rounds"
+            )
+
+    def _skippable(self) -> bool:
+        return self.policy.ordering.static
+
+    def _advance_rounds(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
+        r = self.config.round_s
+        skippable = self._skippable()
+        wait = self.seconds_until_admissible_arrival(self.ledger.free_gpus_total) if skippable else math.inf
+        if self._numba:
+            start = self.now
+            has_wait, has_max = wait < math.inf, max_rounds is not None
+            finished, n = kernels.run_rounds(
+                self.jobs.progress, placed, tput, r, skippable, has_wait, int(round(wait / r)) if has_wait else 0,
+                has_max, max_rounds if has_max else 0, start,
+            )
+            return self._end_segment(placed, tput, start, n * r, finished, None)
+        state = self.jobs.progress.take(placed, axis=0)  # one gather; written back in _finish_segment
+        per_round = np.floor(r / (state[:, ITER] / tput))
+        rounds_left = np.ceil((state[:, TOTAL] - state[:, EXECUTED]) / per_round)
+        n = 1
+        if skippable:
+            n = int(np.minimum.reduce(rounds_left))
+            if wait < math.inf:
+                n = max(1, min(n, int(round(wait / r))))
+            if max_rounds is not None:
+                n = max(1, min(n, max_rounds))
+        state[:, EXECUTED] = np.minimum(state[:, EXECUTED] + n * per_round, state[:, TOTAL])
+        return self._finish_segment(placed, tput, state, duration=n * r, finished=placed[rounds_left <= n], finish_at=None)
+
+    def _advance_exact(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
+        r = self.config.round_s
+        state = self.jobs.progress.take(placed, axis=0)
+        rate = tput / state[:, ITER]
+        t_finish = (state[:, TOTAL] - state[:, EXECUTED]) / rate
+        next_boundary = (math.floor(self.now / r + 1e-9) + 1) * r
+        horizon = next_boundary - self.now
+        if self._skippable():
+            horizon = max(horizon, self.seconds_until_admissible_arrival(self.ledger.free_gpus_total))
+            if max_rounds is not None:
+                horizon = min(horizon, next_boundary + (max(max_rounds, 1) - 1) * r - self.now)
+        dt = min(float(t_finish.min()), horizon)
+        done = t_finish <= dt * (1 + 1e-12) + 1e-9
+        state[:, EXECUTED] = np.where(done, state[:, TOTAL], state[:, EXECUTED] + rate * dt)
+        return self._finish_segment(
+            placed, tput, state, duration=dt, finished=placed[done], finish_at=self.now + t_finish[done]
+        )
+
+    def _finish_segment(
+        self,
+        placed: np.ndarray,
+        tput: np.ndarray,
+        state: np.ndarray,
+        duration: float,
+        finished: np.ndarray,
+        finish_at: np.ndarray | None,
+    ) -> np.ndarray:
+        """Write back the placed jobs' progress rows ``state`` after a segment of ``duration`` from now."""
+        start = self.now
+        end = start + duration
+        np.fmin(state[:, START], start, out=state[:, START])  # NaN (never ran) becomes this start
+        state[:, ATTAINED] += duration
+        state[:, LAST_END] = end
+        self.jobs.progress[placed] = state  # one scatter
+        return self._end_segment(placed, tput, start, duration, finished, finish_at)
+
+    def _end_segment(
+        self,
+        placed: np.ndarray,
+        tput: np.ndarray,
+        start: float,
+        duration: float,
+        finished: np.ndarray,
+        finish_at: np.ndarray | None,
+    ) -> np.ndarray:
+        """Log the segment, record the finished jobs and move the clock to its end."""
+        jobs = self.jobs
+        ledger = self.ledger
+        end = start + duration
+        if self.config.record_rounds:
+            c = self.cluster
+            self.log.add(
+                start,
+                duration,
+                c.total_gpus - ledger.free_gpus_total,
+                c.total_cpus - sum(ledger.free_cpu),
+                c.total_mem_gb - sum(ledger.free_mem),
+                float(np.dot(jobs.gpus[placed], tput)),
+                int(placed.size),
+                int(self._runnable.size - placed.size),
+            )
+        if finished.size and finish_at is None and self._numba:
+            self._runnable, n_measured = kernels.mark_finished(jobs.finish_s, jobs.measured, self._runnable, finished, end)
+            self._measured_left -= n_measured
+            self._unfinished -= int(finished.size)
+        elif finished.size:
+            jobs.finish_s[finished] = end if finish_at is None else finish_at
+            self._measured_left -= int(np.count_nonzero(jobs.measured[finished]))
+            self._unfinished -= int(finished.size)
+            self._runnable = self._runnable[np.isnan(jobs.finish_s[self._runnable])]
+        self.now = end
+        return finished

@@ -1,0 +1,195 @@
+"""Workloads: the jobs a simulation runs, as columns of numpy arrays.
+
+A :class:`Workload` is immutable, validated and sorted by arrival time (ties by
+job id). The paper's generator is :mod:`synergy_gym.sim.generator`; loaders of
+traces and replay files live in the ``traces`` package; this module only
+defines what a workload is.
+
+Jobs carry a *measured window* (``measured``): the jobs whose completion times
+the summary statistics are computed over. ``run_until`` says when a run ends:
+
+* ``"window"`` – when every measured job has finished (later jobs only add
+  load, as in the paper's simulator, which measures jobs 4000–4999);
+* ``"all"`` – when every job of the workload has finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Literal
+
+import numpy as np
+
+from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.errors import WorkloadError
+from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
+
+RunUntil = Literal["window", "all"]
+
+#: The most jobs one generated workload may have (``--jobs`` of ``compare`` and
+#: ``sweep``, the env kwarg ``num_jobs``); larger counts are refused before
+#: anything runs, instead of failing later on an impossible allocation.
+MAX_JOBS = 1_000_000
+
+#: More jobs for a run that needs them: each item extends the workload.
+JobStream = Iterator["Workload"]
+
+
+def middle_half_window(num_jobs: int) -> tuple[int, int]:
+    """The default measured window of ``num_jobs`` jobs: the middle half by arrival, never empty.
+
+    Jobs ``num_jobs // 4`` up to (not including) ``3 * num_jobs // 4``, and at
+    least the one job ``num_jobs // 4``.
+    """
+    start = num_jobs // 4
+    return start, max(start + 1, (3 * num_jobs) // 4)
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """Jobs as parallel arrays (use :meth:`build` to construct one)."""
+
+    zoo: ModelZoo
+    job_id: np.ndarray  # int64, unique
+    model: np.ndarray  # int64 index into ``zoo``
+    gpus: np.ndarray  # int64 ≥ 1
+    arrival_s: np.ndarray  # float64 ≥ 0, non-decreasing
+    iter_time_s: np.ndarray  # float64 > 0, at the fair share
+    total_iters: np.ndarray  # int64 ≥ 1
+    cpu_demand_per_gpu: np.ndarray  # float64; NaN = the model's demand
+    mem_demand_per_gpu: np.ndarray  # float64; NaN = the model's demand
+    measured: np.ndarray  # bool
+    run_until: RunUntil = "window"
+
+    @classmethod
+    def build(
+        cls,
+        zoo: ModelZoo,
+        *,
+        job_id,
+        model,
+        gpus,
+        arrival_s,
+        total_iters,
+        iter_time_s=None,
+        cpu_demand_per_gpu=None,
+        mem_demand_per_gpu=None,
+        measured=None,
+        run_until: RunUntil = "window",
+        source: str = "workload",
+    ) -> "Workload":
+        """Validate, fill defaults (model iteration time and demand) and sort by arrival."""
+        model = np.asarray(model, dtype=np.int64)
+        n = len(model)
+        if n == 0:
+            raise WorkloadError(f"{source}: no jobs")
+
+        def col(name, value, dtype, default):
+            arr = np.full(n, default, dtype=dtype) if value is None else np.asarray(value)
+            if arr.shape != (n,):
+                raise WorkloadError(f"{source}: column {name} has {arr.shape[0] if arr.ndim else 1} values for {n} jobs")
+            return arr
+
+        job_id = col("job_id", job_id, np.int64, 0)
+        gpus = col("gpus", gpus, np.int64, 1)
+        arrival_s = col("arrival_s", arrival_s, np.float64, 0.0).astype(np.float64)
+        total_iters = col("total_iters", total_iters, np.float64, 1)
+        model_iter = np.array([m.iter_time_s for m in zoo.models])
+        if np.any((model < 0) | (model >= len(zoo))):
+            bad = int(np.flatnonzero((model < 0) | (model >= len(zoo)))[0])
+            raise WorkloadError(f"{source}: job {job_id[bad]}: model index {model[bad]} is not in the zoo")
+        iter_time_s = col("iter_time_s", iter_time_s, np.float64, np.nan).astype(np.float64)
+        iter_time_s = np.where(np.isnan(iter_time_s), model_iter[model], iter_time_s)
+        cpu = col("cpu_demand_per_gpu", cpu_demand_per_gpu, np.float64, np.nan).astype(np.float64)
+        mem = col("mem_demand_per_gpu", mem_demand_per_gpu, np.float64, np.nan).astype(np.float64)
+        measured = col("measured", measured, bool, True).astype(bool)
+
+        _check(source, job_id, "gpus", gpus, (gpus >= 1) & (gpus == np.floor(gpus)), "must be a positive integer")
+        _check(source, job_id, "arrival_s", arrival_s, np.isfinite(arrival_s) & (arrival_s >= 0), "must be ≥ 0")
+        _check(
+            source, job_id, "total_iters", total_iters,
+            np.isfinite(total_iters) & (total_iters >= 1) & (total_iters == np.floor(total_iters)),
+            "must be a positive integer (is the duration negative or zero?)",
+        )
+        _check(source, job_id, "iter_time_s", iter_time_s, np.isfinite(iter_time_s) & (iter_time_s > 0), "must be > 0")
+        _check(source, job_id, "cpu_demand", cpu, np.isnan(cpu) | (cpu > 0), "must be > 0")
+        _check(source, job_id, "mem_demand_gb", mem, np.isnan(mem) | (mem > 0), "must be > 0")
+        if len(np.unique(job_id)) != n:
+            dup = job_id[np.flatnonzero(np.diff(np.sort(job_id)) == 0)[0]]
+            raise WorkloadError(f"{source}: job_id {dup} appears more than once")
+        if run_until not in ("window", "all"):
+            raise WorkloadError(f"{source}: run_until must be 'window' or 'all', got {run_until!r}")
+
+        order = np.lexsort((job_id, arrival_s))
+        return cls(
+            zoo=zoo,
+            job_id=job_id[order].astype(np.int64),
+            model=model[order],
+            gpus=gpus[order].astype(np.int64),
+            arrival_s=arrival_s[order],
+            iter_time_s=iter_time_s[order],
+            total_iters=total_iters[order].astype(np.int64),
+            cpu_demand_per_gpu=cpu[order],
+            mem_demand_per_gpu=mem[order],
+            measured=measured[order],
+            run_until=run_until,
+        )
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    @property
+    def model_names(self) -> np.ndarray:
+        return np.asarray(self.zoo.names, dtype=object)[self.model]
+
+    @property
+    def fair_duration_s(self) -> np.ndarray:
+        """Run time of each job at its fair share, in seconds."""
+        return self.total_iters * self.iter_time_s
+
+    def demand_per_gpu(self, cluster: ClusterSpec) -> tuple[np.ndarray, np.ndarray]:
+        """Best-case (CPUs, GB) per GPU of each job on ``cluster``, capped at one server."""
+        cpu_model = np.array([m.demand_cpus_per_gpu for m in self.zoo.models])[self.model]
+        mem_model = np.array([m.demand_mem_gb_per_gpu for m in self.zoo.models])[self.model]
+        cpu = np.where(np.isnan(self.cpu_demand_per_gpu), cpu_model, self.cpu_demand_per_gpu)
+        mem = np.where(np.isnan(self.mem_demand_per_gpu), mem_model, self.mem_demand_per_gpu)
+        return (
+            capped_demand_per_gpu(cpu, self.gpus, cluster.fair_cpus_per_gpu, cluster.cpus_per_server),
+            capped_demand_per_gpu(mem, self.gpus, cluster.fair_mem_gb_per_gpu, cluster.mem_gb_per_server),
+        )
+
+    def check_window(self, source: str = "workload") -> None:
+        """Reject a workload that runs until its window is done but has no measured job."""
+        if self.run_until == "window" and not self.measured.any():
+            raise WorkloadError(f"{source}: the measured window is empty (no job has in_measured_window=1)")
+
+    def check_fits(self, cluster: ClusterSpec, source: str | None = None) -> None:
+        """Reject jobs that ask for more GPUs than the cluster has; ``source`` (the file) starts the message."""
+        too_big = self.gpus > cluster.total_gpus
+        if too_big.any():
+            i = int(np.flatnonzero(too_big)[0])
+            where = f"{source}: " if source else ""
+            raise WorkloadError(
+                f"{where}job {self.job_id[i]} asks for {self.gpus[i]} GPUs but the cluster has {cluster.total_gpus}"
+            )
+
+    def concat(self, more: "Workload") -> "Workload":
+        """This workload followed by ``more`` (whose jobs must arrive no earlier)."""
+        if more.zoo is not self.zoo and more.zoo.names != self.zoo.names:
+            raise WorkloadError("cannot join workloads over different model zoos")
+        if len(more) and len(self) and more.arrival_s[0] < self.arrival_s[-1]:
+            raise WorkloadError("a workload extension must arrive after the jobs it extends")
+        parts = {
+            name: np.concatenate([getattr(self, name), getattr(more, name)])
+            for name in (
+                "job_id", "model", "gpus", "arrival_s", "iter_time_s", "total_iters",
+                "cpu_demand_per_gpu", "mem_demand_per_gpu", "measured",
+            )
+        }
+        return Workload(zoo=self.zoo, run_until=self.run_until, **parts)
+
+
+def _check(source: str, job_id: np.ndarray, field: str, values: np.ndarray, ok: np.ndarray, what: str) -> None:
+    if not np.all(ok):
+        i = int(np.flatnonzero(~ok)[0])
+        raise WorkloadError(f"{source}: job {job_id[i]}: {field}={values[i]:g} {what}")

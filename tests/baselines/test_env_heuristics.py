@@ -1,0 +1,104 @@
+"""The environment heuristics' choices on hand-made observations, and ``tetris+greedy`` in episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import synergy_gym
+from synergy_gym.baselines.env_heuristics import env_heuristics
+from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, squash_hours
+from synergy_gym.env.levels import DEMAND_LEVEL
+
+N_LEVELS = 5
+
+
+def observation(jobs: list[dict], free_cpu: float, free_mem: float = 1.0, queue: int = 4, n_levels: int = N_LEVELS):
+    """A structured observation (what ``EnvHeuristic.choose`` reads) and its action mask.
+
+    Each job: ``gpu_share``, ``hours`` (run time left at the fair share) and ``levels``, a list of
+    (CPUs, GB per GPU relative to the fair share, speed-up) for levels 0, 1, … (None: masked).
+    """
+    slots = np.zeros((queue, len(SLOT_FEATURES)), dtype=np.float32)
+    levels = np.zeros((queue, n_levels, len(LEVEL_FEATURES)), dtype=np.float32)
+    mask = np.zeros(queue * n_levels + 1, dtype=np.int8)
+    mask[-1] = 1
+    for q, job in enumerate(jobs):
+        slots[q, SLOT_FEATURES.index("gpu_share")] = job["gpu_share"]
+        slots[q, SLOT_FEATURES.index("runtime_fair")] = squash_hours(job["hours"])
+        slots[q, SLOT_FEATURES.index("runtime_demand")] = squash_hours(job["hours"] / job["levels"][DEMAND_LEVEL][2])
+        for level, row in enumerate(job["levels"]):
+            if row is not None:
+                levels[q, level] = row
+                mask[q * n_levels + level] = 1
+    cluster = np.zeros(len(CLUSTER_FEATURES), dtype=np.float32)
+    cluster[:3] = (1.0, free_cpu, free_mem)
+    return {"slots": slots, "slot_levels": levels, "cluster": cluster}, mask
+
+
+# Levels: fair share, demand (2× the CPUs, 1.5× faster), and three cheaper ones in between.
+LEVELS = [(1.0, 1.0, 1.0), (2.0, 1.0, 1.5), (1.5, 1.0, 1.4), (1.25, 1.0, 1.2), (1.0, 1.0, 1.0)]
+SHORT = {"gpu_share": 0.1, "hours": 2.0, "levels": LEVELS}
+LONG = {"gpu_share": 0.1, "hours": 20.0, "levels": LEVELS}
+
+
+def decode(action: int, mask: np.ndarray, n_levels: int = N_LEVELS) -> tuple[int, int] | str:
+    return "stop" if action == mask.size - 1 else divmod(action, n_levels)
+
+
+@pytest.fixture()
+def heuristics():
+    return env_heuristics()
+
+
+def test_tetris_greedy_takes_the_smallest_score_at_its_demand(heuristics):
+    obs, mask = observation([LONG, SHORT], free_cpu=0.5)
+    assert decode(heuristics["tetris+greedy"].choose(obs, mask), mask) == (1, DEMAND_LEVEL)
+
+
+def test_tetris_greedy_skips_a_job_whose_demand_does_not_fit(heuristics):
+    # The short job asks for 4 GPUs' worth of the cluster at its demand: 0.4 × 2 = 0.8 of the CPUs.
+    big_short = {**SHORT, "gpu_share": 0.4}
+    obs, mask = observation([big_short, LONG], free_cpu=0.5)
+    assert decode(heuristics["tetris+greedy"].choose(obs, mask), mask) == (1, DEMAND_LEVEL)
+
+
+def test_tetris_greedy_stops_where_tetris_admits_below_the_demand(heuristics):
+    # 0.15 of the CPUs free: each job's demand needs 0.2, its fair share 0.1.
+    obs, mask = observation([LONG, SHORT], free_cpu=0.15)
+    assert decode(heuristics["tetris+greedy"].choose(obs, mask), mask) == "stop"
+    slot, level = decode(heuristics["tetris"].choose(obs, mask), mask)
+    assert slot == 1 and obs["slot_levels"][slot, level, 0] * 0.1 <= 0.15
+
+
+def test_tetris_greedy_stops_on_an_empty_queue(heuristics):
+    obs, mask = observation([], free_cpu=1.0)
+    assert decode(heuristics["tetris+greedy"].choose(obs, mask), mask) == "stop"
+
+
+def test_tetris_greedy_uses_the_demand_level_of_the_grid(heuristics):
+    # Any other level count than the default five is a grid (levels="grid"): the demand is the
+    # fastest valid level, the cheapest among equals – here level 2; level 5, faster, is masked.
+    levels = [(1.0, 1.0, 1.0), (3.0, 1.0, 1.5), (2.0, 1.0, 1.5), (1.5, 1.0, 1.2), (1.2, 1.0, 1.1), None]
+    obs, mask = observation([{**SHORT, "levels": levels}], free_cpu=1.0, n_levels=6)
+    obs["slot_levels"][0, 5] = (1.0, 1.0, 2.0)
+    assert decode(heuristics["tetris+greedy"].choose(obs, mask), mask, 6) == (0, 2)
+    # Level 2 takes 0.1 × 2 = 0.2 of the CPUs; with less free it waits.
+    obs["cluster"][1] = 0.19
+    assert decode(heuristics["tetris+greedy"].choose(obs, mask), mask, 6) == "stop"
+
+
+@pytest.mark.parametrize("preemptive", [True, False])
+def test_tetris_greedy_admits_only_at_demand_and_finishes_its_episodes(preemptive):
+    df = synergy_gym.evaluate(env_heuristics()["tetris+greedy"], "Synergy-small-scarce-v0", seeds=[3], num_jobs=40,
+                              preemptive=preemptive, log_decisions=True)
+    assert df.loc[0, "terminated"] and df.loc[0, "jobs_finished"] == 40 and df.loc[0, "invalid_actions"] == 0
+    records = df.loc[0, "decision_log"]
+    admitted = [r for r in records if not r["stop"]]
+    assert admitted and all(r["level"] == DEMAND_LEVEL for r in admitted)
+    if preemptive:  # CPU-scarce: at some event the free CPUs fit no waiting job's demand, and it waits
+        assert any(r["stop"] and r["filled_slots"] > 0 for r in records)
+    # tetris, on the same workload, starts some job below its demand.
+    df = synergy_gym.evaluate(env_heuristics()["tetris"], "Synergy-small-scarce-v0", seeds=[3], num_jobs=40,
+                              preemptive=preemptive, log_decisions=True)
+    assert any(r["level"] != DEMAND_LEVEL for r in df.loc[0, "decision_log"] if not r["stop"])

@@ -1,0 +1,143 @@
+"""Workload sources of the environment: the generator, fixed jobs, readers found through entry points."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from synergy_gym import ConfigError, SyntheticWorkload, Workload
+from synergy_gym.env import FixedWorkload, GeneratedWorkloads, SynergyEnv, WorkloadSource
+from synergy_gym.env import source as source_module
+from synergy_gym.traces.replay import write_workload_csv
+
+SMALL = {"cluster": "small", "jobs_per_hour": 2.25}
+
+
+def run_to_end(env, seed=0, options=None):
+    """Always action 1 (slot 0 at its demand) until the episode ends; the final info."""
+    env.reset(seed=seed, options=options)
+    done = False
+    while not done:
+        _, _, terminated, truncated, info = env.step(1)
+        done = terminated or truncated
+    assert terminated
+    return info
+
+
+def test_default_source_is_the_papers_generator_seeded_per_reset():
+    env = SynergyEnv(**SMALL, num_jobs=30)
+    assert isinstance(env.source, GeneratedWorkloads) and env.source.seeded
+    env.reset(seed=3)
+    seed = int(np.random.default_rng(3).integers(0, 2**31 - 1))  # what reset(seed=3) draws first
+    expected = SyntheticWorkload(jobs_per_hour=2.25, seed=seed, num_jobs=30, max_gpus=32).build()
+    assert np.array_equal(env.sim.jobs.arrival_s, expected.arrival_s)
+
+
+@dataclass
+class CountingSource:
+    """A user's own source: three jobs whose length grows with the episode."""
+
+    seeded: bool = False
+    calls: int = 0
+
+    def workload(self, seed):
+        from synergy_gym import ModelZoo
+
+        self.calls += 1
+        zoo = ModelZoo.default()
+        return Workload.build(
+            zoo, job_id=[0, 1, 2], model=[zoo.index("gnmt")] * 3, gpus=[1, 1, 1],
+            arrival_s=[0, 10, 20], total_iters=[10_000 * self.calls] * 3, run_until="all",
+        )
+
+
+def test_any_object_with_seeded_and_workload_is_a_source():
+    src = CountingSource()
+    assert isinstance(src, WorkloadSource)
+    env = SynergyEnv(**SMALL, workload=src)
+    assert env.source is src
+    first = run_to_end(env)
+    second = run_to_end(env)
+    assert src.calls == 2 and first["jobs_total"] == 3
+    assert second["mean_jct_h"] > first["mean_jct_h"]  # the second episode's jobs are longer
+
+
+def test_a_fixed_workload_runs_until_all_jobs_finish_and_keeps_its_window(zoo):
+    w = Workload.build(
+        zoo, job_id=np.arange(6), model=[zoo.index("gnmt")] * 6, gpus=[1] * 6,
+        arrival_s=np.arange(6) * 100.0, total_iters=np.arange(1, 7) * 20_000,
+        measured=[False, False, True, True, False, False], run_until="window",
+    )
+    env = SynergyEnv(**SMALL, workload=w)
+    assert isinstance(env.source, FixedWorkload) and not env.source.seeded
+    info = run_to_end(env)
+    assert info["jobs_finished"] == 6
+    jobs = env.sim.jobs
+    jct_h = (jobs.finish_s - jobs.arrival_s) / 3600
+    assert info["window_mean_jct_h"] == pytest.approx(jct_h[2:4].mean())  # the workload's own window
+    assert info["mean_jct_h"] == pytest.approx(jct_h.mean())
+
+
+def test_replay_files_and_traces_are_read_by_the_registered_readers(tmp_path, zoo):
+    w = SyntheticWorkload(jobs_per_hour=2.25, seed=5, num_jobs=40, max_gpus=32).build()
+    path = write_workload_csv(w, tmp_path / "w.csv")
+    env = SynergyEnv(**SMALL, workload=str(path))
+    assert np.array_equal(env.source.workload(None).total_iters, w.total_iters)
+    trace = tmp_path / "philly.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        + "".join(f"{1000 + 600 * i},{4000 + 100 * i},1,{4000 + 100 * i},vc1\n" for i in range(12))
+    )
+    env = SynergyEnv(**SMALL, trace=str(trace), num_jobs=10)
+    assert len(env.source.workload(None)) == 10
+    assert run_to_end(env)["jobs_finished"] == 10
+
+
+def test_a_missing_reader_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(source_module, "entry_points", lambda group: [])
+    with pytest.raises(ConfigError, match="no 'replay' workload reader is installed"):
+        SynergyEnv(**SMALL, workload=str(tmp_path / "w.csv"))
+
+
+def test_a_workload_of_the_wrong_type_is_refused():
+    with pytest.raises(ConfigError, match="env kwarg workload must be a replay CSV path, a Workload or a workload source"):
+        SynergyEnv(**SMALL, workload=42)
+
+
+def test_reset_on_a_given_workload_seed_pairs_env_and_simulator_runs():
+    from synergy_gym.baselines import make_policy
+    from synergy_gym import Simulator
+    from synergy_gym.sim.cluster import cluster_preset
+
+    env = SynergyEnv(**SMALL, num_jobs=40)
+    w = env.workload_for_seed(1_000_000)
+    assert np.array_equal(w.arrival_s, SyntheticWorkload(jobs_per_hour=2.25, seed=1_000_000, num_jobs=40, max_gpus=32).build().arrival_s)
+    env.reset(seed=7, options={"workload_seed": 1_000_000})
+    assert np.array_equal(env.sim.jobs.arrival_s, w.arrival_s)
+    info = run_to_end(env, seed=7, options={"workload_seed": 1_000_000})  # slot 0 at demand: fifo+tune
+    sim = Simulator(cluster_preset("small"), w, make_policy("fifo+tune")).run()
+    jct = sim.jobs["jct_s"].to_numpy() / 3600
+    assert info["mean_jct_h"] == pytest.approx(jct.mean(), rel=1e-12)
+    # The option does not depend on the env's own seed, and a plain reset still draws from it.
+    env.reset(seed=8, options={"workload_seed": 1_000_000})
+    assert np.array_equal(env.sim.jobs.arrival_s, w.arrival_s)
+    env.reset(seed=8)
+    assert not np.array_equal(env.sim.jobs.arrival_s, w.arrival_s)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [({"workload_seed": -1}, "workload_seed must be a non-negative integer"),
+     ({"workload_seed": 1.5}, "workload_seed must be a non-negative integer"),
+     ({"seed": 3}, "unknown reset option 'seed'")],
+)
+def test_bad_reset_options_are_refused(options, message):
+    env = SynergyEnv(**SMALL, num_jobs=10)
+    with pytest.raises(ConfigError, match=message):
+        env.reset(options=options)
+
+
+@pytest.mark.parametrize("name", ["preemptive", "agent_orders", "multigpu", "debug"])
+def test_boolean_kwargs_must_be_booleans(name):
+    with pytest.raises(ConfigError, match=f"env kwarg {name} must be true or false, got 'false'"):
+        SynergyEnv(**SMALL, **{name: "false"})

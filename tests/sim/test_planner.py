@@ -1,0 +1,241 @@
+"""The round planner: Tune's admit–sort–place sequence as a cursor that stops for decisions."""
+
+import pickle
+
+import numpy as np
+
+from synergy_gym import ClusterSpec, SyntheticWorkload, Tune
+from synergy_gym.sim.allocation import ClusterLedger
+from synergy_gym.sim.job_table import JobTable
+from synergy_gym.sim.planner import RoundPlanner
+
+
+def grants(ledger):
+    return list(zip(ledger.jobs, ledger.cpu, ledger.mem, ledger.tput, ledger.parts))
+
+
+def setup(num_jobs=40, seed=2):
+    cluster = ClusterSpec(num_servers=2, cpus_per_server=12)
+    w = SyntheticWorkload(jobs_per_hour=2, seed=seed, num_jobs=num_jobs, multigpu=True, max_gpus=16).build()
+    return cluster, JobTable(cluster, w)
+
+
+def test_plan_is_tunes_admission_then_placement_in_descending_gpus():
+    cluster, jobs = setup()
+    order = list(range(jobs.n))
+    ledger = ClusterLedger(cluster)
+    RoundPlanner(ledger, jobs, Tune()).plan(order)
+    admitted = RoundPlanner(ClusterLedger(cluster), jobs, Tune()).admission(order)
+    assert sorted(ledger.jobs) == sorted(admitted)
+    gpus = [jobs.gpus_l[j] for j in ledger.jobs]
+    assert gpus == sorted(gpus, reverse=True)  # multi-GPU jobs placed first
+    # Ties keep policy order.
+    for a, b in zip(ledger.jobs, ledger.jobs[1:]):
+        if jobs.gpus_l[a] == jobs.gpus_l[b]:
+            assert order.index(a) < order.index(b)
+
+
+def test_reusing_last_rounds_placement_changes_nothing():
+    cluster, jobs = setup(num_jobs=60, seed=5)
+    rng = np.random.default_rng(0)
+    reused = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
+    for _ in range(30):
+        # Rounds that keep a prefix of the last order and change the rest.
+        order = list(range(jobs.n))
+        k = int(rng.integers(0, jobs.n))
+        tail = order[k:]
+        rng.shuffle(tail)
+        order[k:] = tail
+        reused.plan(order)
+        fresh = ClusterLedger(cluster)
+        RoundPlanner(fresh, jobs, Tune()).plan(order)
+        assert grants(reused.ledger) == grants(fresh)
+        assert reused.ledger.free_cpu == fresh.free_cpu and reused.ledger.free_mem == fresh.free_mem
+
+
+def test_the_cursor_stops_for_decisions_and_passes_jobs_over():
+    cluster, jobs = setup()
+    order = list(range(jobs.n))
+    planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
+    planner.begin(order)
+    asked = []
+    j = planner.next_decision(lambda j: j % 3 == 0)
+    while j >= 0:
+        asked.append(j)
+        assert planner.waiting_after(2) == order[order.index(j) + 1 : order.index(j) + 3]
+        if j == 0:
+            planner.pass_over(j)  # kept out of this round
+        else:
+            planner.accept(j)
+        j = planner.next_decision(lambda j: j % 3 == 0)
+    assert planner.passed_over and asked and all(j % 3 == 0 for j in asked)
+    planner.finish()
+    assert 0 not in planner.ledger.jobs and not planner.in_round
+    # The same round without job 0 is what Tune gives.
+    fresh = ClusterLedger(cluster)
+    RoundPlanner(fresh, jobs, Tune()).plan(order[1:])
+    assert grants(planner.ledger) == grants(fresh)
+
+
+def test_a_planner_pickles_mid_round():
+    cluster, jobs = setup()
+    planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
+    order = list(range(jobs.n))
+    planner.plan(order)
+    planner.begin(order, reuse_prefix=False)  # job 5 was admitted last round: it may not be kept unasked
+    j = planner.next_decision(lambda j: j == 5)
+    assert j == 5
+    clone = pickle.loads(pickle.dumps(planner))
+    for p in (planner, clone):
+        p.accept(j)
+        assert p.next_decision(None) == -1
+        p.finish()
+    assert grants(planner.ledger) == grants(clone.ledger)
+
+
+def test_only_the_pending_job_can_be_decided():
+    import pytest
+
+    cluster, jobs = setup()
+    planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
+    planner.begin(list(range(jobs.n)))
+    j = planner.next_decision(lambda j: j == 2)
+    with pytest.raises(RuntimeError, match="job 3 is not awaiting a decision"):
+        planner.accept(3)
+    planner.accept(j)
+    with pytest.raises(RuntimeError, match="job 2 is not awaiting a decision"):
+        planner.pass_over(j)
+
+
+# -- add: the environment's agent picks the jobs --------------------------------------------------
+
+
+def _fresh_tune(cluster, jobs, admitted):
+    """Tune's placement of ``admitted`` (in admission order) on an empty cluster."""
+    ledger = ClusterLedger(cluster)
+    RoundPlanner(ledger, jobs, Tune()).place_all(admitted)
+    return ledger
+
+
+def test_add_in_admission_order_is_tunes_round():
+    cluster, jobs = setup(num_jobs=60, seed=3)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        order = rng.permutation(jobs.n).tolist()
+        planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
+        admitted = planner.admission(order)
+        planner.begin([])
+        assert planner.next_decision(None) == -1
+        free = cluster.total_gpus
+        for j in admitted:
+            assert planner.free_gpus == free
+            planner.add(j)
+            free -= jobs.gpus_l[j]
+        assert planner.free_gpus == free
+        planner.finish()
+        fresh = ClusterLedger(cluster)
+        RoundPlanner(fresh, jobs, Tune()).plan(order)
+        assert grants(planner.ledger) == grants(fresh)
+
+
+def test_add_after_kept_jobs_over_many_rounds_gives_tunes_placement_with_reuse():
+    # The env's loop: begin over the jobs that keep running, admit more with add (some at a new
+    # target), finish. Reusing last round's placement must change nothing.
+    cluster, jobs = setup(num_jobs=60, seed=4)
+    rng = np.random.default_rng(2)
+    planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
+    grid_cpu, grid_mem = jobs.zoo.cpu_grid, jobs.zoo.mem_grid
+    running: list[int] = []
+    reused_rounds = 0
+    for _ in range(200):
+        quiet = rng.random() < 0.5  # a round in which nothing changes, as most are
+        keep = list(running) if quiet else [j for j in running if rng.random() > 0.2]  # some finished
+        planner.begin(keep)
+        assert planner.next_decision(None) == -1
+        admitted = list(keep)
+        others = [j for j in rng.permutation(jobs.n).tolist() if j not in keep]
+        for j in others[: 0 if quiet else int(rng.integers(0, 8))]:
+            if jobs.gpus_l[j] > planner.free_gpus:
+                continue
+            changed = bool(rng.random() < 0.5)
+            if changed:
+                jobs.set_target(j, float(rng.choice(grid_cpu)), float(rng.choice(grid_mem)))
+            planner.add(j, target_changed=changed)
+            admitted.append(j)
+        in_sync = planner._scan.in_sync
+        planner.finish()
+        reused_rounds += in_sync
+        assert grants(planner.ledger) == grants(_fresh_tune(cluster, jobs, admitted))
+        planner.ledger.check_capacity()
+        running = admitted
+    assert reused_rounds > 10
+
+
+def test_re_adding_last_rounds_jobs_reuses_only_the_unchanged_placements():
+    # The env's preemptive loop: every job returns to the waiting set; the agent re-admits them,
+    # mostly in the same order and at the same level (target_changed=False), sometimes not.
+    cluster, jobs = setup(num_jobs=60, seed=6)
+    rng = np.random.default_rng(3)
+    planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
+    grid_cpu, grid_mem = jobs.zoo.cpu_grid, jobs.zoo.mem_grid
+    admitted = planner.admission(list(range(jobs.n)))
+    changed_rounds = 0
+    for _ in range(150):
+        planner.begin([])
+        planner.next_decision(None)
+        order = list(admitted)
+        if rng.random() < 0.2 and len(order) > 1:  # swap two neighbours
+            i = int(rng.integers(len(order) - 1))
+            order[i], order[i + 1] = order[i + 1], order[i]
+        if rng.random() < 0.2 and order:  # one finished
+            order.pop(int(rng.integers(len(order))))
+        admitted = []
+        for j in order:
+            if jobs.gpus_l[j] > planner.free_gpus:
+                continue
+            changed = bool(rng.random() < 0.15)
+            if changed:
+                jobs.set_target(j, float(rng.choice(grid_cpu)), float(rng.choice(grid_mem)))
+                changed_rounds += 1
+            planner.add(j, target_changed=changed)
+            admitted.append(j)
+        for j in rng.permutation(jobs.n).tolist():  # backfill
+            if j not in admitted and jobs.gpus_l[j] <= planner.free_gpus and rng.random() < 0.3:
+                planner.add(j)
+                admitted.append(j)
+        planner.finish()
+        assert grants(planner.ledger) == grants(_fresh_tune(cluster, jobs, admitted))
+    assert changed_rounds > 20
+
+
+def test_add_out_of_gpu_order_is_re_placed_in_tunes_order():
+    cluster, jobs = setup(num_jobs=60, seed=5)
+    small = [j for j in range(jobs.n) if jobs.gpus_l[j] == 1][:3]
+    big = [j for j in range(jobs.n) if jobs.gpus_l[j] >= 4][:1]
+    assert small and big
+    planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
+    planner.begin([])
+    planner.next_decision(None)
+    for j in small + big:  # a bigger job after smaller ones: placed when the round ends
+        planner.add(j)
+    planner.finish()
+    gpus = [jobs.gpus_l[j] for j in planner.ledger.jobs]
+    assert gpus == sorted(gpus, reverse=True)
+    assert grants(planner.ledger) == grants(_fresh_tune(cluster, jobs, small + big))
+
+
+def test_add_refuses_jobs_that_do_not_fit_and_while_a_decision_is_pending():
+    import pytest
+
+    cluster, jobs = setup()
+    planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
+    planner.begin(list(range(jobs.n)))
+    j = planner.next_decision(lambda j: j == 1)
+    with pytest.raises(RuntimeError, match="job 1 is awaiting a decision; accept or pass it over first"):
+        planner.add(7)
+    planner.pass_over(j)
+    planner.next_decision(None)  # fill the cluster
+    assert planner.free_gpus < cluster.total_gpus
+    too_big = next(k for k in range(jobs.n) if jobs.gpus_l[k] > planner.free_gpus and k not in planner.ledger.jobs)
+    with pytest.raises(RuntimeError, match=rf"job {too_big} needs {jobs.gpus_l[too_big]} GPUs but only {planner.free_gpus} are free"):
+        planner.add(too_big)
