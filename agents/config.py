@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.cli.files import require_file
+from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.validation import check_positive
 
 if sys.version_info >= (3, 11):
@@ -215,7 +216,7 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], source: str = "config") -> "TrainConfig":
+    def from_mapping(cls, values: Mapping[str, Any], source: str = "config") -> TrainConfig:
         valid = {f.name for f in fields(cls)}
         for old, new in REMOVED_SETTINGS.items():
             if old in values:

@@ -78,10 +78,10 @@ import pandas as pd
 
 from synergy_gym.agents.config import EVAL_SEED_BASE, TrainConfig, load_config_file
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.errors import ConfigError, PathError, SynergyGymError, UnknownNameError
-from synergy_gym.experiments.evaluation import evaluate
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file, require_file
 from synergy_gym.cli.plots import ci95_half_width, jct_cdf_png
+from synergy_gym.errors import ConfigError, PathError, SynergyGymError, UnknownNameError
+from synergy_gym.experiments.evaluation import evaluate
 
 if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.wrappers import AgentPolicy
@@ -164,7 +164,6 @@ def default_sim_policies() -> tuple[str, ...]:
 def parse_sim_policies(text: str) -> tuple[str, ...]:
     """``--sim-policies``: simulator policy names separated by commas, or ``none``."""
     from synergy_gym.baselines.registry import parse_policy_list
-
     from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
 
     if text.strip().lower() in ("", "none"):
@@ -254,7 +253,7 @@ def _run_config(model_path: Path) -> TrainConfig | None:
     return TrainConfig.from_mapping(values, source=str(saved))
 
 
-def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> "AgentPolicy":
+def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> AgentPolicy:
     """The model at ``model_path`` with the normalisation statistics beside it, as a policy named ``name``."""
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -409,7 +408,7 @@ def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: 
                           f"({what}: {model_parts.get(k, 'absent')} in the model vs {env_parts.get(k, 'absent')})")
 
 
-def check_agent_fits(path: Path, agent: "AgentPolicy", cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
+def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
                      env_parts: dict[str, str]) -> None:
     """Refuse a model (:func:`check_model_spaces`) or its normalisation statistics whose spaces differ from the env's."""
     check_model_spaces(path, agent.model, cfg, env_id, kwargs, env_parts)
@@ -446,7 +445,7 @@ def run_policies(
     seeds: list[int],
     env_names: tuple[str, ...] = (),
     sim_names: tuple[str, ...] = (),
-    agents: list["AgentPolicy"] | tuple = (),
+    agents: list[AgentPolicy] | tuple = (),
     progress: Any = None,
     keep_jobs: bool = False,
     log_decisions: bool = False,

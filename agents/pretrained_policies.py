@@ -21,8 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.cli.files import atomic_write_text
+from synergy_gym.errors import ConfigError, UnknownNameError
 
 if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.wrappers import AgentPolicy

@@ -51,8 +51,8 @@ class MaskedObservations(gym.ObservationWrapper):
 def make_env(config: dict[str, Any] | None = None) -> gym.Env:
     """RLlib's env creator: ``config["env_id"]`` picks the scenario; other keys are ``SynergyEnv`` kwargs."""
     from synergy_gym.env import SynergyEnv
-    from synergy_gym.errors import UnknownNameError
     from synergy_gym.env.scenarios import SCENARIOS
+    from synergy_gym.errors import UnknownNameError
 
     settings = dict(config or {})
     env_id = settings.pop("env_id", DEFAULT_ENV_ID)

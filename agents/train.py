@@ -63,10 +63,11 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -75,10 +76,10 @@ import pandas as pd
 from synergy_gym.agents.config import ACTION_HEADS, ALGOS, BEST, DEVICES, REWARDS, VEC_ENVS, TrainConfig, load_config_file
 from synergy_gym.agents.wrappers import AgentPolicy
 from synergy_gym.baselines.env_heuristics import env_heuristics
-from synergy_gym.errors import ConfigError, Interrupted, SynergyGymError
-from synergy_gym.experiments.evaluation import evaluate
 from synergy_gym.cli.files import atomic_write_text, check_input_file, check_output_dir
 from synergy_gym.env.scenarios import SCENARIOS
+from synergy_gym.errors import ConfigError, Interrupted, SynergyGymError
+from synergy_gym.experiments.evaluation import evaluate
 
 #: Observation keys that are masks: not normalised (the feature extractor and MaskablePPO read them as 0/1).
 MASK_KEYS = ("action_mask", "slot_mask")

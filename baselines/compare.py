@@ -23,31 +23,31 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from synergy_gym.baselines.plots import avg_jct_png, describe_runs
-from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seed_list
-from synergy_gym.sim.cluster import ClusterSpec, load_cluster
-from synergy_gym.errors import SynergyGymError, UnknownNameError
-from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
-from synergy_gym.sim.workload import MAX_JOBS
+from synergy_gym.cli.plots import jct_cdf_png
+from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
-from synergy_gym.sim.simulator import TIMINGS, SimulationConfig
 from synergy_gym.sim.allocation import PLACEMENTS
-from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
-from synergy_gym.traces.loader import FORMATS, load_trace
-from synergy_gym.traces.trace_jobs import sample_workload, to_workload
-from synergy_gym.traces.replay import read_workload_csv, workload_frame
+from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.generator import SyntheticWorkload
+from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
+from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
+from synergy_gym.sim.simulator import TIMINGS, SimulationConfig
+from synergy_gym.sim.workload import MAX_JOBS
+from synergy_gym.traces.loader import FORMATS, load_trace
+from synergy_gym.traces.replay import read_workload_csv, workload_frame
+from synergy_gym.traces.trace_jobs import sample_workload, to_workload
 
 DEFAULT_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+greedy", "fifo+tune")
 JSON_FIELDS = (

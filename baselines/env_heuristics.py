@@ -44,12 +44,13 @@ speed-up (the cheapest among equals).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
 from synergy_gym.env.levels import DEMAND_LEVEL, level_count
+from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
 from synergy_gym.sim.profiles import ModelZoo
 
 #: λ of the price allocators: a level's speed-up is worth λ per unit of cost (1.0 = the fair share).

@@ -15,11 +15,10 @@ import argparse
 import numpy as np
 
 from synergy_gym import ModelZoo, evaluate
-from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.sim.cluster import ClusterSpec
-from synergy_gym.env.levels import allocation_levels
-
 from synergy_gym.baselines.env_heuristics import PriceAllocator, TetrisPacker
+from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.env.levels import allocation_levels
+from synergy_gym.sim.cluster import ClusterSpec
 
 GPU_COUNTS = (1, 2, 4, 8)
 

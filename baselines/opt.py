@@ -47,16 +47,16 @@ from __future__ import annotations
 import logging
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_matrix
 
 from synergy_gym.sim.allocation import ClusterLedger, Tune
-from synergy_gym.sim.planner import RoundPlanner
 from synergy_gym.sim.job_table import JobTable
+from synergy_gym.sim.planner import RoundPlanner
 
 LOG = logging.getLogger(__name__)
 _TIE_BREAK = 1e-6

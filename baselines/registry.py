@@ -10,14 +10,13 @@ and "Tetris" baselines are ``drf+greedy`` and ``tetris+greedy``.
 
 from __future__ import annotations
 
-from typing import Callable
-
-from synergy_gym.sim.allocation import MECHANISMS
-from synergy_gym.errors import UnknownNameError
-from synergy_gym.sim.ordering import ORDERINGS
-from synergy_gym.sim.policy import SchedulingPolicy
+from collections.abc import Callable
 
 from synergy_gym.baselines.orderings import EXTRA_ORDERINGS
+from synergy_gym.errors import UnknownNameError
+from synergy_gym.sim.allocation import MECHANISMS
+from synergy_gym.sim.ordering import ORDERINGS
+from synergy_gym.sim.policy import SchedulingPolicy
 
 
 def _opt(relax: bool) -> Callable[[], object]:

@@ -26,19 +26,19 @@ per round: a few seconds per 300-job episode on 32 GPUs, about 10 s per
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from synergy_gym.sim.bounds import no_wait_jct_s
-from synergy_gym.env.summary import episode_summary
-from synergy_gym.sim.metrics import summarise_jcts
-from synergy_gym.experiments.evaluation import job_frame
-from synergy_gym.sim.simulator import Simulator
-
 from synergy_gym.baselines.registry import make_policy
+from synergy_gym.env.summary import episode_summary
+from synergy_gym.experiments.evaluation import job_frame
+from synergy_gym.sim.bounds import no_wait_jct_s
+from synergy_gym.sim.metrics import summarise_jcts
+from synergy_gym.sim.simulator import Simulator
 
 #: Not a policy: every job at its demand from the round boundary after its arrival, never waiting
 #: (:func:`synergy_gym.sim.bounds.no_wait_jct_s`) – a lower bound on what any policy here can reach.

@@ -31,12 +31,12 @@ import argparse
 import json
 import os
 import sys
-from contextlib import contextmanager
 import time
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -44,13 +44,13 @@ import pandas as pd
 from synergy_gym.baselines.plots import describe_runs
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seed_list
-from synergy_gym.sim.cluster import ClusterSpec, load_cluster
-from synergy_gym.errors import Interrupted, SynergyGymError
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir
 from synergy_gym.cli.plots import ci95_half_width, figure_png, jct_cdf_png, pyplot
+from synergy_gym.errors import Interrupted, SynergyGymError
+from synergy_gym.sim.cluster import ClusterSpec, load_cluster
+from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.simulator import SimulationConfig, Simulator
 from synergy_gym.sim.workload import MAX_JOBS
-from synergy_gym.sim.generator import SyntheticWorkload
 
 
 @dataclass(frozen=True)

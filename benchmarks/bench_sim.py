@@ -14,8 +14,8 @@ import argparse
 import time
 from pathlib import Path
 
-from synergy_gym.baselines import make_policy
 from synergy_gym import ClusterSpec, Simulator
+from synergy_gym.baselines import make_policy
 from synergy_gym.traces.replay import read_workload_csv
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "synergy" / "reference_workloads" / "workload_single_gpu_load9.csv"

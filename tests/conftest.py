@@ -11,8 +11,6 @@ from synergy_gym import ModelZoo, Workload
 from tests.support import SHARED
 
 
-
-
 def pytest_addoption(parser):
     parser.addoption(
         "--long", action="store_true", default=False,

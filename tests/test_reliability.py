@@ -136,8 +136,8 @@ def test_determinism_across_processes():
 
     assert run(SubprocVecEnv) == run(DummyVecEnv)
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
-    from synergy_gym.baselines.env_heuristics import RandomValid
     from synergy_gym import evaluate
+    from synergy_gym.baselines.env_heuristics import RandomValid
 
     ray.init(ignore_reinit_error=True, include_dashboard=False, num_cpus=2, log_to_driver=False, logging_level="ERROR")
     args = (RandomValid(3), "Synergy-small-v0", [5, 6])

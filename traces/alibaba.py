@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from synergy_gym.errors import WorkloadError
 from synergy_gym.cli.files import require_file
+from synergy_gym.errors import WorkloadError
 from synergy_gym.traces.trace_jobs import TraceJobs
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
-from synergy_gym.errors import WorkloadError
 from synergy_gym.cli.files import require_file
+from synergy_gym.errors import WorkloadError
 
 
 def read_job_table(path: str | Path, required: Sequence[str], kind: str) -> pd.DataFrame:

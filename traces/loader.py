@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from synergy_gym.errors import UnknownNameError, WorkloadError
 from synergy_gym.cli.files import require_file
+from synergy_gym.errors import UnknownNameError, WorkloadError
+from synergy_gym.sim.model_mix import DEFAULT_SPLIT
+from synergy_gym.sim.workload import Workload
 from synergy_gym.traces.alibaba import read_alibaba
 from synergy_gym.traces.helios import read_helios
 from synergy_gym.traces.philly import read_philly_csv, read_philly_json
-from synergy_gym.sim.model_mix import DEFAULT_SPLIT
-from synergy_gym.sim.workload import Workload
 from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, to_workload
 
 FORMATS: tuple[str, ...] = ("auto", "philly-csv", "philly-json", "alibaba", "helios")

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from synergy_gym.errors import WorkloadError
 from synergy_gym.cli.files import require_file
+from synergy_gym.errors import WorkloadError
 from synergy_gym.traces.csv_table import read_job_table
 from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from synergy_gym.sim.cluster import ClusterSpec
-from synergy_gym.errors import WorkloadError
-from synergy_gym.traces.csv_table import read_job_table
 from synergy_gym.cli.files import atomic_write_text
+from synergy_gym.errors import WorkloadError
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import RunUntil, Workload
+from synergy_gym.traces.csv_table import read_job_table
 
 REQUIRED = ("job_id", "model", "gpus", "arrival_s", "total_iters", "in_measured_window")
 COLUMNS = (

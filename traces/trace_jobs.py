@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from synergy_gym.errors import WorkloadError
-from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner
+from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import Workload, middle_half_window
 
 #: The paper's simulator keeps Philly jobs lasting between 60·10^1.5 s (31.6 min) and 60·10^4 s (6.9 days).
@@ -68,7 +68,7 @@ class TraceJobs:
         mem_per_gpu=None,
         skipped: dict[str, int] | None = None,
         duration_range: tuple[float, float] | None = None,
-    ) -> "TraceJobs":
+    ) -> TraceJobs:
         """Sort by submit time, apply the duration filter, warn about skipped rows."""
         submit = np.asarray(submit_s, dtype=float)
         n = submit.size

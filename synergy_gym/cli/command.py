@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
-from typing import NoReturn, Sequence
+from typing import NoReturn
 
 from synergy_gym.errors import Interrupted, SynergyGymError
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from synergy_gym.sim.cluster import ClusterSpec, load_cluster
-from synergy_gym.errors import ConfigError, UnknownNameError
-from synergy_gym.env.masks import INVALID_ACTION_MODES
 from synergy_gym.env.levels import LEVEL_KINDS
+from synergy_gym.env.masks import INVALID_ACTION_MODES
+from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.profiling import ProfilerConfig
 from synergy_gym.sim.simulator import SimulationConfig
 from synergy_gym.sim.validation import check_positive
@@ -91,7 +92,7 @@ class EnvConfig:
         )
 
     @classmethod
-    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> "EnvConfig":
+    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> EnvConfig:
         valid = [f.name for f in fields(cls)]
         for key in kwargs:
             if key in REMOVED:

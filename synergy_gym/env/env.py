@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from synergy_gym.sim import kernels
-from synergy_gym.sim.allocation import Tune
 from synergy_gym.env.config import EnvConfig, as_cluster
+from synergy_gym.env.levels import LevelTable
 from synergy_gym.env.masks import ActionLayout
 from synergy_gym.env.observation import ObservationBuilder
 from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
+from synergy_gym.sim import kernels
+from synergy_gym.sim.allocation import Tune
 from synergy_gym.sim.kernels import use_numba
-from synergy_gym.env.levels import LevelTable
 from synergy_gym.sim.ordering import FIFO
 from synergy_gym.sim.policy import SchedulingPolicy
 from synergy_gym.sim.profiles import ModelZoo

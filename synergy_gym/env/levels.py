@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.errors import UnknownNameError
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
 

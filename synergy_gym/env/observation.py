@@ -11,17 +11,18 @@ need nothing else.
 
 from __future__ import annotations
 
-
 import numpy as np
 from gymnasium import spaces
 
 from synergy_gym.sim import kernels
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, TOTAL
+
 # Bins of the histograms (5); durations enter observations as h / (h + TIME_SCALE_H) (10 h).
 from synergy_gym.sim.kernels import HIST_BINS, TIME_SCALE_H
 from synergy_gym.sim.profiles import TASKS, ModelZoo
 from synergy_gym.sim.simulator import Simulator
+
 #: Per slot (a waiting job whose GPUs fit now), ``slots[q]``.
 SLOT_FEATURES = (
     "gpu_share",  # GPUs / cluster GPUs

@@ -42,7 +42,7 @@ def render_ansi(sim: Simulator | None, zoo: ModelZoo, finished: int, job: int) -
     return "\n".join(lines)
 
 
-def render_rgb(picture: "ClusterPicture", sim: Simulator | None, zoo: ModelZoo, finished: int, job: int) -> np.ndarray:
+def render_rgb(picture: ClusterPicture, sim: Simulator | None, zoo: ModelZoo, finished: int, job: int) -> np.ndarray:
     """The cluster as an RGB image (H × W × 3 uint8, at least 640 × 360).
 
     Three panels – GPUs, CPUs and memory in use – with one labelled bar per

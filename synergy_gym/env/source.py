@@ -21,15 +21,16 @@ runs, simulator runs and paired comparisons use the same jobs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.errors import ConfigError
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import Workload

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np

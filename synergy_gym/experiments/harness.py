@@ -7,8 +7,8 @@ further jobs) for every policy, so each policy sees exactly the same jobs.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
 
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.metrics import SimulationResult

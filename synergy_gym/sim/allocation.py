@@ -32,7 +32,8 @@ the simulator relies on this to skip rounds in which nothing can change.
 from __future__ import annotations
 
 import heapq
-from typing import Literal, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Literal, Protocol
 
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import JobTable

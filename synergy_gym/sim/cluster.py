@@ -19,10 +19,11 @@ divided by its GPUs: 3 CPUs and 62.5 GB per GPU on the default cluster.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.validation import check_positive
@@ -81,7 +82,7 @@ class ClusterSpec:
         )
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], source: str = "cluster") -> "ClusterSpec":
+    def from_mapping(cls, values: Mapping[str, Any], source: str = "cluster") -> ClusterSpec:
         """Build from a mapping, rejecting unknown keys by name."""
         known = {f.name for f in fields(cls)}
         for key in values:

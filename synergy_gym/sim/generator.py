@@ -44,8 +44,8 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -181,7 +181,7 @@ class _Generator:
             source="synthetic workload",
         )
 
-    def __iter__(self) -> "_Generator":
+    def __iter__(self) -> _Generator:
         return self
 
     def __next__(self) -> Workload:

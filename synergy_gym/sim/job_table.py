@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.errors import WorkloadError
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import capped_demand_per_gpu, grid_level
 from synergy_gym.sim.profiling import ProfilerConfig, profile_jobs
 from synergy_gym.sim.workload import Workload

@@ -160,7 +160,7 @@ class SimulationResult:
         return (m["jct_s"] / 3600.0).to_numpy()
 
 
-def build_result(sim: "Simulator", wall_s: float) -> SimulationResult:
+def build_result(sim: Simulator, wall_s: float) -> SimulationResult:
     jobs = sim.jobs
     n = jobs.n
     jct = jobs.finish_s[:n] - jobs.arrival_s[:n]

@@ -43,8 +43,9 @@ mid-round pickles.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # allocation.py builds Tune.allocate on this module
     from synergy_gym.sim.allocation import ClusterLedger, Tune

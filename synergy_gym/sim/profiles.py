@@ -101,7 +101,7 @@ class ModelZoo:
         object.__setattr__(self, "_mem_grid_list", first.mem_grid.tolist())
 
     @classmethod
-    def default(cls) -> "ModelZoo":
+    def default(cls) -> ModelZoo:
         """The paper's ten models, from the package's data file."""
         return _load_zoo_csv()
 

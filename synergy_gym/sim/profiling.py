@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.errors import ConfigError
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelProfile, ModelZoo
 from synergy_gym.sim.validation import check_positive
 

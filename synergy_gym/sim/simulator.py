@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 
+from synergy_gym.errors import UnknownNameError, WorkloadError
 from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement, Tune
 from synergy_gym.sim.cluster import ClusterSpec
-from synergy_gym.errors import UnknownNameError, WorkloadError
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
 from synergy_gym.sim.kernels import use_numba
 from synergy_gym.sim.metrics import RoundLog, SimulationResult, build_result

@@ -15,13 +15,14 @@ the summary statistics are computed over. ``run_until`` says when a run ends:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 import numpy as np
 
-from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.errors import WorkloadError
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
 
 RunUntil = Literal["window", "all"]
@@ -77,7 +78,7 @@ class Workload:
         measured=None,
         run_until: RunUntil = "window",
         source: str = "workload",
-    ) -> "Workload":
+    ) -> Workload:
         """Validate, fill defaults (model iteration time and demand) and sort by arrival."""
         model = np.asarray(model, dtype=np.int64)
         n = len(model)
@@ -173,7 +174,7 @@ class Workload:
                 f"{where}job {self.job_id[i]} asks for {self.gpus[i]} GPUs but the cluster has {cluster.total_gpus}"
             )
 
-    def concat(self, more: "Workload") -> "Workload":
+    def concat(self, more: Workload) -> Workload:
         """This workload followed by ``more`` (whose jobs must arrive no earlier)."""
         if more.zoo is not self.zoo and more.zoo.names != self.zoo.names:
             raise WorkloadError("cannot join workloads over different model zoos")

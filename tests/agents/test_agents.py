@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import synergy_gym
-from tests.support.agent_runs import FAST, SMALL_ENV, TINY, tensorboard_scalars
 from synergy_gym.cli import main
 from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES, slot_arrays
 from tests.support import REPO
+from tests.support.agent_runs import FAST, SMALL_ENV, TINY, tensorboard_scalars
 
 ENV_IDS = tuple(synergy_gym.SCENARIOS)
 def _write(path, text):
@@ -229,7 +229,6 @@ def test_config_files_toml_and_yaml(tmp_path):
 def test_reference_configs_are_valid(name, env_id, env_kwargs, teacher):
     """The reference runs imitate their scenario's best env heuristic (README ceilings; on Synergy-small-v0
     srtf+tune, the best when the runs were trained, 0.05 % behind tetris+greedy) and stop on a stall."""
-    from pathlib import Path
 
     from synergy_gym.agents.config import TrainConfig, load_config_file
 

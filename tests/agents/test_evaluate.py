@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from synergy_gym import evaluate
 from synergy_gym.agents.evaluate import SUMMARY_FIELDS, parse_baselines, run_policies, trained_on_old_action_space
 from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES, env_heuristics
 from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND, SIM_POLICIES, simulate_on_env
-from synergy_gym import evaluate
-from tests.support.cli_runs import run_cli, snapshot
 from synergy_gym.errors import SynergyGymError
+from tests.support.cli_runs import run_cli, snapshot
 
 SMALL = ["--env", "Synergy-small-v0"]
 

@@ -18,11 +18,11 @@ import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym.agents.evaluate import JOBS_FIELDS, agent_labels, decisions_file_name
-from tests.support.cli_runs import run_cli, snapshot
 from synergy_gym.cli import main
 from synergy_gym.env.observation import SLOT_FEATURES
 from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.evaluation import DECISION_KEYS, decision_record, evaluate
+from tests.support.cli_runs import run_cli, snapshot
 
 ENV = ["--env", "Synergy-small-v0"]
 JOBS = 15

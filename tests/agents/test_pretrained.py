@@ -5,11 +5,11 @@ import re
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
-from tests.support.cli_runs import run_cli
+
 from tests.support import REPO
+from tests.support.cli_runs import run_cli
 
 ROOT = REPO
 #: The reference runs' policies, one per small scenario (README, "Results").
@@ -43,8 +43,8 @@ def test_a_shipped_policy_is_small_and_complete(name):
 def test_load_pretrained_reproduces_the_card_on_a_held_out_seed(name):
     """The policy loads on the CPU and schedules the check seed's episode exactly as when it was exported."""
     import synergy_gym.agents
-    from synergy_gym.agents.pretrained_policies import pretrained_card, pretrained_config
     from synergy_gym import evaluate
+    from synergy_gym.agents.pretrained_policies import pretrained_card, pretrained_config
 
     policy = synergy_gym.agents.load_pretrained(name)
     card, cfg = pretrained_card(name), pretrained_config(name)

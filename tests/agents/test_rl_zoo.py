@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
 from tests.support import REPO
 
 pytest.importorskip("rl_zoo3", reason="rl-zoo3 is not installed (pip install -e '.[zoo]')")

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+
 from tests.support.agent_runs import SMALL_ENV, tiny_train_config
 
 ENV = "Synergy-small-scarce-v0"
@@ -74,10 +75,10 @@ def test_per_slot_head_scores_slots_independently_of_their_order(algo):
 
 
 def test_per_slot_model_trains_saves_and_loads(tmp_path):
+    from synergy_gym import evaluate
     from synergy_gym.agents.evaluate import load_agent
     from synergy_gym.agents.slot_policy import MaskableSlotPolicy
     from synergy_gym.agents.train import train
-    from synergy_gym import evaluate
 
     out = train(tiny(action_head="per_slot"), out=tmp_path / "run", log=None)
     agent = load_agent(out / "last_model.zip", None, "cpu", "agent")

@@ -6,16 +6,15 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from tests.support.agent_runs import FAST, SMALL_ENV, TINY, tensorboard_scalars, tiny_train_config
 from synergy_gym.cli import build_parser, main
 from tests.support import REPO
+from tests.support.agent_runs import FAST, SMALL_ENV, TINY, tensorboard_scalars, tiny_train_config
 
 ROOT = REPO
 ENV = "Synergy-small-scarce-v0"

@@ -7,8 +7,8 @@ import pytest
 
 import synergy_gym
 from synergy_gym.baselines.env_heuristics import env_heuristics
-from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, squash_hours
 from synergy_gym.env.levels import DEMAND_LEVEL
+from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, squash_hours
 
 N_LEVELS = 5
 

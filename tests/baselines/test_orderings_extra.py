@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from synergy_gym.baselines.orderings import DRF, FTF, FTFReference, Tetris
 from synergy_gym import ClusterSpec
+from synergy_gym.baselines.orderings import DRF, FTF, FTFReference, Tetris
 from synergy_gym.sim.job_table import JobTable
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from synergy_gym.baselines import make_policy, parse_policy_list, policy_names
 from synergy_gym import UnknownNameError
+from synergy_gym.baselines import make_policy, parse_policy_list, policy_names
 
 
 def test_every_order_and_mechanism_combination_is_named():

@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.baselines.rollout_bound import BASE_NAMES, RolloutPolicy, base_episode, base_policy, compare_seed, main, total_jct_s
+from synergy_gym.baselines.rollout_bound import (
+    BASE_NAMES,
+    RolloutPolicy,
+    base_episode,
+    base_policy,
+    compare_seed,
+    main,
+    total_jct_s,
+)
 from synergy_gym.errors import UnknownNameError
 
 ENV = "Synergy-small-scarce-v0"

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_runs import run_cli
 from synergy_gym.cli import main
 from synergy_gym.cli.args import check_job_count
-from synergy_gym.errors import PathError, SynergyGymError
 from synergy_gym.cli.files import check_input_file, check_output_dir, check_output_file, is_writable_dir
+from synergy_gym.errors import PathError, SynergyGymError
 from synergy_gym.sim.workload import MAX_JOBS
+from tests.support.cli_runs import run_cli
 
 PHILLY = """timestamp,duration,num_gpus,gpu_time,cluster
 2017-10-09 07:01:55,6000.0,1,6000.0,a

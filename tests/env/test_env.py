@@ -15,6 +15,7 @@ import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym import SCENARIOS, ConfigError, UnknownNameError
 from synergy_gym.env import SynergyEnv
 from synergy_gym.env.config import REMOVED, as_cluster
+from synergy_gym.env.levels import DEMAND_LEVEL, FAIR_LEVEL, LevelTable
 from synergy_gym.env.observation import (
     CLUSTER_FEATURES,
     DEMAND_FEATURES,
@@ -26,7 +27,6 @@ from synergy_gym.env.observation import (
     SPEEDUP_HIGH,
     slot_arrays,
 )
-from synergy_gym.env.levels import DEMAND_LEVEL, FAIR_LEVEL, LevelTable
 
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 60, "max_rounds": 4000}
 ENV_IDS = ["Synergy-v0", "Synergy-small-v0", "Synergy-scarce-v0", "Synergy-small-scarce-v0"]
@@ -722,9 +722,9 @@ def test_maskable_and_plain_ppo_train_a_few_steps():
 
 
 def test_evaluate_scores_env_heuristics_on_the_workloads_of_their_seeds():
+    from synergy_gym import SimulationConfig, Simulator
     from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES, env_heuristics
     from synergy_gym.baselines.registry import make_policy
-    from synergy_gym import SimulationConfig, Simulator
 
     assert {"fifo+tune", "srtf+tune", "las+tune", "tetris", "fifo+price", "srtf+price", "random"} <= set(HEURISTIC_NAMES)
     results = {

@@ -5,17 +5,17 @@ in the default mode on single-GPU workloads. The simulator runs the same jobs
 (``env.workload_for_seed``) under ``make_policy("fifo+tune")``.
 """
 
-from tests.support import golden
 import numpy as np
 import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
+from synergy_gym import SimulationConfig, Simulator
 from synergy_gym.baselines.env_heuristics import env_heuristics
 from synergy_gym.baselines.registry import make_policy
-from synergy_gym import SimulationConfig, Simulator
 from synergy_gym.env import SynergyEnv
 from synergy_gym.env.levels import DEMAND_LEVEL
 from synergy_gym.traces.replay import read_workload_csv
+from tests.support import golden
 
 ACTION_1 = DEMAND_LEVEL  # slot 0 · L + DEMAND_LEVEL
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 300, "max_rounds": 100_000}

@@ -105,8 +105,8 @@ def test_a_workload_of_the_wrong_type_is_refused():
 
 
 def test_reset_on_a_given_workload_seed_pairs_env_and_simulator_runs():
-    from synergy_gym.baselines import make_policy
     from synergy_gym import Simulator
+    from synergy_gym.baselines import make_policy
     from synergy_gym.sim.cluster import cluster_preset
 
     env = SynergyEnv(**SMALL, num_jobs=40)

@@ -4,10 +4,17 @@ import numpy as np
 import pytest
 
 from synergy_gym import ClusterSpec, ModelZoo, SyntheticWorkload, UnknownNameError
-from synergy_gym.sim.job_table import JobTable
 from synergy_gym.env.levels import (
-    DEFAULT_FRACTIONS, DEMAND_LEVEL, FAIR_LEVEL, GridPoints, LevelTable, allocation_levels, honourable_points, level_count,
+    DEFAULT_FRACTIONS,
+    DEMAND_LEVEL,
+    FAIR_LEVEL,
+    GridPoints,
+    LevelTable,
+    allocation_levels,
+    honourable_points,
+    level_count,
 )
+from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.profiling import ProfilerConfig
 
 ZOO = ModelZoo.default()

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import synergy_gym
-from synergy_gym.baselines.scenario_search import BOUND, ScarceConfig, run_grid
 from synergy_gym import SCENARIOS
+from synergy_gym.baselines.scenario_search import BOUND, ScarceConfig, run_grid
 
 
 def test_every_scenario_is_registered_with_its_kwargs():

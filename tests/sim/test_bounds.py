@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from synergy_gym.baselines import make_policy
 from synergy_gym import ClusterSpec, ConfigError, Simulator, SyntheticWorkload
+from synergy_gym.baselines import make_policy
 from synergy_gym.sim.bounds import no_wait_jct_s
 
 

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.baselines.registry import make_policy
 from synergy_gym import ClusterSpec, SimulationConfig, Simulator, SyntheticWorkload
-from synergy_gym.sim import kernels
+from synergy_gym.baselines.registry import make_policy
 from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.sim import kernels
 
 needs_numba = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed: only the numpy path exists")
 

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from synergy_gym.baselines import make_policy
 from synergy_gym import ClusterSpec, ConfigError, SimulationConfig, Simulator
+from synergy_gym.baselines import make_policy
 from synergy_gym.sim.profiling import ProfilerConfig, model_estimate, profile_jobs, storage_bound
 
 CLUSTER = ClusterSpec()

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from synergy_gym.baselines import make_policy, policy_names
 from synergy_gym import ClusterSpec, SimulationConfig, Simulator, Workload
+from synergy_gym.baselines import make_policy, policy_names
 from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.profiles import ModelZoo
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from synergy_gym.baselines import make_policy
 from synergy_gym import ClusterSpec, Simulator
+from synergy_gym.baselines import make_policy
 from synergy_gym.traces.replay import read_workload_csv
 
 PUBLISHED_MEAN_H = 21.88  # FIFO+Tune, 9 jobs/h, single-GPU, split 20/70/10 (ae-readme)

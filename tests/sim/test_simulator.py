@@ -6,8 +6,19 @@ import numpy as np
 import pytest
 
 from synergy_gym import (
-    FIFO, LAS, SRTF, ClusterSpec, ConfigError, FairShare, Greedy, SchedulingPolicy, SimulationConfig,
-    Simulator, Tune, UnknownNameError, WorkloadError,
+    FIFO,
+    LAS,
+    SRTF,
+    ClusterSpec,
+    ConfigError,
+    FairShare,
+    Greedy,
+    SchedulingPolicy,
+    SimulationConfig,
+    Simulator,
+    Tune,
+    UnknownNameError,
+    WorkloadError,
 )
 
 ONE_GPU = ClusterSpec(num_servers=1, gpus_per_server=1, cpus_per_server=3, mem_gb_per_server=62.5)

@@ -6,8 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from synergy_gym.agents.config import TrainConfig
 from synergy_gym import ClusterSpec, ConfigError, SyntheticWorkload, WorkloadError
+from synergy_gym.agents.config import TrainConfig
 from synergy_gym.sim.profiling import ProfilerConfig
 from synergy_gym.sim.validation import check_positive
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-import torch
-
 #: 20 jobs; max_rounds well above the heuristics' longest episode (about 1,600 rounds) but short enough that an
 #: untrained agent that keeps stopping with an idle cluster (each stop then moves one round) ends soon.
 SMALL_ENV = {"num_jobs": 20, "max_rounds": 2500}

@@ -32,8 +32,8 @@ import gymnasium as gym
 import numpy as np
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.baselines import make_policy
 from synergy_gym import ClusterSpec, Simulator, Workload
+from synergy_gym.baselines import make_policy
 from synergy_gym.traces.replay import read_workload_csv
 from tests.support import REPO, SHARED
 

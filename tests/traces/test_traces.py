@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synergy_gym.baselines import make_policy
 from synergy_gym import ClusterSpec, Simulator, WorkloadError
+from synergy_gym.baselines import make_policy
 from synergy_gym.sim.generator import DEFAULT_WINDOW, SyntheticWorkload
 from synergy_gym.sim.model_mix import ModelAssigner, parse_split
 from synergy_gym.sim.philly_gpu_mix import PHILLY_GPU_COUNTS, gpu_mix
