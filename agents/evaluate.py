@@ -79,9 +79,10 @@ import pandas as pd
 from synergy_gym.agents.config import EVAL_SEED_BASE, TrainConfig, load_config_file
 from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file, require_file
-from synergy_gym.cli.plots import ci95_half_width, jct_cdf_png
+from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.errors import ConfigError, PathError, SynergyGymError, UnknownNameError
 from synergy_gym.experiments.evaluation import evaluate
+from synergy_gym.experiments.statistics import ci95_half_width
 
 if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.wrappers import AgentPolicy

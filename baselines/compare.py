@@ -38,9 +38,9 @@ from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_o
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
-from synergy_gym.sim.allocation import PLACEMENTS
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.generator import SyntheticWorkload
+from synergy_gym.sim.ledger import PLACEMENTS
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
 from synergy_gym.sim.simulator import TIMINGS, SimulationConfig

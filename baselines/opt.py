@@ -54,9 +54,9 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_matrix
 
-from synergy_gym.sim.allocation import ClusterLedger, Tune
+from synergy_gym.sim.allocation import Tune, admit_by_gpus
 from synergy_gym.sim.job_table import JobTable
-from synergy_gym.sim.planner import RoundPlanner
+from synergy_gym.sim.ledger import ClusterLedger
 
 LOG = logging.getLogger(__name__)
 _TIE_BREAK = 1e-6
@@ -90,9 +90,12 @@ class SynergyOpt:
         # Candidates depend only on a job type (or a profiled job) and its target: cached per job table.
         self._candidates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+    def round_placer(self) -> None:
+        """None: the solver chooses every admitted job's target at once, so each round is planned whole."""
+        return None
+
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
-        planner = RoundPlanner(ledger, jobs, self._tune)
-        admitted = planner.admission(order)
+        admitted = admit_by_gpus(order, jobs.gpus_l, ledger.free_gpus_total)
         if not admitted:
             LOG.warning("%s: no runnable job fits this round; falling back to tune", self.name)
             self._tune.allocate(ledger, jobs, order)
@@ -103,7 +106,7 @@ class SynergyOpt:
             LOG.warning("%s: %s; falling back to tune for this round", self.name, exc)
             self._tune.allocate(ledger, jobs, order)
             return
-        planner.place_all(admitted, dict(zip(admitted, solution.targets)))
+        self._tune.place_all(ledger, jobs, admitted, dict(zip(admitted, solution.targets)))
 
     def solve(self, jobs: JobTable, admitted: Sequence[int]) -> OptSolution:
         """The first stage for ``admitted`` jobs (policy order)."""

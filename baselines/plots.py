@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from synergy_gym.cli.plots import ci95_half_width, figure_png, pyplot
+from synergy_gym.cli.plots import figure_png, pyplot
+from synergy_gym.experiments.statistics import ci95_half_width
 
 CI_LABEL = "95 % CI over seeds"
 

@@ -55,8 +55,8 @@ import numpy as np
 import synergy_gym  # registers the environments
 from synergy_gym.baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.plots import ci95_half_width
 from synergy_gym.errors import SynergyGymError, UnknownNameError
+from synergy_gym.experiments.statistics import ci95_half_width
 
 #: Candidate sets (see the module docstring).
 CANDIDATE_SETS: tuple[str, ...] = ("all", "reduced")

@@ -48,8 +48,8 @@ import pandas as pd
 
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.plots import ci95_half_width
 from synergy_gym.env.source import GeneratedWorkloads
+from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.bounds import no_wait_jct_s
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.generator import SyntheticWorkload

@@ -45,8 +45,9 @@ from synergy_gym.baselines.plots import describe_runs
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seed_list
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir
-from synergy_gym.cli.plots import ci95_half_width, figure_png, jct_cdf_png, pyplot
+from synergy_gym.cli.plots import figure_png, jct_cdf_png, pyplot
 from synergy_gym.errors import Interrupted, SynergyGymError
+from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.simulator import SimulationConfig, Simulator

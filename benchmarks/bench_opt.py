@@ -19,10 +19,10 @@ import numpy as np
 
 from synergy_gym import ClusterSpec, Tune
 from synergy_gym.baselines.opt import SynergyOpt
-from synergy_gym.sim.allocation import ClusterLedger
+from synergy_gym.sim.allocation import admit_by_gpus
 from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.job_table import JobTable
-from synergy_gym.sim.planner import admit_by_gpus
+from synergy_gym.sim.ledger import ClusterLedger
 
 
 def round_state(gpus: int, jobs: int, seed: int) -> tuple[JobTable, list[int]]:

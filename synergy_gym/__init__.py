@@ -10,7 +10,7 @@ Importing the package registers the Gymnasium environments of
 ``Synergy-small-scarce-v0`` (``gym.make("synergy_gym:Synergy-v0")`` imports it for you).
 """
 
-from synergy_gym.env.scenarios import SCENARIOS, Scenario
+from synergy_gym.env.scenarios import SCENARIOS, Scenario, register_envs
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError, WorkloadError
 from synergy_gym.experiments.evaluation import evaluate
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
@@ -27,16 +27,7 @@ from synergy_gym.sim.workload import Workload
 __version__ = "0.1.0"
 
 
-def _register_envs() -> None:
-    """Register the environment ids of :data:`SCENARIOS` with Gymnasium (idempotent)."""
-    import gymnasium
-
-    for env_id, scenario in SCENARIOS.items():
-        if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point="synergy_gym.env:SynergyEnv", kwargs=dict(scenario.kwargs))
-
-
-_register_envs()
+register_envs()
 
 __all__ = [
     "CaseResult", "ClusterSpec", "ConfigError", "FIFO", "FairShare", "Greedy", "LAS", "ModelProfile",

@@ -25,20 +25,6 @@ def figure_png(fig) -> bytes:
     return buf.getvalue()
 
 
-def ci95_half_width(std, n):
-    """Half-width of the 95 % confidence interval of a mean (t-distribution); NaN where n < 2.
-
-    ``std`` is the sample standard deviation (ddof=1) of ``n`` values; both may be arrays.
-    """
-    from scipy import stats
-
-    std = np.asarray(std, dtype=float)
-    n = np.asarray(n, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * std / np.sqrt(n)
-    return np.where(n >= 2, half, np.nan)
-
-
 #: Tick multipliers per decade for log axes, coarsest first.
 _LOG_SUBS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0), tuple(range(1, 10)),
              (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0), tuple(np.arange(1.0, 10.0, 0.2)))

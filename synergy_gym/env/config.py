@@ -14,19 +14,13 @@ from synergy_gym.env.masks import INVALID_ACTION_MODES
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.profiling import ProfilerConfig
-from synergy_gym.sim.simulator import SimulationConfig
+from synergy_gym.sim.simulator import SimulationConfig, kernels_removed
 from synergy_gym.sim.validation import check_positive
 from synergy_gym.sim.workload import MAX_JOBS
 
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
-#: Keyword arguments of the per-job preference action space, replaced by scheduling actions.
-_REMOVED_WHY = "the action space now chooses which job runs next and its level (see SynergyEnv's docstring)"
-REMOVED: dict[str, str] = {
-    "order": f"{_REMOVED_WHY}; agent_orders=False keeps FIFO order",
-    "allow_defer": f"{_REMOVED_WHY}; the stop action keeps jobs waiting",
-    "max_defer_rounds": _REMOVED_WHY,
-    "reconsider_every": f"{_REMOVED_WHY}; preemptive=True re-decides every job at every event",
-}
+#: Keyword arguments that were removed, and why.
+REMOVED: dict[str, str] = {"kernels": kernels_removed()}
 
 
 @dataclass(frozen=True)
@@ -79,16 +73,13 @@ class EnvConfig:
     profile_noise: float = 0.0
     #: ``None``, ``"ansi"`` or ``"rgb_array"``.
     render_mode: str | None = None
-    #: ``"auto"``: compiled kernels (numba) where installed; ``"numba"``: require them; ``"numpy"``:
-    #: never. Observations, rewards and episodes are identical (:mod:`synergy_gym.sim.kernels`).
-    kernels: str = "auto"
 
     def simulation_config(self, profile_seed: int = 0) -> SimulationConfig:
         """The simulator settings these kwargs ask for (the env keeps no round log)."""
         return SimulationConfig(
             round_s=self.round_s, placement=self.placement, timing=self.timing, debug=self.debug,
             record_rounds=False, sensitivity=self.sensitivity,
-            profiler=ProfilerConfig(noise=self.profile_noise, seed=profile_seed), kernels=self.kernels,
+            profiler=ProfilerConfig(noise=self.profile_noise, seed=profile_seed),
         )
 
     @classmethod

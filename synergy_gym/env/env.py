@@ -19,7 +19,6 @@ from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
 from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import Tune
-from synergy_gym.sim.kernels import use_numba
 from synergy_gym.sim.ordering import FIFO
 from synergy_gym.sim.policy import SchedulingPolicy
 from synergy_gym.sim.profiles import ModelZoo
@@ -138,9 +137,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         grid_shape = (len(self.zoo.cpu_grid), len(self.zoo.mem_grid)) if cfg.levels == "grid" else None
         self.layout = ActionLayout(cfg.max_queue, self.levels.n_levels, cfg.agent_orders, cfg.invalid_action, grid_shape)
         self.action_space = spaces.Discrete(self.layout.n)
-        self._numba = use_numba(cfg.kernels)
         self.obs_builder = ObservationBuilder(
-            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n, numba=self._numba
+            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n
         )
         self.observation_space = self.obs_builder.space
         self._picture: ClusterPicture | None = None
@@ -169,7 +167,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self._waiting = self._fits = self._slots = _NO_JOBS
         self._slot_valid = self._level_valid[:0]
         self._stopped = False
-        self._meter = SystemTimeMeter(jobs, self.cfg.reward_scale, numba=self._numba)
+        self._meter = SystemTimeMeter(jobs, self.cfg.reward_scale)
         self._ended, self._truncated = False, False
         self._decisions = self._invalid = 0
         self._pending_finished: list[np.ndarray] = []
@@ -281,21 +279,13 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
         Returns False (nothing filled but ``_fits``) when none fits.
         """
-        if self._numba:
-            self._fits, slots, valid = kernels.offer_slots(
-                self._waiting, self.sim.jobs.gpus, free, self._level_valid, self.cfg.max_queue,
-                self.layout.slots_offered, self._mask,
-            )
-            if not slots.size:
-                return False
-            self._slots, self._slot_valid = slots, valid
-            return True
-        fits = self._fits = self.sim.jobs.gpus[self._waiting] <= free
-        if not np.count_nonzero(fits):
+        self._fits, slots, valid = kernels.offer_slots(
+            self._waiting, self.sim.jobs.gpus, free, self._level_valid, self.cfg.max_queue,
+            self.layout.slots_offered, self._mask,
+        )
+        if not slots.size:
             return False
-        self._slots = slots = self._waiting[fits][: self.cfg.max_queue]
-        self._slot_valid = self._level_valid.take(slots, axis=0)
-        self.layout.mask(self._slot_valid, self._mask)
+        self._slots, self._slot_valid = slots, valid
         return True
 
     def _begin_event(self) -> None:
@@ -314,7 +304,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
                 gpus = sim.jobs.gpus_l
                 keep = sorted(keep, key=lambda j: -gpus[j])
         sim.planner.begin(keep)
-        sim.planner.next_decision(None)  # the running jobs keep their GPUs and levels
+        sim.planner.admit_in_order()  # the running jobs keep their GPUs and levels
         sim.planner.settle()  # the ledger now holds exactly them, for the observation
         self._waiting = runnable[~holds[runnable]]
         self._stopped = False

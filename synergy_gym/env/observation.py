@@ -16,7 +16,6 @@ from gymnasium import spaces
 
 from synergy_gym.sim import kernels
 from synergy_gym.sim.cluster import ClusterSpec
-from synergy_gym.sim.job_table import ATTAINED, EXECUTED, TOTAL
 
 # Bins of the histograms (5); durations enter observations as h / (h + TIME_SCALE_H) (10 h).
 from synergy_gym.sim.kernels import HIST_BINS, TIME_SCALE_H
@@ -96,12 +95,8 @@ def hours(x):
 class ObservationBuilder:
     """Builds observations from the simulator's state and the episode's level table."""
 
-    def __init__(
-        self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int, numba: bool = False
-    ) -> None:
+    def __init__(self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int) -> None:
         self.cluster = cluster
-        #: Build with the compiled kernels of :mod:`synergy_gym.sim.kernels` (identical observations).
-        self.numba = numba
         self.zoo = zoo
         self.q = q = int(max_queue)
         self.n_levels = n_levels
@@ -198,9 +193,9 @@ class ObservationBuilder:
         slot_obs = np.zeros((q, len(SLOT_FEATURES)), dtype=np.float32)
         slot_levels = np.zeros((q, self.n_levels, 3), dtype=np.float32)
         slot_mask = np.zeros(q, dtype=np.float32)
-        if k and self.numba:
+        if k:
             now_h = sim.now / 3600.0
-            if self.never_ran:
+            if self.never_ran:  # every waiting job is as it arrived: only its age changes
                 kernels.fresh_slot_rows(
                     slots, self.fresh_rows, self.levels, self.arrival_h, now_h, _AGE, slot_obs, slot_levels, slot_mask
                 )
@@ -209,27 +204,6 @@ class ObservationBuilder:
                     slots, self.static, self.h_per_iter, sim.jobs.progress, self.levels, self.arrival_h, was_running,
                     now_h, slot_obs, slot_levels, slot_mask,
                 )
-        elif k and self.never_ran:  # every waiting job is as it arrived: only its age changes
-            rows = self.fresh_rows.take(slots, axis=0)  # take: faster than fancy indexing for rows
-            age = sim.now / 3600.0 - self.arrival_h[slots]
-            rows[:, _AGE] = age / (age + TIME_SCALE_H)
-            slot_obs[:k] = rows
-            slot_levels[:k] = self.levels.take(slots, axis=0)
-            slot_mask[:k] = 1.0
-        elif k:
-            progress = sim.jobs.progress.take(slots, axis=0)
-            total = progress[:, TOTAL]
-            left = total - progress[:, EXECUTED]
-            times = np.empty((k, 4))
-            times[:, :2] = left[:, None] * self.h_per_iter.take(slots, axis=0)
-            times[:, 2] = sim.now / 3600.0 - self.arrival_h[slots]
-            times[:, 3] = progress[:, ATTAINED] / 3600.0
-            slot_obs[:k, :5] = self.static.take(slots, axis=0)
-            slot_obs[:k, 5] = left / total
-            slot_obs[:k, 6:10] = times / (times + TIME_SCALE_H)
-            slot_obs[:k, 10] = was_running[slots]
-            slot_levels[:k] = self.levels.take(slots, axis=0)
-            slot_mask[:k] = 1.0
         return {
             "slots": slot_obs.reshape(-1),
             "slot_levels": slot_levels.reshape(-1),
@@ -249,61 +223,29 @@ class ObservationBuilder:
             return np.zeros(len(RUNNING_FEATURES), dtype=np.float32)
         idx = np.fromiter(ledger.jobs, dtype=np.int64, count=n)
         tput = np.fromiter(ledger.tput, dtype=float, count=n)
-        if self.numba:
-            return kernels.running_features(
-                idx, tput, self.running_static, sim.jobs.progress, self._speedup_bin_scale, self.cluster.total_gpus,
-                self.speedup_max,
-            )
-        per_job = self.running_static.take(idx, axis=0)  # one gather: GPUs, 1 / fair throughput, hours per iteration
-        progress = sim.jobs.progress.take(idx, axis=0)
-        speedup = tput * per_job[:, 1]
-        gpus = per_job[:, 0]
-        left_h = (progress[:, TOTAL] - progress[:, EXECUTED]) * per_job[:, 2] / tput
-        bins = np.empty(2 * n, dtype=np.int64)
-        bins[:n] = (speedup - 1.0) * self._speedup_bin_scale  # truncates: at the fair share (−1e-12) is bin 0
-        bins[n:] = left_h / (left_h + TIME_SCALE_H) * HIST_BINS
-        np.minimum(bins, HIST_BINS - 1, out=bins)
-        bins[n:] += HIST_BINS
-        out = np.empty(len(RUNNING_FEATURES), dtype=np.float32)
-        out[0] = n / (n + self.cluster.total_gpus)
-        # Sums with np.add.reduce (not np.dot, whose order is BLAS's) so the kernel can match them exactly.
-        out[1] = min(float(np.add.reduce(gpus * speedup) / np.add.reduce(gpus)), self.speedup_max)
-        out[2:] = np.bincount(bins, minlength=2 * HIST_BINS) / n
-        return out
+        return kernels.running_features(
+            idx, tput, self.running_static, sim.jobs.progress, self._speedup_bin_scale, self.cluster.total_gpus,
+            self.speedup_max,
+        )
 
     def demand_features(self, held: np.ndarray, waiting: np.ndarray) -> np.ndarray:
-        if self.numba:
-            return kernels.demand_features(held, waiting, self.demand_running, self.demand)
-        # np.add.reduce is ndarray.sum without its Python wrapper (same result).
-        ratio = np.concatenate([np.add.reduce(self.demand_running.take(held, axis=0), axis=0), np.add.reduce(self.demand.take(waiting, axis=0), axis=0)])
-        return (ratio / (ratio + 1.0)).astype(np.float32)
+        return kernels.demand_features(held, waiting, self.demand_running, self.demand)
 
     def queue_rest_features(self, sim: Simulator, waiting: np.ndarray, fits: np.ndarray, k: int) -> np.ndarray:
-        g = self.cluster.total_gpus
-        if self.numba:
-            jobs = sim.jobs
-            return kernels.queue_rest_features(waiting, fits, k, jobs.total_iters, jobs.executed, self.fair_gpu_h_per_iter, g)
-        beyond = waiting[fits][k:]
-        n_beyond, n_out = beyond.size, waiting.size - int(np.count_nonzero(fits))
-        work = 0.0
-        if n_beyond:
-            jobs = sim.jobs
-            work = float(np.add.reduce((jobs.total_iters[beyond] - jobs.executed[beyond]) * self.fair_gpu_h_per_iter[beyond]))
-        return np.array([n_beyond / (n_beyond + g), work / (work + TIME_SCALE_H), n_out / (n_out + g)], dtype=np.float32)
+        jobs = sim.jobs
+        return kernels.queue_rest_features(
+            waiting, fits, k, jobs.total_iters, jobs.executed, self.fair_gpu_h_per_iter, self.cluster.total_gpus
+        )
 
     def cluster_features(self, sim: Simulator, waiting: int) -> np.ndarray:
         c = self.cluster
         ledger = sim.ledger
         g = c.total_gpus
         running = len(ledger.jobs)
-        free = (ledger.free_gpu, ledger.free_cpu, ledger.free_mem)
-        if self.numba:
-            out = np.zeros(len(CLUSTER_FEATURES))
-            kernels.cluster_histograms(np.array(free, dtype=float), self._free_scales, 1.0 / c.num_servers, out)
-        else:  # the same function on Python lists: for a few dozen servers faster than numpy's per-call overhead
-            out = [0.0] * len(CLUSTER_FEATURES)
-            kernels.interpreted(kernels.cluster_histograms)(free, self._free_scales.tolist(), 1.0 / c.num_servers, out)
+        out = np.zeros(len(CLUSTER_FEATURES))
+        free = np.array((ledger.free_gpu, ledger.free_cpu, ledger.free_mem), dtype=float)
+        kernels.cluster_histograms(free, self._free_scales, 1.0 / c.num_servers, out)
         out[0] = sim.planner.free_gpus / g
         out[3 + 3 * HIST_BINS] = running / (running + g)
         out[4 + 3 * HIST_BINS] = waiting / (waiting + g)
-        return np.asarray(out, dtype=np.float32)
+        return out.astype(np.float32)

@@ -15,10 +15,9 @@ class SystemTimeMeter:
     is minus what the sum grew by since the last step, divided by ``scale``.
     """
 
-    def __init__(self, jobs: JobTable, scale: float, numba: bool = False) -> None:
+    def __init__(self, jobs: JobTable, scale: float) -> None:
         self.jobs = jobs
         self.scale = scale
-        self.numba = numba  # sum with the kernel of synergy_gym.sim.kernels (the same sums)
         self._arrival_prefix = np.concatenate([[0.0], np.cumsum(jobs.arrival_s)])
         self._jct_sum = 0.0
         self._arrival_sum = 0.0
@@ -28,15 +27,9 @@ class SystemTimeMeter:
     def record_finished(self, finished: np.ndarray) -> None:
         jobs = self.jobs
         self.finished += int(finished.size)
-        if self.numba:
-            jct, arrival_sum = kernels.finished_sums(jobs.finish_s, jobs.arrival_s, finished)
-            self._jct_sum += jct
-            self._arrival_sum += arrival_sum
-            return
-        arrival = jobs.arrival_s[finished]
-        # np.add.reduce: ndarray.sum without its Python wrapper (the same sum).
-        self._jct_sum += float(np.add.reduce(jobs.finish_s[finished] - arrival))
-        self._arrival_sum += float(np.add.reduce(arrival))
+        jct, arrival_sum = kernels.finished_sums(jobs.finish_s, jobs.arrival_s, finished)
+        self._jct_sum += jct
+        self._arrival_sum += arrival_sum
 
     def charged_until(self, t: float) -> float:
         """Job-seconds in the system up to ``t``."""

@@ -60,3 +60,15 @@ SCENARIOS: dict[str, Scenario] = {
         ),
     )
 }
+
+
+def register_envs() -> None:
+    """Register the environment ids of :data:`SCENARIOS` with Gymnasium (idempotent).
+
+    ``import synergy_gym`` calls it, and so does ``gym.make("synergy_gym:Synergy-v0")``.
+    """
+    import gymnasium
+
+    for env_id, scenario in SCENARIOS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point="synergy_gym.env:SynergyEnv", kwargs=dict(scenario.kwargs))

@@ -131,7 +131,9 @@ def evaluate(
     returning ``(action, state)`` – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
     both qualify. Masks are passed when ``predict`` accepts them.
     """
-    import synergy_gym  # noqa: F401  (registers the environments)
+    from synergy_gym.env.scenarios import register_envs
+
+    register_envs()
 
     label = name or getattr(policy, "name", None) or type(policy).__name__
     masks = _accepts_masks(policy)

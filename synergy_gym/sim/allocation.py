@@ -1,16 +1,16 @@
 """Allocation mechanisms: how a round's jobs get GPUs, CPUs and memory.
 
 Each round starts from an empty cluster (leases last one round; preemption is
-free) and a mechanism walks the jobs in policy order:
+free) and a mechanism walks the jobs in policy order, granting resources in a
+:class:`~synergy_gym.sim.ledger.ClusterLedger`:
 
 ``fair``   GPU-proportional: every placed job gets the fair share per GPU.
 ``greedy`` Synergy-Greedy: each job gets its target (best-case demand) where
            it fits; a job whose target does not fit is skipped this round and
            later jobs may take the GPUs.
-``tune``   Synergy-Tune: jobs are admitted by GPU count in policy order, then
-           placed in descending GPU count (the sequence lives in
-           :class:`synergy_gym.sim.planner.RoundPlanner`, which the simulator, OPT
-           and the environment all drive). Each gets its target if it fits,
+``tune``   Synergy-Tune: jobs are admitted by GPU count in policy order
+           (:func:`admit_by_gpus`), then placed in descending GPU count, ties in
+           policy order (:meth:`Tune.place_all`). Each gets its target if it fits,
            else its fallback (the target capped at the fair share); if even that
            does not fit, servers with free GPUs are chosen (a multi-GPU job
            takes the first server with enough free GPUs, otherwise servers with
@@ -19,11 +19,10 @@ free) and a mechanism walks the jobs in policy order:
            those with the most CPUs per GPU, then the most memory per GPU –
            until the job's share fits. No job runs slower than at its fallback.
 
-Placement (the :class:`ClusterLedger`) is first-fit by default, as in the
-paper's simulator: servers are scanned in index order and a GPU is taken
-wherever its server still has the job's per-GPU CPUs and memory; a job may span
-servers. ``placement="consolidate"`` puts a job on the single server with the
-fewest free GPUs that holds it whole, or else on as few servers as possible.
+Tune places admitted jobs one at a time (:meth:`Tune.place`), so it is a
+:class:`JobPlacer`: the simulator's :class:`~synergy_gym.sim.planner.RoundPlanner`
+drives it to keep the unchanged start of the last round's placement, and the
+Gymnasium environment to admit the jobs its agent picks.
 
 Mechanisms are pure functions of the ordered job list and the jobs' attributes;
 the simulator relies on this to skip rounds in which nothing can change.
@@ -33,215 +32,27 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Protocol
 
-from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import JobTable
-from synergy_gym.sim.planner import RoundPlanner
+from synergy_gym.sim.ledger import EPS, ClusterLedger, Parts
 
-Placement = Literal["first_fit", "consolidate"]
-PLACEMENTS: tuple[str, ...] = ("first_fit", "consolidate")
-
-# Tolerance for comparing floating-point CPU and memory amounts.
-EPS = 1e-6
-
-Parts = list[tuple[int, int]]  # (server, GPUs on that server)
+#: Per admitted job: (CPUs, GB per GPU, throughput) overriding its own target this round.
+Targets = dict[int, tuple[float, float, float]]
 
 
-class ClusterLedger:
-    """Free resources per server while one round is allocated, and the grants made.
+class JobPlacer(Protocol):
+    """Places the admitted jobs of a round one at a time (Synergy-Tune's placement)."""
 
-    With ``undo=True`` every change is logged so that :meth:`rollback` can
-    return the ledger exactly (old values restored, not recomputed) to an
-    earlier :meth:`mark`: a round whose jobs start like the previous round's
-    keeps that part of the previous allocation instead of redoing it.
-    """
-
-    def __init__(self, cluster: ClusterSpec, placement: Placement = "first_fit", undo: bool = False) -> None:
-        if placement not in PLACEMENTS:
-            from synergy_gym.errors import UnknownNameError
-
-            raise UnknownNameError("placement", placement, PLACEMENTS)
-        self.cluster = cluster
-        self.placement = placement
-        self.num_servers = cluster.num_servers
-        self.undo = undo
-        self.reset()
-
-    def reset(self) -> None:
-        c = self.cluster
-        s = self.num_servers
-        self.free_gpu: list[int] = [c.gpus_per_server] * s
-        self.free_cpu: list[float] = [c.cpus_per_server] * s
-        self.free_mem: list[float] = [c.mem_gb_per_server] * s
-        self.free_gpus_total = c.total_gpus
-        self._first_open = 0  # servers before this one have no free GPU
-        # One entry per grant, in grant order ("slots").
-        self.jobs: list[int] = []
-        self.cpu: list[float] = []  # CPUs per GPU
-        self.mem: list[float] = []  # GB per GPU
-        self.tput: list[float] = []
-        self.parts: list[Parts] = []
-        # What Tune may cut each grant back to: (cpu, mem, tput) per GPU, the grant itself by default.
-        self.fallback: list[tuple[float, float, float]] = []
-        self.slot_on_server: list[list[int]] = [[] for _ in range(s)]
-        self._log: list[tuple] = []
-
-    # -- finding room -------------------------------------------------------
-    def find(self, gpus: int, cpu: float, mem: float) -> Parts | None:
-        """Servers that can host ``gpus`` GPUs with (cpu, mem) each, or None."""
-        if gpus > self.free_gpus_total:
-            return None
-        if self.placement == "first_fit":
-            return self._first_fit(gpus, cpu, mem)
-        return self._consolidate(gpus, cpu, mem)
-
-    def _first_fit(self, gpus: int, cpu: float, mem: float) -> Parts | None:
-        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
-        cpu_need, mem_need = cpu - EPS, mem - EPS
-        if gpus == 1:
-            for s in range(self._first_open, self.num_servers):
-                if fg[s] and fc[s] >= cpu_need and fm[s] >= mem_need:
-                    return [(s, 1)]
-            return None
-        parts: Parts = []
-        need = gpus
-        for s in range(self._first_open, self.num_servers):
-            if not fg[s]:
-                continue
-            k = min(need, fg[s], int((fc[s] + EPS) // cpu), int((fm[s] + EPS) // mem))
-            if k > 0:
-                parts.append((s, k))
-                need -= k
-                if need == 0:
-                    return parts
-        return None
-
-    def _consolidate(self, gpus: int, cpu: float, mem: float) -> Parts | None:
-        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
-        room = [
-            (min(fg[s], int((fc[s] + EPS) // cpu), int((fm[s] + EPS) // mem)), s)
-            for s in range(self.num_servers)
-        ]
-        whole = [(fg[s], s) for k, s in room if k >= gpus]
-        if whole:
-            return [(min(whole)[1], gpus)]
-        parts: Parts = []
-        need = gpus
-        for k, s in sorted(room, key=lambda r: (-r[0], r[1])):
-            if k <= 0:
-                break
-            take = min(k, need)
-            parts.append((s, take))
-            need -= take
-            if need == 0:
-                return parts
-        return None
-
-    # -- granting -----------------------------------------------------------
-    def grant(
-        self, job: int, parts: Parts, cpu: float, mem: float, tput: float,
-        fallback: tuple[float, float, float] | None = None,
+    def place(
+        self, ledger: ClusterLedger, jobs: JobTable, j: int, target: tuple[float, float, float] | None = None
     ) -> int:
-        """Give ``job`` the GPUs in ``parts`` with (cpu, mem) per GPU; returns its slot.
+        """Place admitted job ``j`` (its GPUs are free in ``ledger``); returns its ledger slot."""
+        ...
 
-        ``fallback`` = (cpu, mem, tput) no larger than the grant: what Tune may
-        later cut it back to (default: nothing, the grant itself).
-        """
-        slot = len(self.jobs)
-        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
-        if self.undo:
-            if len(parts) == 1:
-                s = parts[0][0]
-                servers = [(s, fg[s], fc[s], fm[s])]
-            else:
-                servers = [(s, fg[s], fc[s], fm[s]) for s, _ in parts]
-            self._log.append(("grant", servers, self._first_open, self.free_gpus_total))
-        self.jobs.append(job)
-        self.cpu.append(cpu)
-        self.mem.append(mem)
-        self.tput.append(tput)
-        self.parts.append(parts)
-        self.fallback.append(fallback if fallback is not None else (cpu, mem, tput))
-        on_server = self.slot_on_server
-        taken = 0
-        for s, n in parts:
-            fg[s] -= n
-            fc[s] -= n * cpu
-            fm[s] -= n * mem
-            on_server[s].append(slot)
-            taken += n
-        self.free_gpus_total -= taken
-        first = self._first_open
-        n_servers = self.num_servers
-        while first < n_servers and not fg[first]:
-            first += 1
-        self._first_open = first
-        return slot
-
-    def resize(self, slot: int, cpu: float, mem: float, tput: float) -> None:
-        """Change a grant's per-GPU CPUs and memory on every server it spans."""
-        if self.undo:
-            self._log.append(
-                ("resize", slot, self.cpu[slot], self.mem[slot], self.tput[slot],
-                 [(s, self.free_cpu[s], self.free_mem[s]) for s, _ in self.parts[slot]])
-            )
-        d_cpu = self.cpu[slot] - cpu
-        d_mem = self.mem[slot] - mem
-        for s, n in self.parts[slot]:
-            self.free_cpu[s] += n * d_cpu
-            self.free_mem[s] += n * d_mem
-        self.cpu[slot] = cpu
-        self.mem[slot] = mem
-        self.tput[slot] = tput
-
-    def mark(self) -> int:
-        """A point to :meth:`rollback` to (needs ``undo=True``)."""
-        return len(self._log)
-
-    def rollback(self, mark: int) -> None:
-        """Undo every grant and resize made since ``mark``, restoring the exact old values."""
-        log = self._log
-        if len(log) <= mark:
-            return
-        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
-        jobs, cpus, mems, tputs, parts, fallback = self.jobs, self.cpu, self.mem, self.tput, self.parts, self.fallback
-        on_server = self.slot_on_server
-        while len(log) > mark:
-            entry = log.pop()
-            if entry[0] == "grant":
-                _, servers, first_open, free_total = entry
-                for s, _ in parts.pop():
-                    on_server[s].pop()
-                jobs.pop()
-                cpus.pop()
-                mems.pop()
-                tputs.pop()
-                fallback.pop()
-                for s, g, c, m in servers:
-                    fg[s] = g
-                    fc[s] = c
-                    fm[s] = m
-                self._first_open, self.free_gpus_total = first_open, free_total
-            else:
-                _, slot, cpu, mem, tput, servers = entry
-                cpus[slot], mems[slot], tputs[slot] = cpu, mem, tput
-                for s, c, m in servers:
-                    fc[s] = c
-                    fm[s] = m
-
-    def gpus_of(self, slot: int, server: int) -> int:
-        for s, n in self.parts[slot]:
-            if s == server:
-                return n
-        return 0
-
-    def check_capacity(self) -> None:
-        """Raise AssertionError if any server is over any capacity (debug mode)."""
-        for s in range(self.num_servers):
-            assert self.free_gpu[s] >= 0, f"server {s}: GPUs over capacity ({self.free_gpu[s]} free)"
-            assert self.free_cpu[s] >= -EPS, f"server {s}: CPUs over capacity ({self.free_cpu[s]} free)"
-            assert self.free_mem[s] >= -EPS, f"server {s}: memory over capacity ({self.free_mem[s]} free)"
+    def place_all(self, ledger: ClusterLedger, jobs: JobTable, admitted: Sequence[int], targets: Targets | None = None) -> None:
+        """Place ``admitted`` jobs in descending GPU count (stable), each at its target or ``targets[j]``."""
+        ...
 
 
 class AllocationMechanism(Protocol):
@@ -254,6 +65,12 @@ class AllocationMechanism(Protocol):
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
         """Grant resources in ``ledger`` to jobs of ``order`` (policy order)."""
+        ...
+
+    def round_placer(self) -> JobPlacer | None:
+        """The placer of a round that admits jobs by GPU count in policy order and places them one at a
+        time in descending GPU count (Tune), or None when :meth:`allocate` plans each round as a whole."""
+        ...
 
 
 class FairShare:
@@ -261,6 +78,9 @@ class FairShare:
 
     name = "fair"
     uses_targets = False
+
+    def round_placer(self) -> None:
+        return None
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
         fc, fm = jobs.fair_cpu, jobs.fair_mem
@@ -280,6 +100,9 @@ class Greedy:
     name = "greedy"
     uses_targets = True
 
+    def round_placer(self) -> None:
+        return None
+
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
         gpus, tc, tm, tt = jobs.gpus_l, jobs.target_cpu_l, jobs.target_mem_l, jobs.tput_target_l
         for j in order:
@@ -297,8 +120,21 @@ class Tune:
     uses_targets = True
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
-        """A round with no decisions: :class:`~synergy_gym.sim.planner.RoundPlanner` admits and places."""
-        RoundPlanner(ledger, jobs, self).plan(order)
+        """Admit the jobs of ``order`` whose GPUs fit (backfilling), then place them in Tune's order."""
+        self.place_all(ledger, jobs, admit_by_gpus(order, jobs.gpus_l, ledger.free_gpus_total))
+
+    def round_placer(self) -> Tune:
+        return self
+
+    def place_all(self, ledger: ClusterLedger, jobs: JobTable, admitted: Sequence[int], targets: Targets | None = None) -> None:
+        """Place ``admitted`` jobs in descending GPU count (stable), each at its target or ``targets[j]``."""
+        gpus = jobs.gpus_l
+        ranked = list(admitted)
+        if any(gpus[j] > 1 for j in ranked):
+            ranked.sort(key=lambda j: -gpus[j])  # stable: policy order among equals
+        place = self.place
+        for j in ranked:
+            place(ledger, jobs, j, None if targets is None else targets[j])
 
     def place(self, ledger: ClusterLedger, jobs: JobTable, j: int, target: tuple[float, float, float] | None = None) -> int:
         """Place admitted job ``j`` (its GPUs must be free); returns its ledger slot.
@@ -372,6 +208,19 @@ class Tune:
                 ledger.resize(slot, fb_cpu, fb_mem, fb_tput)
                 need_cpu -= extra_cpu
                 need_mem -= extra_mem
+
+
+def admit_by_gpus(order: Sequence[int], gpus: Sequence[int], free: int) -> list[int]:
+    """Jobs of ``order`` whose GPUs fit in what is still free, in order (smaller later jobs backfill)."""
+    admitted: list[int] = []
+    for j in order:
+        if free == 0:
+            break
+        g = gpus[j]
+        if g <= free:
+            admitted.append(j)
+            free -= g
+    return admitted
 
 
 def reclaim_servers(free_gpu: Sequence[int], gpus: int) -> Parts:

@@ -1,19 +1,19 @@
-"""Compiled kernels for the per-step arithmetic on a few dozen jobs, and the choice between them and numpy.
+"""Compiled kernels for the per-step arithmetic on a few dozen jobs.
 
 An environment step does a few dozen small array computations (the slots and
 the action mask, the slots' rows, the running jobs' summary, a stretch of
-rounds, the jobs that finished). With numpy each is a
-handful of calls on arrays of 1–100 elements, so the time goes to call
-overhead; here each is one loop compiled by `numba <https://numba.pydata.org>`_.
+rounds, the jobs that finished). With numpy each would be a handful of calls on
+arrays of 1–100 elements, so the time would go to call overhead; here each is
+one loop compiled by `numba <https://numba.pydata.org>`_. They are the only
+implementation: the simulator (:mod:`synergy_gym.sim.simulator`), the
+environment's observation builder, decision loop and reward meter
+(:mod:`synergy_gym.env`) call them directly.
 
-Every kernel has a numpy counterpart next to its caller (the observation
-builder, the environment, its reward meter, the simulator) that is used when numba is not installed or when
-``kernels="numpy"`` is asked for, and the two give **identical** results: the
-kernels do the same floating-point operations in the same order. Where numpy
-sums a 1-D array (``np.add.reduce``, pairwise summation) the kernels use
-:func:`pairwise_sum`, which follows numpy's algorithm; sums over the rows of a
-2-D array are sequential in both. ``tests/test_kernels.py`` checks the
-equality step by step on every environment mode.
+Without numba installed the same functions run as plain Python (correct, and
+slow): ``njit`` is then the identity. Sums follow numpy's: where a 1-D array is
+summed the kernels use :func:`pairwise_sum`, numpy's pairwise summation, so that
+results are those of the numpy code they replaced, bit for bit (the golden
+files of ``tests/`` were recorded before them).
 
 Compiled code is cached on disk (numba's ``cache=True``), so only the first
 process on a machine pays the compilation (about 2 s; loading takes about 0.25 s).
@@ -21,47 +21,33 @@ process on a machine pays the compilation (about 2 s; loading takes about 0.25 s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
-from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL
 
 try:
     from numba import njit
+except ImportError:  # pragma: no cover - numba is a dependency; tests run this path in a subprocess
 
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - numba is a dependency; the numpy paths cover its absence
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):  # type: ignore[no-redef]
-        """Without numba the kernels stay plain Python functions (never selected by :func:`use_numba`)."""
+    def njit(*args: Any, **kwargs: Any) -> Any:
+        """Without numba the kernels are plain Python functions."""
         if len(args) == 1 and callable(args[0]) and not kwargs:
             return args[0]
-        return lambda f: f
 
+        def identity(f: Callable[..., Any]) -> Callable[..., Any]:
+            return f
 
-#: ``auto``: numba where installed, else numpy; ``numba``: require it; ``numpy``: never use it.
-KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+        return identity
+
 
 #: Observation constants (re-exported by :mod:`synergy_gym.env.observation`): bins of its
 #: histograms, and durations enter as h / (h + TIME_SCALE_H).
 HIST_BINS = 5
 TIME_SCALE_H = 10.0
 _PW_BLOCK = 128  # numpy's PW_BLOCKSIZE
-
-
-def use_numba(kernels: str) -> bool:
-    """Whether ``kernels`` (one of :data:`KERNELS`) selects the compiled kernels here."""
-    if kernels not in KERNELS:
-        raise UnknownNameError("kernels", str(kernels), KERNELS)
-    if kernels == "numba" and not HAVE_NUMBA:
-        raise ConfigError("kernels='numba' needs the numba package (pip install numba), which is not installed")
-    return HAVE_NUMBA and kernels != "numpy"
-
-
-def interpreted(kernel):
-    """The plain Python function behind a kernel (itself without numba)."""
-    return getattr(kernel, "py_func", kernel)
 
 
 @njit(cache=True)
@@ -176,9 +162,7 @@ def slot_rows(slots, static, h_per_iter, progress, levels, arrival_h, was_runnin
 def cluster_histograms(free, scales, step, out):
     """Fill ``out[1:3]`` (mean free CPUs and memory) and the free-resource histograms ``out[3:3 + 3·bins]``.
 
-    ``free``: free GPUs, CPUs and GB per server (a (3, servers) array, or three lists);
-    ``scales``: bins per unit of each. Indexing only, so that :func:`interpreted` runs it on
-    Python lists too (the numpy path: a few dozen servers are faster in plain Python).
+    ``free``: free GPUs, CPUs and GB per server (a (3, servers) array); ``scales``: bins per unit of each.
     """
     bins = HIST_BINS
     top = bins - 1
@@ -337,13 +321,13 @@ def run_rounds(progress, placed, tput, round_s, skippable, has_wait, wait_rounds
 
 
 @njit(cache=True)
-def mark_finished(finish_s, measured, runnable, finished, end):
-    """Set the ``finished`` jobs' finish time to ``end``; returns (the runnable jobs still unfinished, how many
-    finished jobs are measured)."""
+def mark_finished(finish_s, measured, runnable, finished, finish_at):
+    """Set the ``finished`` jobs' finish times to ``finish_at``; returns (the runnable jobs still unfinished,
+    how many finished jobs are measured)."""
     n_measured = 0
     for i in range(finished.size):
         j = finished[i]
-        finish_s[j] = end
+        finish_s[j] = finish_at[i]
         if measured[j]:
             n_measured += 1
     keep = np.empty(runnable.size, dtype=np.int64)

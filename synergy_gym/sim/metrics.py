@@ -12,13 +12,12 @@ at a fair share worth 1.0).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-if TYPE_CHECKING:
-    from synergy_gym.sim.simulator import Simulator
+from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.job_table import JobTable
 
 
 @dataclass
@@ -160,8 +159,19 @@ class SimulationResult:
         return (m["jct_s"] / 3600.0).to_numpy()
 
 
-def build_result(sim: Simulator, wall_s: float) -> SimulationResult:
-    jobs = sim.jobs
+def build_result(
+    jobs: JobTable,
+    log: RoundLog,
+    cluster: ClusterSpec,
+    *,
+    policy: str,
+    round_s: float,
+    sensitivity: str,
+    end_s: float,
+    rounds_planned: int,
+    wall_s: float,
+) -> SimulationResult:
+    """A run's result from its job table and round log; the run ended at ``end_s`` (simulated seconds)."""
     n = jobs.n
     jct = jobs.finish_s[:n] - jobs.arrival_s[:n]
     job_frame = pd.DataFrame(
@@ -176,14 +186,13 @@ def build_result(sim: Simulator, wall_s: float) -> SimulationResult:
             "measured": jobs.measured,
         }
     )
-    c = sim.cluster
-    log = sim.log
+    c = cluster
     duration = np.asarray(log.duration_s, dtype=float)
     round_frame = pd.DataFrame(
         {
             "start_s": np.asarray(log.start_s, dtype=float),
             "duration_s": duration,
-            "rounds": duration / sim.config.round_s,
+            "rounds": duration / round_s,
             "gpu_util": np.asarray(log.gpus, dtype=float) / c.total_gpus,
             "cpu_util": np.asarray(log.cpus, dtype=float) / c.total_cpus,
             "mem_util": np.asarray(log.mem_gb, dtype=float) / c.total_mem_gb,
@@ -202,7 +211,7 @@ def build_result(sim: Simulator, wall_s: float) -> SimulationResult:
     first_arrival = float(jobs.arrival_s[0])
     last_finish = float(np.nanmax(jobs.finish_s)) if finished.any() else first_arrival
     summary = RunSummary(
-        policy=sim.policy.name,
+        policy=policy,
         mean_jct_h=jct_stats.mean_h,
         median_jct_h=jct_stats.median_h,
         p99_jct_h=jct_stats.p99_h,
@@ -213,10 +222,10 @@ def build_result(sim: Simulator, wall_s: float) -> SimulationResult:
         mean_cpu_util=weighted("cpu_util"),
         mean_mem_util=weighted("mem_util"),
         mean_throughput=weighted("throughput"),
-        simulated_h=sim.now / 3600.0,
-        rounds_planned=sim.rounds_planned,
+        simulated_h=end_s / 3600.0,
+        rounds_planned=rounds_planned,
         wall_s=wall_s,
-        sensitivity=sim.config.sensitivity,
+        sensitivity=sensitivity,
         profiling_gpu_min_per_job=float(jobs.profiling_cost_gpu_min.mean()) if jobs.n else 0.0,
     )
-    return SimulationResult(summary=summary, jobs=job_frame, rounds=round_frame, round_s=sim.config.round_s)
+    return SimulationResult(summary=summary, jobs=job_frame, rounds=round_frame, round_s=round_s)

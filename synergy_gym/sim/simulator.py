@@ -31,17 +31,17 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Literal
 
 import numpy as np
 
-from synergy_gym.errors import UnknownNameError, WorkloadError
+from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
 from synergy_gym.sim import kernels
-from synergy_gym.sim.allocation import PLACEMENTS, AllocationMechanism, ClusterLedger, Placement, Tune
+from synergy_gym.sim.allocation import AllocationMechanism
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
-from synergy_gym.sim.kernels import use_numba
+from synergy_gym.sim.ledger import PLACEMENTS, ClusterLedger, Placement
 from synergy_gym.sim.metrics import RoundLog, SimulationResult, build_result
 from synergy_gym.sim.planner import RoundPlanner
 from synergy_gym.sim.policy import SchedulingPolicy
@@ -78,11 +78,12 @@ class SimulationConfig:
     #: jobs still progress at their true throughput.
     sensitivity: str = "true"
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
-    #: ``auto``: the compiled kernels of :mod:`synergy_gym.sim.kernels` where numba is installed;
-    #: ``numba``: require them; ``numpy``: never use them. Results are identical.
-    kernels: str = "auto"
+    #: Removed: the compiled kernels of :mod:`synergy_gym.sim.kernels` are always used.
+    kernels: InitVar[str | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, kernels: str | None) -> None:
+        if kernels is not None:
+            raise ConfigError(f"SimulationConfig(kernels=...) was removed: {kernels_removed()}")
         for name in ("round_s", "starvation_s"):
             object.__setattr__(self, name, float(check_positive(name, getattr(self, name), unit="seconds")))
         if self.placement not in PLACEMENTS:
@@ -91,7 +92,13 @@ class SimulationConfig:
             raise UnknownNameError("timing", str(self.timing), TIMINGS)
         if self.sensitivity not in SENSITIVITIES:
             raise UnknownNameError("sensitivity", str(self.sensitivity), SENSITIVITIES)
-        use_numba(self.kernels)
+
+
+def kernels_removed() -> str:
+    """Why the ``kernels`` setting is gone (the message of its removal error)."""
+    return (
+        "the compiled kernels are always used (numba; without numba installed, the same code runs as plain Python)"
+    )
 
 
 class Simulator:
@@ -123,12 +130,9 @@ class Simulator:
         self.jobs = JobTable(cluster, workload, profiler)
         self._check_progress(0)
         self.ledger = ClusterLedger(cluster, self.config.placement)
-        self._numba = use_numba(self.config.kernels)
-        #: Tune's rounds go through one persistent planner, which keeps the unchanged
-        #: start of the last round's placement (see :mod:`synergy_gym.sim.planner`).
-        self.planner = (
-            RoundPlanner(self.ledger, self.jobs, policy.mechanism, reuse=True) if isinstance(policy.mechanism, Tune) else None
-        )
+        #: Every round is planned through one persistent planner, which (under Tune) keeps the
+        #: unchanged start of the last round's placement (see :mod:`synergy_gym.sim.planner`).
+        self.planner = RoundPlanner(self.ledger, self.jobs, policy.mechanism, reuse=True)
         self._more = more_jobs
         self._runnable = np.zeros(0, dtype=np.int64)  # job indices in arrival order
         self._next = 0  # index of the next job to arrive
@@ -181,7 +185,11 @@ class Simulator:
                 if done != reported:
                     reported = done
                     progress(done, self.measured_total if self.run_until == "window" else self.jobs.n)
-        return build_result(self, wall_s=time.perf_counter() - started)
+        return build_result(
+            self.jobs, self.log, self.cluster, policy=self.policy.name, round_s=self.config.round_s,
+            sensitivity=self.config.sensitivity, end_s=self.now, rounds_planned=self.rounds_planned,
+            wall_s=time.perf_counter() - started,
+        )
 
     def step(self) -> bool:
         """Plan one round (or one stretch of identical rounds) and advance time.
@@ -216,11 +224,7 @@ class Simulator:
 
     def allocate(self, order: np.ndarray) -> None:
         """Allocate the round from an empty cluster, walking ``order`` with the policy's mechanism."""
-        if self.planner is not None:
-            self.planner.plan(order.tolist())
-            return
-        self.ledger.reset()
-        self.policy.mechanism.allocate(self.ledger, self.jobs, order)
+        self.planner.plan(order)
 
     def allocation_with(self, mechanism: AllocationMechanism, order: np.ndarray | None = None) -> ClusterLedger:
         """How ``mechanism`` would allocate this round's jobs, on a fresh ledger; time does not move.
@@ -349,30 +353,17 @@ class Simulator:
         r = self.config.round_s
         skippable = self._skippable()
         wait = self.seconds_until_admissible_arrival(self.ledger.free_gpus_total) if skippable else math.inf
-        if self._numba:
-            start = self.now
-            has_wait, has_max = wait < math.inf, max_rounds is not None
-            finished, n = kernels.run_rounds(
-                self.jobs.progress, placed, tput, r, skippable, has_wait, int(round(wait / r)) if has_wait else 0,
-                has_max, max_rounds if has_max else 0, start,
-            )
-            return self._end_segment(placed, tput, start, n * r, finished, None)
-        state = self.jobs.progress.take(placed, axis=0)  # one gather; written back in _finish_segment
-        per_round = np.floor(r / (state[:, ITER] / tput))
-        rounds_left = np.ceil((state[:, TOTAL] - state[:, EXECUTED]) / per_round)
-        n = 1
-        if skippable:
-            n = int(np.minimum.reduce(rounds_left))
-            if wait < math.inf:
-                n = max(1, min(n, int(round(wait / r))))
-            if max_rounds is not None:
-                n = max(1, min(n, max_rounds))
-        state[:, EXECUTED] = np.minimum(state[:, EXECUTED] + n * per_round, state[:, TOTAL])
-        return self._finish_segment(placed, tput, state, duration=n * r, finished=placed[rounds_left <= n], finish_at=None)
+        start = self.now
+        has_wait, has_max = wait < math.inf, max_rounds is not None
+        finished, n = kernels.run_rounds(
+            self.jobs.progress, placed, tput, r, skippable, has_wait, int(round(wait / r)) if has_wait else 0,
+            has_max, max_rounds if max_rounds is not None else 0, start,
+        )
+        return self._end_segment(placed, tput, start, n * r, finished, np.full(finished.size, start + n * r))
 
     def _advance_exact(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
         r = self.config.round_s
-        state = self.jobs.progress.take(placed, axis=0)
+        state = self.jobs.progress.take(placed, axis=0)  # one gather, one scatter below
         rate = tput / state[:, ITER]
         t_finish = (state[:, TOTAL] - state[:, EXECUTED]) / rate
         next_boundary = (math.floor(self.now / r + 1e-9) + 1) * r
@@ -384,27 +375,12 @@ class Simulator:
         dt = min(float(t_finish.min()), horizon)
         done = t_finish <= dt * (1 + 1e-12) + 1e-9
         state[:, EXECUTED] = np.where(done, state[:, TOTAL], state[:, EXECUTED] + rate * dt)
-        return self._finish_segment(
-            placed, tput, state, duration=dt, finished=placed[done], finish_at=self.now + t_finish[done]
-        )
-
-    def _finish_segment(
-        self,
-        placed: np.ndarray,
-        tput: np.ndarray,
-        state: np.ndarray,
-        duration: float,
-        finished: np.ndarray,
-        finish_at: np.ndarray | None,
-    ) -> np.ndarray:
-        """Write back the placed jobs' progress rows ``state`` after a segment of ``duration`` from now."""
         start = self.now
-        end = start + duration
         np.fmin(state[:, START], start, out=state[:, START])  # NaN (never ran) becomes this start
-        state[:, ATTAINED] += duration
-        state[:, LAST_END] = end
-        self.jobs.progress[placed] = state  # one scatter
-        return self._end_segment(placed, tput, start, duration, finished, finish_at)
+        state[:, ATTAINED] += dt
+        state[:, LAST_END] = start + dt
+        self.jobs.progress[placed] = state
+        return self._end_segment(placed, tput, start, dt, placed[done], start + t_finish[done])
 
     def _end_segment(
         self,
@@ -413,9 +389,9 @@ class Simulator:
         start: float,
         duration: float,
         finished: np.ndarray,
-        finish_at: np.ndarray | None,
+        finish_at: np.ndarray,
     ) -> np.ndarray:
-        """Log the segment, record the finished jobs and move the clock to its end."""
+        """Log the segment, record the ``finished`` jobs' ``finish_at`` times and move the clock to its end."""
         jobs = self.jobs
         ledger = self.ledger
         end = start + duration
@@ -431,14 +407,11 @@ class Simulator:
                 int(placed.size),
                 int(self._runnable.size - placed.size),
             )
-        if finished.size and finish_at is None and self._numba:
-            self._runnable, n_measured = kernels.mark_finished(jobs.finish_s, jobs.measured, self._runnable, finished, end)
+        if finished.size:
+            self._runnable, n_measured = kernels.mark_finished(
+                jobs.finish_s, jobs.measured, self._runnable, finished, finish_at
+            )
             self._measured_left -= n_measured
             self._unfinished -= int(finished.size)
-        elif finished.size:
-            jobs.finish_s[finished] = end if finish_at is None else finish_at
-            self._measured_left -= int(np.count_nonzero(jobs.measured[finished]))
-            self._unfinished -= int(finished.size)
-            self._runnable = self._runnable[np.isnan(jobs.finish_s[self._runnable])]
         self.now = end
         return finished

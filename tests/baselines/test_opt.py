@@ -11,9 +11,9 @@ import synergy_gym.baselines.opt as opt_module
 from synergy_gym import ClusterSpec, FairShare, Simulator, Tune, Workload
 from synergy_gym.baselines import make_policy
 from synergy_gym.baselines.opt import SynergyOpt
-from synergy_gym.sim.allocation import ClusterLedger
+from synergy_gym.sim.allocation import admit_by_gpus
 from synergy_gym.sim.job_table import JobTable
-from synergy_gym.sim.planner import admit_by_gpus
+from synergy_gym.sim.ledger import ClusterLedger
 from synergy_gym.sim.profiles import ModelZoo
 
 ZOO = ModelZoo.default()

@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.cli.plots import ci95_half_width, label_log_axis, make_jct_cdf_figure, pyplot
+from synergy_gym.cli.plots import label_log_axis, make_jct_cdf_figure, pyplot
 from synergy_gym.env import SynergyEnv
 from synergy_gym.env.levels import DEMAND_LEVEL
+from synergy_gym.experiments.statistics import ci95_half_width
 
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 60, "max_rounds": 4000}
 

@@ -3,9 +3,9 @@
 import pytest
 
 from synergy_gym import ClusterSpec, FairShare, Greedy, Tune
-from synergy_gym.sim.allocation import ClusterLedger, reclaim_servers
+from synergy_gym.sim.allocation import admit_by_gpus, reclaim_servers
 from synergy_gym.sim.job_table import JobTable
-from synergy_gym.sim.planner import admit_by_gpus
+from synergy_gym.sim.ledger import ClusterLedger
 
 # One server with 4 GPUs and a fair share of 3 CPUs, 62.5 GB per GPU.
 ONE_SERVER = ClusterSpec(num_servers=1, gpus_per_server=4, cpus_per_server=12, mem_gb_per_server=250)

@@ -1,9 +1,16 @@
-"""The compiled kernels (numba) and the numpy code they replace give identical results.
+"""The compiled kernels: one implementation, numba's, with the same code as plain Python without numba.
 
-``kernels="numba"`` and ``kernels="numpy"`` environments are stepped side by side with the same
-actions; every observation array, reward and info entry must be equal to the bit. The golden
-files (tests/test_golden.py) then pin both paths, whichever one ``auto`` picks here.
+The golden files (tests/test_golden.py) pin the compiled path. Here a process in which numba
+cannot be imported runs environment episodes and simulations through the plain-Python kernels
+and must give exactly what the compiled kernels give in this process. The ``kernels`` setting
+that chose between the kernels and a numpy copy of them is gone, with a one-line error.
 """
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -12,100 +19,78 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym import ClusterSpec, SimulationConfig, Simulator, SyntheticWorkload
+from synergy_gym import ClusterSpec, ConfigError, SimulationConfig, Simulator, SyntheticWorkload, Workload
 from synergy_gym.baselines.registry import make_policy
-from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim import kernels
+from tests.support import REPO, golden
 
-needs_numba = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed: only the numpy path exists")
-
-#: Modes that take different paths: slots of jobs that never ran vs that may have run (preemptive),
-#: re-placement in Tune's order (multi-GPU), scarce CPUs (reclaiming, fallbacks), the grid of levels,
-#: the 128-GPU cluster.
-CASES = [
-    ("Synergy-small-v0", {}),
-    ("Synergy-small-v0", {"preemptive": True}),
-    ("Synergy-small-v0", {"multigpu": True}),
-    ("Synergy-small-scarce-v0", {"levels": "grid"}),
-    ("Synergy-scarce-v0", {"agent_orders": False}),
-]
+#: Environment cases that take every kernel's path: slots of jobs that never ran (default) and of
+#: jobs that may have run (preemptive), multi-GPU re-placement, scarce CPUs.
+ENV_CASES = [("default", "random_valid", 0), ("preemptive", "random_any", 1), ("multigpu", "random_valid", 2),
+             ("scarce-preemptive", "random_valid", 0)]
+ENV_STEPS = 600
+#: Simulator cases: a skipping (static) ordering, a dynamic one, and exact timing.
+SIM_CASES = [("fifo+tune", "round"), ("srtf+tune", "round"), ("fifo+fair", "exact")]
 
 
-def assert_same(a, b, where):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for k in a:
-            assert_same(a[k], b[k], f"{where}[{k}]")
-    elif isinstance(a, np.ndarray):
-        assert a.dtype == b.dtype and a.shape == b.shape, where
-        assert np.array_equal(a, b), f"{where}: {a} != {b}"
-    else:
-        assert a == b and type(a) is type(b), f"{where}: {a!r} != {b!r}"
+def small_workload() -> Workload:
+    return SyntheticWorkload(jobs_per_hour=3.0, seed=3, num_jobs=120, multigpu=True, max_gpus=32).build()
 
 
-@needs_numba
-@pytest.mark.parametrize("env_id,kwargs", CASES)
-def test_numba_and_numpy_environments_are_identical_step_by_step(env_id, kwargs):
-    envs = [gym.make(env_id, kernels=k, **kwargs).unwrapped for k in ("numba", "numpy")]
-    assert envs[0].sim_config.kernels == "numba" and envs[0].obs_builder.numba
-    assert not envs[1].obs_builder.numba
-    rng = np.random.default_rng(7)
-    steps = 0
-    for seed in (0, 1):
-        obs = [env.reset(seed=seed)[0] for env in envs]
-        assert_same(obs[0], obs[1], f"reset {seed}")
-        done = False
-        while not done and steps < 1500:
-            valid = np.flatnonzero(envs[0].action_masks())
-            # Mostly valid actions; now and then any action (falls back), and stop.
-            a = int(rng.integers(envs[0].action_space.n)) if steps % 11 == 0 else int(rng.choice(valid))
-            out = [env.step(a) for env in envs]
-            assert_same(out[0][0], out[1][0], f"step {steps} observation")
-            assert out[0][1:4] == out[1][1:4], f"step {steps}: reward/terminated/truncated"
-            assert_same(out[0][4], out[1][4], f"step {steps} info")
-            done = out[0][2] or out[0][3]
-            steps += 1
-    np.testing.assert_array_equal(envs[0].sim.jobs.progress, envs[1].sim.jobs.progress)
+def finish_times(policy: str, timing: str) -> list[float]:
+    sim = Simulator(ClusterSpec(num_servers=4), small_workload(), make_policy(policy), SimulationConfig(timing=timing))
+    sim.run()
+    return sim.jobs.finish_s.tolist()
 
 
-@needs_numba
-@pytest.mark.parametrize("policy", ["fifo+tune", "srtf+tune", "fifo+fair"])
-def test_numba_and_numpy_simulators_finish_every_job_at_the_same_time(policy):
-    """Static orderings skip rounds (the kernel decides how many); dynamic ones run round by round."""
-    cluster = ClusterSpec(num_servers=4)
-    workload = SyntheticWorkload(jobs_per_hour=3.0, seed=3, num_jobs=200, multigpu=True, max_gpus=32).build()
-    finish = []
-    for k in ("numba", "numpy"):
-        sim = Simulator(cluster, workload, make_policy(policy), SimulationConfig(kernels=k))
-        sim.run()
-        finish.append(sim.jobs.finish_s.copy())
-        np.testing.assert_array_equal(finish[0], finish[-1])
-    assert not np.isnan(finish[0]).any()
+def results() -> dict:
+    """Every case's result, as JSON-able values (run in this process and in one without numba)."""
+    return {
+        "env": [golden.env_trace(policy, seed, mode, max_steps=ENV_STEPS) for mode, policy, seed in ENV_CASES],
+        "sim": [finish_times(policy, timing) for policy, timing in SIM_CASES],
+    }
 
 
-@needs_numba
+#: A process in which ``import numba`` fails; it prints :func:`results` as JSON.
+WITHOUT_NUMBA = """
+import json, sys
+sys.modules["numba"] = None  # import numba now raises ImportError
+from synergy_gym.sim import kernels
+assert not hasattr(kernels.run_rounds, "py_func"), "the kernels were compiled"
+from tests.sim.test_kernels import results
+print(json.dumps(results()))
+"""
+
+
+@pytest.mark.slow
+def test_without_numba_the_kernels_run_as_plain_python_with_identical_results():
+    assert hasattr(kernels.run_rounds, "py_func")  # compiled in this process
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_NUMBA], capture_output=True, text=True, cwd=REPO, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    plain = json.loads(done.stdout)
+    compiled = results()
+    assert all(trace["steps"] == ENV_STEPS or trace["ended"] for trace in compiled["env"])
+    for case, want, got in zip(ENV_CASES, compiled["env"], plain["env"]):
+        assert got == want, f"environment {case}: plain-Python kernels differ from the compiled ones"
+    for case, want, got in zip(SIM_CASES, compiled["sim"], plain["sim"]):
+        np.testing.assert_array_equal(np.array(got), np.array(want), err_msg=f"simulator {case}")
+        assert not np.isnan(want).any()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), max_size=400))
 def test_pairwise_sum_is_numpys_sum_to_the_bit(values):
     a = np.array(values, dtype=float)
     assert kernels.pairwise_sum(a) == np.add.reduce(a)
+    assert kernels.pairwise_sum.py_func(a) == np.add.reduce(a)
 
 
-def test_kernels_setting_is_validated_by_name():
-    with pytest.raises(UnknownNameError, match="unknown kernels 'fast'; valid: auto, numba, numpy"):
-        SimulationConfig(kernels="fast")
-    with pytest.raises(UnknownNameError, match="kernels"):
-        gym.make("Synergy-small-v0", kernels="gpu")
-    assert kernels.use_numba("numpy") is False
-    assert kernels.use_numba("auto") is kernels.HAVE_NUMBA
-
-
-def test_without_numba_auto_uses_numpy_and_numba_is_refused(monkeypatch):
-    monkeypatch.setattr(kernels, "HAVE_NUMBA", False)
-    assert kernels.use_numba("auto") is False
-    with pytest.raises(ConfigError, match="kernels='numba' needs the numba package"):
-        kernels.use_numba("numba")
-    env = gym.make("Synergy-small-v0").unwrapped  # still works, on the numpy path
-    assert not env.obs_builder.numba
-    env.reset(seed=0)
-    env.step(int(np.flatnonzero(env.action_masks())[0]))
+def test_the_removed_kernels_setting_says_so_in_one_line():
+    for make in (lambda: SimulationConfig(kernels="numpy"), lambda: gym.make("Synergy-small-v0", kernels="numba")):
+        with pytest.raises(ConfigError, match=r"kernels.* was removed: the compiled kernels are always used") as info:
+            make()
+        assert "\n" not in str(info.value)
+    assert "kernels" not in [f.name for f in dataclasses.fields(SimulationConfig)]

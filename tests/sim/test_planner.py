@@ -1,12 +1,14 @@
-"""The round planner: Tune's admit–sort–place sequence as a cursor that stops for decisions."""
+"""The round planner: Tune's admit–sort–place sequence as a cursor, re-using last round's placement."""
 
 import pickle
 
 import numpy as np
+import pytest
 
-from synergy_gym import ClusterSpec, SyntheticWorkload, Tune
-from synergy_gym.sim.allocation import ClusterLedger
+from synergy_gym import ClusterSpec, FairShare, Greedy, SyntheticWorkload, Tune
+from synergy_gym.sim.allocation import admit_by_gpus
 from synergy_gym.sim.job_table import JobTable
+from synergy_gym.sim.ledger import ClusterLedger
 from synergy_gym.sim.planner import RoundPlanner
 
 
@@ -25,7 +27,7 @@ def test_plan_is_tunes_admission_then_placement_in_descending_gpus():
     order = list(range(jobs.n))
     ledger = ClusterLedger(cluster)
     RoundPlanner(ledger, jobs, Tune()).plan(order)
-    admitted = RoundPlanner(ClusterLedger(cluster), jobs, Tune()).admission(order)
+    admitted = admit_by_gpus(order, jobs.gpus_l, cluster.total_gpus)
     assert sorted(ledger.jobs) == sorted(admitted)
     gpus = [jobs.gpus_l[j] for j in ledger.jobs]
     assert gpus == sorted(gpus, reverse=True)  # multi-GPU jobs placed first
@@ -53,28 +55,18 @@ def test_reusing_last_rounds_placement_changes_nothing():
         assert reused.ledger.free_cpu == fresh.free_cpu and reused.ledger.free_mem == fresh.free_mem
 
 
-def test_the_cursor_stops_for_decisions_and_passes_jobs_over():
+def test_a_mechanism_that_is_not_a_placer_plans_whole_rounds_and_refuses_admissions():
     cluster, jobs = setup()
     order = list(range(jobs.n))
-    planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
-    planner.begin(order)
-    asked = []
-    j = planner.next_decision(lambda j: j % 3 == 0)
-    while j >= 0:
-        asked.append(j)
-        assert planner.waiting_after(2) == order[order.index(j) + 1 : order.index(j) + 3]
-        if j == 0:
-            planner.pass_over(j)  # kept out of this round
-        else:
-            planner.accept(j)
-        j = planner.next_decision(lambda j: j % 3 == 0)
-    assert planner.passed_over and asked and all(j % 3 == 0 for j in asked)
-    planner.finish()
-    assert 0 not in planner.ledger.jobs and not planner.in_round
-    # The same round without job 0 is what Tune gives.
-    fresh = ClusterLedger(cluster)
-    RoundPlanner(fresh, jobs, Tune()).plan(order[1:])
-    assert grants(planner.ledger) == grants(fresh)
+    for mechanism in (FairShare(), Greedy()):
+        planner = RoundPlanner(ClusterLedger(cluster), jobs, mechanism, reuse=True)
+        assert planner.placer is None and not planner.reuse and not planner.ledger.undo
+        planner.plan(np.array(order))
+        fresh = ClusterLedger(cluster)
+        mechanism.allocate(fresh, jobs, order)
+        assert grants(planner.ledger) == grants(fresh) and fresh.jobs
+        with pytest.raises(TypeError, match=f"allocation '{mechanism.name}' plans whole rounds"):
+            planner.begin(order)
 
 
 def test_a_planner_pickles_mid_round():
@@ -82,29 +74,21 @@ def test_a_planner_pickles_mid_round():
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
     order = list(range(jobs.n))
     planner.plan(order)
-    planner.begin(order, reuse_prefix=False)  # job 5 was admitted last round: it may not be kept unasked
-    j = planner.next_decision(lambda j: j == 5)
-    assert j == 5
+    planner.begin(order[:5])
+    planner.admit_in_order()
     clone = pickle.loads(pickle.dumps(planner))
     for p in (planner, clone):
-        p.accept(j)
-        assert p.next_decision(None) == -1
+        p.add(7)
         p.finish()
     assert grants(planner.ledger) == grants(clone.ledger)
 
 
-def test_only_the_pending_job_can_be_decided():
-    import pytest
-
+def test_a_round_must_be_begun_before_jobs_are_admitted():
     cluster, jobs = setup()
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
-    planner.begin(list(range(jobs.n)))
-    j = planner.next_decision(lambda j: j == 2)
-    with pytest.raises(RuntimeError, match="job 3 is not awaiting a decision"):
-        planner.accept(3)
-    planner.accept(j)
-    with pytest.raises(RuntimeError, match="job 2 is not awaiting a decision"):
-        planner.pass_over(j)
+    for call in (planner.admit_in_order, planner.settle, planner.finish, lambda: planner.add(0)):
+        with pytest.raises(RuntimeError, match=r"no round in progress: call begin\(\) first"):
+            call()
 
 
 # -- add: the environment's agent picks the jobs --------------------------------------------------
@@ -113,7 +97,7 @@ def test_only_the_pending_job_can_be_decided():
 def _fresh_tune(cluster, jobs, admitted):
     """Tune's placement of ``admitted`` (in admission order) on an empty cluster."""
     ledger = ClusterLedger(cluster)
-    RoundPlanner(ledger, jobs, Tune()).place_all(admitted)
+    Tune().place_all(ledger, jobs, admitted)
     return ledger
 
 
@@ -123,9 +107,10 @@ def test_add_in_admission_order_is_tunes_round():
     for _ in range(20):
         order = rng.permutation(jobs.n).tolist()
         planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
-        admitted = planner.admission(order)
+        admitted = admit_by_gpus(order, jobs.gpus_l, cluster.total_gpus)
         planner.begin([])
-        assert planner.next_decision(None) == -1
+        planner.admit_in_order()
+        assert not planner.ledger.jobs
         free = cluster.total_gpus
         for j in admitted:
             assert planner.free_gpus == free
@@ -151,7 +136,7 @@ def test_add_after_kept_jobs_over_many_rounds_gives_tunes_placement_with_reuse()
         quiet = rng.random() < 0.5  # a round in which nothing changes, as most are
         keep = list(running) if quiet else [j for j in running if rng.random() > 0.2]  # some finished
         planner.begin(keep)
-        assert planner.next_decision(None) == -1
+        planner.admit_in_order()
         admitted = list(keep)
         others = [j for j in rng.permutation(jobs.n).tolist() if j not in keep]
         for j in others[: 0 if quiet else int(rng.integers(0, 8))]:
@@ -178,11 +163,11 @@ def test_re_adding_last_rounds_jobs_reuses_only_the_unchanged_placements():
     rng = np.random.default_rng(3)
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
     grid_cpu, grid_mem = jobs.zoo.cpu_grid, jobs.zoo.mem_grid
-    admitted = planner.admission(list(range(jobs.n)))
+    admitted = admit_by_gpus(list(range(jobs.n)), jobs.gpus_l, cluster.total_gpus)
     changed_rounds = 0
     for _ in range(150):
         planner.begin([])
-        planner.next_decision(None)
+        planner.admit_in_order()
         order = list(admitted)
         if rng.random() < 0.2 and len(order) > 1:  # swap two neighbours
             i = int(rng.integers(len(order) - 1))
@@ -215,7 +200,7 @@ def test_add_out_of_gpu_order_is_re_placed_in_tunes_order():
     assert small and big
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
     planner.begin([])
-    planner.next_decision(None)
+    planner.admit_in_order()
     for j in small + big:  # a bigger job after smaller ones: placed when the round ends
         planner.add(j)
     planner.finish()
@@ -224,18 +209,13 @@ def test_add_out_of_gpu_order_is_re_placed_in_tunes_order():
     assert grants(planner.ledger) == grants(_fresh_tune(cluster, jobs, small + big))
 
 
-def test_add_refuses_jobs_that_do_not_fit_and_while_a_decision_is_pending():
-    import pytest
-
+def test_add_refuses_jobs_that_do_not_fit():
     cluster, jobs = setup()
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
     planner.begin(list(range(jobs.n)))
-    j = planner.next_decision(lambda j: j == 1)
-    with pytest.raises(RuntimeError, match="job 1 is awaiting a decision; accept or pass it over first"):
-        planner.add(7)
-    planner.pass_over(j)
-    planner.next_decision(None)  # fill the cluster
+    planner.admit_in_order()  # fill the cluster
     assert planner.free_gpus < cluster.total_gpus
     too_big = next(k for k in range(jobs.n) if jobs.gpus_l[k] > planner.free_gpus and k not in planner.ledger.jobs)
-    with pytest.raises(RuntimeError, match=rf"job {too_big} needs {jobs.gpus_l[too_big]} GPUs but only {planner.free_gpus} are free"):
+    message = rf"job {too_big} needs {jobs.gpus_l[too_big]} GPUs but only {planner.free_gpus} are free"
+    with pytest.raises(RuntimeError, match=message):
         planner.add(too_big)
