@@ -23,10 +23,11 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,12 +40,12 @@ from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
+from synergy_gym.sim.config import TIMINGS, SimulationConfig
 from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.ledger import PLACEMENTS
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.sim.simulator import TIMINGS, SimulationConfig
-from synergy_gym.sim.workload import MAX_JOBS
+from synergy_gym.sim.workload import MAX_JOBS, Workload
 from synergy_gym.traces.loader import FORMATS, load_trace
 from synergy_gym.traces.replay import read_workload_csv, workload_frame
 from synergy_gym.traces.trace_jobs import sample_workload, to_workload
@@ -91,14 +92,14 @@ class CompareSpec:
             w = read_workload_csv(self.workload_csv)
             w.check_window(str(self.workload_csv))
             w.check_fits(self.cluster, str(self.workload_csv))
-            return [WorkloadCase(label=self.workload_csv.name, make=lambda: (w, None))]
+            return [WorkloadCase(label=self.workload_csv.name, make=_fixed(w))]
         if self.trace_csv is not None:
             trace = load_trace(self.trace_csv, self.trace_format)
             if self.trace_mode == "real":
                 w = to_workload(trace, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window,
                                 arrival_scale=self.arrival_scale)
                 w.check_fits(self.cluster, str(self.trace_csv))
-                return [WorkloadCase(label=self.trace_csv.name, make=lambda: (w, None))]
+                return [WorkloadCase(label=self.trace_csv.name, make=_fixed(w))]
             cases = []
             for load in self.loads:
                 for seed in self.seeds:
@@ -106,7 +107,7 @@ class CompareSpec:
                                         window=self.window)
                     w.check_fits(self.cluster, str(self.trace_csv))
                     cases.append(WorkloadCase(label=f"{self.trace_csv.stem}_load{load:g}_seed{seed}",
-                                              make=lambda w=w: (w, None), load=load, seed=seed))
+                                              make=_fixed(w), load=load, seed=seed))
             return cases
         cases = []
         for load in self.loads:
@@ -124,6 +125,11 @@ class CompareSpec:
         return cases
 
 
+def _fixed(workload: Workload) -> Callable[[], tuple[Workload, None]]:
+    """A :attr:`WorkloadCase.make` that returns ``workload`` and no further jobs."""
+    return lambda: (workload, None)
+
+
 @dataclass(frozen=True)
 class CompareOutcome:
     runs: list[CaseResult]
@@ -136,7 +142,7 @@ def run_compare(spec: CompareSpec, show_progress: bool = True, cases: list[Workl
     cases = spec.cases() if cases is None else cases
     bars = []
 
-    def progress(case: WorkloadCase, policy: str):
+    def progress(case: WorkloadCase, policy: str) -> Callable[[int, int], None] | None:
         if not show_progress:
             return None
         from tqdm.auto import tqdm
@@ -177,7 +183,7 @@ def results_table(runs: Sequence[CaseResult]) -> pd.DataFrame:
     return frame
 
 
-def _speedup(frame: pd.DataFrame, row) -> float:
+def _speedup(frame: pd.DataFrame, row: Any) -> float:
     """Mean JCT of the same ordering's ``fair`` run (else ``fifo+fair``) over this run's."""
     order = row.policy.partition("+")[0]
     same_case = frame[(frame["case"] == row.case) & (frame["sensitivity"] == row.sensitivity)]
@@ -188,19 +194,26 @@ def _speedup(frame: pd.DataFrame, row) -> float:
     return float("nan")
 
 
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def format_table(results: pd.DataFrame) -> str:
     show_sens = set(results["sensitivity"]) != {"true"}
     sens_head = f"{'sensitivity':<12}" if show_sens else ""
-    header = f"{'policy':<14}{sens_head}{'load':>6}{'seed':>6}{'mean JCT h':>12}{'median h':>10}{'p99 h':>10}{'makespan h':>12}{'vs fair':>9}"
+    header = (
+        f"{'policy':<14}{sens_head}{'load':>6}{'seed':>6}{'mean JCT h':>12}{'median h':>10}{'p99 h':>10}"
+        f"{'makespan h':>12}{'vs fair':>9}"
+    )
     lines = [header, "-" * len(header)]
-    for r in results.itertuples():
-        sens = f"{r.sensitivity:<12}" if show_sens else ""
-        load = "-" if r.load is None or (isinstance(r.load, float) and math.isnan(r.load)) else f"{r.load:g}"
-        seed = "-" if r.seed is None or (isinstance(r.seed, float) and math.isnan(r.seed)) else f"{int(r.seed)}"
-        vs = "-" if math.isnan(r.speedup_vs_fair) else f"{r.speedup_vs_fair:.2f}×"
+    for r in results.to_dict("records"):
+        sens = f"{r['sensitivity']:<12}" if show_sens else ""
+        load = "-" if _missing(r["load"]) else f"{r['load']:g}"
+        seed = "-" if _missing(r["seed"]) else f"{int(r['seed'])}"
+        vs = "-" if math.isnan(r["speedup_vs_fair"]) else f"{r['speedup_vs_fair']:.2f}×"
         lines.append(
-            f"{r.policy:<14}{sens}{load:>6}{seed:>6}{r.mean_jct_h:>12.2f}{r.median_jct_h:>10.2f}"
-            f"{r.p99_jct_h:>10.2f}{r.makespan_h:>12.1f}{vs:>9}"
+            f"{r['policy']:<14}{sens}{load:>6}{seed:>6}{r['mean_jct_h']:>12.2f}{r['median_jct_h']:>10.2f}"
+            f"{r['p99_jct_h']:>10.2f}{r['makespan_h']:>12.1f}{vs:>9}"
         )
     return "\n".join(lines)
 
@@ -230,8 +243,9 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
     atomic_write_bytes(out_dir / "jct_cdf.png", jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}, title))
     largest: dict[str, CaseResult] = {}
     for run in outcome.runs:
-        if run.case.load is not None and (run.case.label not in largest or len(run.workload) > len(largest[run.case.label].workload)):
-            largest[run.case.label] = run
+        label = run.case.label
+        if run.case.load is not None and (label not in largest or len(run.workload) > len(largest[label].workload)):
+            largest[label] = run
     for label, run in largest.items():
         atomic_write_text(out_dir / "workloads" / f"{label}.csv", workload_frame(run.workload, cluster).to_csv(index=False))
     if json_path is not None:
@@ -253,7 +267,7 @@ def measured_window_text(runs: Sequence[CaseResult]) -> str | None:
     return f"measured window: jobs {a}:{b} ({b - a} jobs)"
 
 
-def _json_value(value):
+def _json_value(value: object) -> object:
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
@@ -272,7 +286,7 @@ def parse_window(text: str) -> tuple[int, int]:
     return a, b
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compare",
         help="compare scheduling policies on identical workloads (the main experiment)",
@@ -287,10 +301,12 @@ def register(subparsers) -> None:
     p.add_argument("--load", default=None, help="jobs per hour, comma-separated (default: 9)")
     p.add_argument("--seed", default=None, help="workload seed(s): 42, 1,2,3 or 0..9 (default: 42)")
     p.add_argument("--jobs", type=int, default=None,
-                   help=f"run exactly N jobs (1 to {MAX_JOBS:,}); the window becomes the middle half and the run ends when all finish")
+                   help=f"run exactly N jobs (1 to {MAX_JOBS:,}); the window becomes the middle half and the run ends "
+                   "when all finish")
     p.add_argument("--window", default=None, help="measured window A:B (job indices by arrival, B exclusive)")
     p.add_argument("--multigpu", action="store_true", help="draw GPU counts from the Philly trace's mix")
-    p.add_argument("--split", default=None, help="vision/language/speech class split in percent, summing to 100 (default: 20/70/10)")
+    p.add_argument("--split", default=None,
+                   help="vision/language/speech class split in percent, summing to 100 (default: 20/70/10)")
     p.add_argument("--workload", type=Path, default=None, help="replay a workload CSV (reference format)")
     p.add_argument("--trace", type=Path, default=None,
                    help="a real job trace: Philly CSV or JSON log, Alibaba PAI job table (or its folder), Helios cluster_log")
@@ -301,7 +317,8 @@ def register(subparsers) -> None:
     p.add_argument("--cluster", default="default", help="preset (default, small, large) or TOML file (default: %(default)s)")
     p.add_argument("--round-s", type=float, default=300.0, help="round length in seconds (default: %(default)s)")
     p.add_argument("--placement", default="first_fit", choices=PLACEMENTS, help="GPU placement (default: %(default)s)")
-    p.add_argument("--timing", default="round", choices=TIMINGS, help="round: the paper's whole-round credit; exact: completion at the exact time")
+    p.add_argument("--timing", default="round", choices=TIMINGS,
+                   help="round: the paper's whole-round credit; exact: completion at the exact time")
     p.add_argument("--sensitivity", default="true", help="true, profiled, or true,profiled for both side by side")
     p.add_argument("--profile-noise", type=float, default=0.0, help="relative noise of profiling measurements (e.g. 0.05)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/compare-<timestamp>)")

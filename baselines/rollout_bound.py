@@ -167,7 +167,7 @@ class RolloutPolicy:
                 key: tuple = ("stop",)
             else:
                 j, level = int(slot_jobs[a // n_levels]), a % n_levels
-                key = (j, float(u._level_cpu[j, level]), float(u._level_mem[j, level]))
+                key = (j, float(u.state.level_cpu[j, level]), float(u.state.level_mem[j, level]))
             if key not in seen:
                 seen.add(key)
                 kept.append(a)
@@ -199,7 +199,10 @@ class RolloutPolicy:
             i = 0
         else:
             i = next(k for k, v in enumerate(values) if v <= best + TIE_TOLERANCE_S)
-        return Decision(action=actions[i], base_action=b, value_s=values[i], base_value_s=values[0], candidates=len(actions), rollouts=rollouts)
+        return Decision(
+            action=actions[i], base_action=b, value_s=values[i], base_value_s=values[0], candidates=len(actions),
+            rollouts=rollouts,
+        )
 
     def run_episode(self, env: Any, seed: int, verify: bool = False) -> RolloutEpisode:
         """Run one episode of ``env`` (workload seed ``seed``) with the rollout policy.
@@ -306,7 +309,9 @@ def summary(rows: list[SeedRow]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m synergy_gym.baselines.rollout_bound", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--env", default="Synergy-small-scarce-v0", help="environment id (default Synergy-small-scarce-v0)")
     parser.add_argument("--base", default="srtf+price", help=f"base heuristic: {', '.join(BASE_NAMES)} (default srtf+price)")
     parser.add_argument("--seeds", default="1000000..1000004", help="workload seeds: 1000000..1000019 or a,b,c")
@@ -326,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             "clairvoyant": True, "jct": "mean over all jobs of the episode, hours (info['mean_jct_h'])"}
     rows: list[SeedRow] = []
     print(f"{args.env}, rollout over {args.base}, candidates={args.candidates}{'' if policy.dedupe else ' (no dedupe)'}")
-    print(f"{'seed':>8} {'base h':>9} {'rollout h':>10} {'diff %':>8} {'decisions':>9} {'deviations':>10} {'cand':>6} {'wall s':>8}")
+    print(f"{'seed':>8} {'base h':>9} {'rollout h':>10} {'diff %':>8} {'decisions':>9} {'deviations':>10} {'cand':>6} "
+          f"{'wall s':>8}")
     for seed in seeds:
         r = compare_seed(args.env, policy, seed)
         rows.append(r)
@@ -334,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.deviations:>10} {r.mean_candidates:>6.1f} {r.wall_s:>8.1f}", flush=True)
         if args.json is not None:
             args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({**meta, "summary": summary(rows), "rows": [asdict(x) for x in rows]}, indent=1) + "\n")
+            record = {**meta, "summary": summary(rows), "rows": [asdict(x) for x in rows]}
+            args.json.write_text(json.dumps(record, indent=1) + "\n")
     s = summary(rows)
     print(f"mean: base {s['base_mean_jct_h']:.3f} h, rollout {s['rollout_mean_jct_h']:.3f} h, paired "
           f"{s['paired_diff_h']:+.3f} h ± {s['paired_diff_ci95_h']:.3f} ({s['paired_diff_pct']:+.2f} %), "

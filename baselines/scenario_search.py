@@ -52,10 +52,11 @@ from synergy_gym.env.source import GeneratedWorkloads
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.bounds import no_wait_jct_s
 from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.profiles import ModelZoo
-from synergy_gym.sim.simulator import SimulationConfig, Simulator
+from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import Workload
 
 #: The policies compared: the two orderings that beat FIFO, FIFO+Tune and the fair baseline.
@@ -100,9 +101,10 @@ class ScarceConfig:
 
     def source(self, zoo: ModelZoo) -> GeneratedWorkloads:
         """The environment's workload source for this scenario (``workload(seed)`` = the env's episode)."""
+        vision, language, speech = self.split
         spec = SyntheticWorkload(
             jobs_per_hour=float(self.jobs_per_hour), num_jobs=int(self.num_jobs), multigpu=bool(self.multigpu),
-            class_split=tuple(float(w) for w in self.split), max_gpus=self.cluster().total_gpus,
+            class_split=(float(vision), float(language), float(speech)), max_gpus=self.cluster().total_gpus,
         )
         return GeneratedWorkloads(spec, zoo)
 
@@ -114,17 +116,20 @@ class ScarceConfig:
         """``"12:20/70/10:2.25"`` → cpus_per_server 12, split (20, 70, 10), 2.25 jobs/h."""
         try:
             cpus, split, load = text.strip().split(":")
-            weights = tuple(int(w) for w in split.split("/"))
-            if len(weights) != 3:
-                raise ValueError
-            return cls(float(cpus), weights, float(load))  # type: ignore[arg-type]
+            return cls(float(cpus), _parse_split(split), float(load))
         except ValueError:
             raise SystemExit(f"bad config {text!r}: expected CPUS:V/L/S:JOBS_PER_HOUR, e.g. 12:20/70/10:2.25") from None
 
 
+def _parse_split(text: str) -> tuple[int, int, int]:
+    """``"20/70/10"`` → (20, 70, 10); ValueError unless three integers."""
+    vision, language, speech = (int(w) for w in text.split("/"))
+    return vision, language, speech
+
+
 def default_grid() -> list[ScarceConfig]:
     """CPUs per server × class split × load: 5 × 3 × 3 = 45 scenarios."""
-    return [ScarceConfig(c, s, l) for c, s, l in itertools.product(GRID_CPUS, GRID_SPLITS, GRID_LOADS)]
+    return [ScarceConfig(c, s, load) for c, s, load in itertools.product(GRID_CPUS, GRID_SPLITS, GRID_LOADS)]
 
 
 def _offered_load(workload: Workload, cluster: ClusterSpec, jobs_per_hour: float) -> tuple[float, float]:
@@ -268,8 +273,8 @@ def _configs_from_coarse(path: Path, top: int, **criteria: float) -> list[Scarce
     summary = pd.read_csv(path, dtype={"split": str})
     chosen = select_promising(compare_table(summary), top=top, **criteria)
     return [
-        ScarceConfig(float(r.cpus_per_server), tuple(int(w) for w in r.split.split("/")), float(r.jobs_per_hour))  # type: ignore[arg-type]
-        for r in chosen.itertuples(index=False)
+        ScarceConfig(float(r["cpus_per_server"]), _parse_split(str(r["split"])), float(r["jobs_per_hour"]))
+        for r in chosen.to_dict("records")
     ]
 
 

@@ -29,19 +29,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from synergy_gym.baselines.plots import describe_runs
+from synergy_gym.baselines.plots import CI_LABEL, describe_runs
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seed_list
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir
@@ -49,9 +52,13 @@ from synergy_gym.cli.plots import figure_png, jct_cdf_png, pyplot
 from synergy_gym.errors import Interrupted, SynergyGymError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
+from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.generator import SyntheticWorkload
-from synergy_gym.sim.simulator import SimulationConfig, Simulator
+from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import MAX_JOBS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ def interrupted_message(out: Path, cells: list[SweepCell], same_out: bool) -> st
     return f"{kept} of {len(cells)} cells kept in {out / 'cells'}; {again}"
 
 
-def connect_ray(address: str | None) -> object:
+def connect_ray(address: str | None) -> ModuleType | None:
     """The ``ray`` module, initialised locally or at ``address``; errors are one line."""
     try:
         import ray
@@ -125,9 +132,9 @@ def connect_ray(address: str | None) -> object:
     try:
         with _quiet_stderr():  # Ray's C++ client logs every retry to stderr; the error below says it in one line
             if address:
-                ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, logging_level="ERROR")
+                ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, logging_level=logging.ERROR)
             else:
-                ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+                ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     except Exception as exc:  # ConnectionError, RuntimeError, ValueError depending on the failure
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SynergyGymError(f"--address {address!r}: cannot connect to Ray: {first}") from None
@@ -149,7 +156,7 @@ def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
 
 
 @contextmanager
-def _quiet_stderr():
+def _quiet_stderr() -> Iterator[None]:
     """Send file descriptor 2 to /dev/null (native libraries write there directly)."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -166,7 +173,7 @@ def _quiet_stderr():
 def run_sweep(
     cells: list[SweepCell],
     out: Path,
-    ray_module=None,
+    ray_module: ModuleType | None = None,
     on_cell: Callable[[dict, int, int], None] | None = None,
 ) -> tuple[pd.DataFrame, list[dict]]:
     """Run the cells not yet in ``out`` (on Ray if given), write each as it finishes, return the table."""
@@ -194,9 +201,6 @@ def run_sweep(
     return pd.DataFrame([{k: v for k, v in r.items() if k != "jct_h"} for r in rows]), rows
 
 
-CI_LABEL = "95 % CI over seeds"
-
-
 def seed_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per (policy, load): seeds, mean JCT over seeds and the half-width of its 95 % CI (t; NaN with one seed).
 
@@ -213,15 +217,15 @@ def format_seed_summary(summary: pd.DataFrame) -> str:
     header = f"{'policy':<14}{'load':>6}{'seeds':>7}{'mean JCT h':>12}{'± CI95 h':>11}"
     lines = ["mean JCT over seeds ± 95 % confidence interval (t-distribution, half-width in hours)",
              header, "-" * len(header)]
-    for r in summary.itertuples():
-        ci = "-" if np.isnan(r.ci95_h) else f"± {r.ci95_h:.2f}"
-        lines.append(f"{r.policy:<14}{r.load:>6g}{r.seeds:>7}{r.mean_jct_h:>12.2f}{ci:>11}")
+    for r in summary.to_dict("records"):
+        ci = "-" if np.isnan(r["ci95_h"]) else f"± {r['ci95_h']:.2f}"
+        lines.append(f"{r['policy']:<14}{r['load']:>6g}{r['seeds']:>7}{r['mean_jct_h']:>12.2f}{ci:>11}")
     if summary["seeds"].min() < 2:
         lines.append("(one seed: no confidence interval; pass several seeds, e.g. --seed 1..5)")
     return "\n".join(lines)
 
 
-def make_avg_jct_vs_load_figure(table: pd.DataFrame):
+def make_avg_jct_vs_load_figure(table: pd.DataFrame) -> Figure:
     """Mean JCT against load per policy with its 95 % CI over seeds (bars per policy for one load)."""
     plt = pyplot()
     summary = seed_summary(table)
@@ -298,7 +302,7 @@ def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path) -> list[str]
     return written + ["avg_jct_vs_load.png", "jct_cdf.png"]
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("sweep", help="run policies × loads × seeds (on Ray when installed)",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--policies", required=True, help="comma-separated <order>+<alloc> names")
@@ -307,7 +311,8 @@ def register(subparsers) -> None:
     p.add_argument("--jobs", type=int, default=None,
                    help=f"exactly N jobs per cell, 1 to {MAX_JOBS:,} (default: the paper's open-ended run)")
     p.add_argument("--cluster", default="default", help="preset or TOML file (default: %(default)s)")
-    p.add_argument("--out", type=Path, default=None, help="output folder; re-use it to resume (default: runs/sweep-<timestamp>)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output folder; re-use it to resume (default: runs/sweep-<timestamp>)")
     p.add_argument("--address", default=None, help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
     p.add_argument("--no-ray", action="store_true", help="run the cells in this process")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -16,12 +16,13 @@ from synergy_gym.experiments.evaluation import evaluate
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.sim.allocation import FairShare, Greedy, Tune
 from synergy_gym.sim.cluster import ClusterSpec, cluster_preset, load_cluster
+from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.metrics import RunSummary, SimulationResult
 from synergy_gym.sim.ordering import FIFO, LAS, SRTF
 from synergy_gym.sim.policy import SchedulingPolicy
 from synergy_gym.sim.profiles import ModelProfile, ModelZoo
-from synergy_gym.sim.simulator import SimulationConfig, Simulator
+from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import Workload
 
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from synergy_gym.errors import Interrupted, SynergyGymError
 
@@ -59,7 +59,12 @@ def command_list(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines)
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+def _one_line_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int,
+    file: TextIO | None = None, line: str | None = None,
+) -> None:
+    """``warnings.showwarning`` as one line on stderr: only the message is shown."""
+    del category, filename, lineno, file, line
     print(f"synergy-gym: warning: {message}", file=sys.stderr)
 
 

@@ -88,7 +88,7 @@ def _folder_problem(path: Path, what: str = "", create_parents: bool = True) -> 
             if not is_writable_dir(current):
                 return f"cannot create it: folder {_shown(current)} is not writable"
             if not create_parents and current != path.parent:
-                return f"{what}folder {path.parent} does not exist" if what else f"its parent folder {path.parent} does not exist"
+                return f"{what or 'its parent '}folder {path.parent} does not exist"
             return None
         if os.path.lexists(current):
             kind = "a broken symbolic link" if os.path.islink(current) else "a file, not a folder"
@@ -147,7 +147,7 @@ def check_output_file(path: str | os.PathLike, flag: str, folders: tuple[tuple[s
     return path
 
 
-def require_file(path: str | Path, kind: str, error: type[SynergyGymError] = PathError) -> Path:
+def require_file(path: str | os.PathLike, kind: str, error: type[SynergyGymError] = PathError) -> Path:
     """``path`` when it is a file; otherwise ``error`` saying that it does not exist or is a folder.
 
     ``kind`` names the input in the message ("workload file", "--cluster file").

@@ -87,8 +87,10 @@ def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str |
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("job completion time (hours, log scale)")
         ax.set_ylabel(f"fraction of {jobs} ≤ JCT")
-        is_number = isinstance(load, (int, float, np.integer, np.floating)) and not isinstance(load, bool)
-        ax.set_title(f"load {float(load):g} jobs/h" if is_number else str(load))
+        if isinstance(load, (int, float, np.integer, np.floating)) and not isinstance(load, bool):
+            ax.set_title(f"load {float(load):g} jobs/h")
+        else:
+            ax.set_title(str(load))
         ax.grid(alpha=0.3)
         ax.grid(which="minor", alpha=0.1)
     fig.suptitle(title or f"CDF of job completion times ({jobs})")

@@ -13,8 +13,9 @@ from synergy_gym.env.levels import LEVEL_KINDS
 from synergy_gym.env.masks import INVALID_ACTION_MODES
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
+from synergy_gym.sim.config import SimulationConfig, Timing, kernels_removed
+from synergy_gym.sim.ledger import Placement
 from synergy_gym.sim.profiling import ProfilerConfig
-from synergy_gym.sim.simulator import SimulationConfig, kernels_removed
 from synergy_gym.sim.validation import check_positive
 from synergy_gym.sim.workload import MAX_JOBS
 
@@ -62,9 +63,9 @@ class EnvConfig:
     #: Round (lease) length in seconds.
     round_s: float = 300.0
     #: ``first_fit`` (the paper's) or ``consolidate``.
-    placement: str = "first_fit"
+    placement: Placement = "first_fit"
     #: ``round`` (the paper's timing) or ``exact``.
-    timing: str = "round"
+    timing: Timing = "round"
     #: Assert every server's capacity every round.
     debug: bool = False
     #: ``true`` (measured sensitivity) or ``profiled`` (each job's estimate from optimistic profiling).

@@ -17,6 +17,7 @@ from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
+from synergy_gym.env.types import NO_JOBS, EpisodeState
 from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import Tune
 from synergy_gym.sim.ordering import FIFO
@@ -24,8 +25,6 @@ from synergy_gym.sim.policy import SchedulingPolicy
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import Workload
-
-_NO_JOBS = np.zeros(0, dtype=np.int64)
 
 
 class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
@@ -119,8 +118,6 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     ## Version History
 
     * v0: scheduling actions (slot × allocation level, and stop), non-preemptive by default.
-      Before any release the v0 ids briefly chose only each job's CPU/memory preference
-      (``Discrete(2 + 45)``); models trained on that action space do not load.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -137,14 +134,10 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         grid_shape = (len(self.zoo.cpu_grid), len(self.zoo.mem_grid)) if cfg.levels == "grid" else None
         self.layout = ActionLayout(cfg.max_queue, self.levels.n_levels, cfg.agent_orders, cfg.invalid_action, grid_shape)
         self.action_space = spaces.Discrete(self.layout.n)
-        self.obs_builder = ObservationBuilder(
-            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n
-        )
+        self.obs_builder = ObservationBuilder(self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n)
         self.observation_space = self.obs_builder.space
         self._picture: ClusterPicture | None = None
-        self.sim: Simulator | None = None
-        self._ended = True
-        self._slots = _NO_JOBS
+        self._state: EpisodeState | None = None
 
     # -- gymnasium API --------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -153,67 +146,72 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         config = self.sim_config
         if self.cfg.sensitivity == "profiled":  # a fresh profiling noise draw per episode
             config = self.cfg.simulation_config(profile_seed=int(self.np_random.integers(0, 2**31 - 1)))
-        self.sim = sim = Simulator(self.cluster, workload, self.policy, config)
+        sim = Simulator(self.cluster, workload, self.policy, config)
         jobs = sim.jobs
-        self._level_cpu, self._level_mem, self._level_tput, self._level_valid = self.levels.build(jobs)
-        self.obs_builder.new_episode(
-            sim, self._level_cpu, self._level_mem, self._level_tput, never_ran=not self.cfg.preemptive
+        level_cpu, level_mem, level_tput, level_valid = self.levels.build(jobs)
+        self.obs_builder.new_episode(sim, level_cpu, level_mem, level_tput, never_ran=not self.cfg.preemptive)
+        self._state = EpisodeState(
+            sim=sim, level_cpu=level_cpu, level_mem=level_mem, level_tput=level_tput, level_valid=level_valid,
+            level=np.full(jobs.n, -1, dtype=np.int64), holds=np.zeros(jobs.n, dtype=bool),
+            was_running=np.zeros(jobs.n, dtype=np.float32), multi_gpu=bool((jobs.gpus > 1).any()),
+            meter=SystemTimeMeter(jobs, self.cfg.reward_scale), mask=np.zeros(self.layout.n, dtype=np.float32),
+            slot_valid=level_valid[:0],
         )
-        self._level = np.full(jobs.n, -1, dtype=np.int64)  # level chosen last; −1: none (target = demand)
-        self._holds = np.zeros(jobs.n, dtype=bool)  # admitted in the current event (or running between events)
-        self._was_running = np.zeros(jobs.n, dtype=np.float32)
-        self._admitted: list[int] = []  # running jobs in admission order (default mode)
-        self._multi_gpu = bool((jobs.gpus > 1).any())
-        self._waiting = self._fits = self._slots = _NO_JOBS
-        self._slot_valid = self._level_valid[:0]
-        self._stopped = False
-        self._meter = SystemTimeMeter(jobs, self.cfg.reward_scale)
-        self._ended, self._truncated = False, False
-        self._decisions = self._invalid = 0
-        self._pending_finished: list[np.ndarray] = []
-        self._mask = np.zeros(self.layout.n, dtype=np.float32)
-        self._advance_to_decision()
+        self._advance_to_decision(self._state)
         return self._observation(), {}
 
     def step(self, action):
-        sim = self.sim
-        if sim is None:
+        s = self._state
+        if s is None:
             raise RuntimeError("call reset() before step()")
-        if self._ended:
+        if s.ended:
             raise RuntimeError("the episode has ended; call reset()")
         a = self.layout.parse(action)
-        slot, level, invalid = self.layout.resolve(a, self._slot_valid)
-        self._decisions += 1
-        self._invalid += invalid
+        slot, level, invalid = self.layout.resolve(a, s.slot_valid)
+        s.decisions += 1
+        s.invalid += invalid
         if slot < 0:
-            self._stopped = True
+            s.stopped = True
         else:
-            self._admit(int(self._slots[slot]), level)
-        self._advance_to_decision()
-        reward = self._meter.reward_until(sim.now)
+            self._admit(s, int(s.slots[slot]), level)
+        self._advance_to_decision(s)
+        sim = s.sim
+        reward = s.meter.reward_until(sim.now)
         jct_h: list[float] = []
         ids: list[int] = []
-        if self._pending_finished:  # lists: vector envs batch per-env info of varying length as objects
-            jobs, finished = sim.jobs, np.concatenate(self._pending_finished)
-            self._pending_finished = []
+        if s.pending_finished:  # lists: vector envs batch per-env info of varying length as objects
+            jobs, finished = sim.jobs, np.concatenate(s.pending_finished)
+            s.pending_finished = []
             jct_h = ((jobs.finish_s[finished] - jobs.arrival_s[finished]) / 3600.0).tolist()
             ids = jobs.job_id[finished].tolist()
         info: dict[str, Any] = {
             "finished_jct_h": jct_h, "finished_job_ids": ids, "sim_time_h": sim.now / 3600.0, "invalid_action": invalid,
         }
-        terminated, truncated = self._ended and not self._truncated, self._truncated
+        terminated, truncated = s.ended and not s.truncated, s.truncated
         if terminated or truncated:
             info.update(self.episode_summary())
         return self._observation(), float(reward), terminated, truncated, info
 
     @property
+    def state(self) -> EpisodeState:
+        """The current episode's state (:class:`~synergy_gym.env.types.EpisodeState`); ``reset()`` first."""
+        if self._state is None:
+            raise RuntimeError("the environment has no episode yet: call reset() first")
+        return self._state
+
+    @property
+    def sim(self) -> Simulator | None:
+        """The current episode's simulator (None before the first ``reset()``)."""
+        return self._state.sim if self._state is not None else None
+
+    @property
     def slot_jobs(self) -> np.ndarray:
         """Indices (in ``sim.jobs``) of the jobs in the slots, slot 0 first (empty once the episode has ended)."""
-        return self._slots.copy()
+        return self._state.slots.copy() if self._state is not None else NO_JOBS.copy()
 
     def level_of(self, j: int) -> int:
         """The level job ``j`` was last admitted at (−1: never admitted)."""
-        return int(self._level[j])
+        return int(self.state.level[j])
 
     def workload_for_seed(self, seed: int) -> Workload:
         """The jobs ``reset(options={"workload_seed": seed})`` runs (any seed, for a fixed workload)."""
@@ -221,11 +219,12 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def action_masks(self) -> np.ndarray:
         """Valid actions (for sb3-contrib's MaskablePPO): filled slots' honourable levels, and stop."""
-        return self._mask > 0
+        return self.state.mask > 0
 
     def render(self):
-        finished = self._meter.finished if self.sim is not None else 0
-        job = int(self._slots[0]) if self._slots.size else -1
+        s = self._state
+        finished = s.meter.finished if s is not None else 0
+        job = int(s.slots[0]) if s is not None and s.slots.size else -1
         if self.render_mode == "ansi":
             return render_ansi(self.sim, self.zoo, finished, job)
         if self.render_mode == "rgb_array":
@@ -242,78 +241,79 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def episode_summary(self) -> dict[str, float]:
         """JCT statistics of the episode so far (see :func:`synergy_gym.env.summary.episode_summary`)."""
-        return {**episode_summary(self.sim), "decisions": self._decisions, "invalid_actions": self._invalid}
+        s = self.state
+        return {**episode_summary(s.sim), "decisions": s.decisions, "invalid_actions": s.invalid}
 
     # -- the decision loop ----------------------------------------------------------------
-    def _admit(self, j: int, level: int) -> None:
+    def _admit(self, s: EpisodeState, j: int, level: int) -> None:
         """Admit job ``j`` at ``level`` through the round planner."""
-        changed = self._level[j] != level
+        changed = s.level[j] != level
         if changed:
-            self._level[j] = level
-            self.sim.jobs.set_target(j, float(self._level_cpu[j, level]), float(self._level_mem[j, level]))
-        self.sim.planner.add(j, target_changed=bool(changed))
-        self._holds[j] = True
+            s.level[j] = level
+            s.sim.jobs.set_target(j, float(s.level_cpu[j, level]), float(s.level_mem[j, level]))
+        s.sim.planner.add(j, target_changed=bool(changed))
+        s.holds[j] = True
         if not self.cfg.preemptive:
-            self._admitted.append(j)
-        keep = self._waiting != j
-        self._waiting, self._fits = self._waiting[keep], self._fits[keep]
+            s.admitted.append(j)
+        keep = s.waiting != j
+        s.waiting, s.fits = s.waiting[keep], s.fits[keep]
 
-    def _advance_to_decision(self) -> None:
+    def _advance_to_decision(self, s: EpisodeState) -> None:
         """Run events until the agent has a choice (a waiting job fits and it has not stopped), or the episode ends."""
-        sim, cfg = self.sim, self.cfg
+        sim, cfg = s.sim, self.cfg
         planner = sim.planner
         while True:
             if planner.in_round:
-                if not self._stopped and self._waiting.size and self._offer(planner.free_gpus):
+                if not s.stopped and s.waiting.size and self._offer(s, planner.free_gpus):
                     return
-                self._end_event()
+                self._end_event(s)
             if sim.done or sim.exhausted:
-                return self._end_episode(truncated=False)
+                return self._end_episode(s, truncated=False)
             if sim.rounds_elapsed >= cfg.max_rounds:
-                return self._end_episode(truncated=True)
+                return self._end_episode(s, truncated=True)
             if sim.begin_round() is not None:
-                self._begin_event()
+                self._begin_event(s)
 
-    def _offer(self, free: int) -> bool:
+    def _offer(self, s: EpisodeState, free: int) -> bool:
         """Fill the slots, their valid levels and the mask from the waiting jobs whose GPUs fit in ``free``.
 
-        Returns False (nothing filled but ``_fits``) when none fits.
+        Returns False (nothing filled but ``fits``) when none fits.
         """
-        self._fits, slots, valid = kernels.offer_slots(
-            self._waiting, self.sim.jobs.gpus, free, self._level_valid, self.cfg.max_queue,
-            self.layout.slots_offered, self._mask,
+        s.fits, slots, valid = kernels.offer_slots(
+            s.waiting, s.sim.jobs.gpus, free, s.level_valid, self.cfg.max_queue, self.layout.slots_offered, s.mask
         )
         if not slots.size:
             return False
-        self._slots, self._slot_valid = slots, valid
+        s.slots, s.slot_valid = slots, valid
         return True
 
-    def _begin_event(self) -> None:
-        sim = self.sim
+    def _begin_event(self, s: EpisodeState) -> None:
+        sim = s.sim
         runnable = sim.runnable
-        holds = self._holds
+        holds = s.holds
+        keep: list[int]
         if self.cfg.preemptive:
-            self._was_running[runnable] = holds[runnable]
+            s.was_running[runnable] = holds[runnable]
             holds[runnable] = False
-            keep: list[int] = []
+            keep = []
         else:
             # Tune's placement order – descending GPUs, ties in admission order – so that the
             # planner places them now and the observation shows them (the grants are the same).
-            keep = self._admitted  # finished jobs were removed as they finished
-            if self._multi_gpu:
+            keep = s.admitted  # finished jobs were removed as they finished
+            if s.multi_gpu:
                 gpus = sim.jobs.gpus_l
                 keep = sorted(keep, key=lambda j: -gpus[j])
         sim.planner.begin(keep)
         sim.planner.admit_in_order()  # the running jobs keep their GPUs and levels
         sim.planner.settle()  # the ledger now holds exactly them, for the observation
-        self._waiting = runnable[~holds[runnable]]
-        self._stopped = False
+        s.waiting = runnable[~holds[runnable]]
+        s.stopped = False
 
-    def _end_event(self) -> None:
-        sim, cfg = self.sim, self.cfg
-        stopped_with_choice = self._stopped and self._waiting.size > 0 and np.count_nonzero(self._fits) > 0
+    def _end_event(self, s: EpisodeState) -> None:
+        sim, cfg = s.sim, self.cfg
+        stopped_with_choice = s.stopped and s.waiting.size > 0 and np.count_nonzero(s.fits) > 0
         sim.planner.finish()
-        self._slots = _NO_JOBS
+        s.slots = NO_JOBS
         limit = max(1, cfg.max_rounds - sim.rounds_elapsed)
         idle = not sim.ledger.jobs
         if not idle and (cfg.preemptive or stopped_with_choice):
@@ -321,28 +321,29 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             wait = sim.seconds_until_admissible_arrival(self.cluster.total_gpus)
             if wait < float("inf"):
                 limit = min(limit, max(1, int(round(wait / sim.config.round_s))))
-        finished = sim.advance(max_rounds=1 if idle else limit, allow_idle=idle and self._stopped)
+        finished = sim.advance(max_rounds=1 if idle else limit, allow_idle=idle and s.stopped)
         if finished.size:
-            self._holds[finished] = False
+            s.holds[finished] = False
             if not cfg.preemptive:
                 done = set(finished.tolist())
-                self._admitted = [j for j in self._admitted if j not in done]
-            self._pending_finished.append(finished)
-            self._meter.record_finished(finished)
+                s.admitted = [j for j in s.admitted if j not in done]
+            s.pending_finished.append(finished)
+            s.meter.record_finished(finished)
 
-    def _end_episode(self, truncated: bool) -> None:
-        self._ended, self._truncated = True, truncated
-        self._slots = self._waiting = self._fits = _NO_JOBS
-        self._mask[:] = 0
-        self._mask[self.layout.stop] = 1
+    def _end_episode(self, s: EpisodeState, truncated: bool) -> None:
+        s.ended, s.truncated = True, truncated
+        s.slots = s.waiting = s.fits = NO_JOBS
+        s.mask[:] = 0
+        s.mask[self.layout.stop] = 1
 
     # -- observations ------------------------------------------------------------------------
     def _observation(self) -> dict[str, np.ndarray]:
-        mask = self._mask
-        time_fraction = self.sim.rounds_elapsed / self.cfg.max_rounds
-        if self._ended:
+        s = self.state
+        mask = s.mask
+        time_fraction = s.sim.rounds_elapsed / self.cfg.max_rounds
+        if s.ended:
             return self.obs_builder.empty(mask.copy(), time_fraction)
-        held = np.flatnonzero(self._holds) if self.cfg.preemptive else np.asarray(self._admitted, dtype=np.int64)
+        held = np.flatnonzero(s.holds) if self.cfg.preemptive else np.asarray(s.admitted, dtype=np.int64)
         return self.obs_builder.build(
-            self.sim, self._slots, self._waiting, self._fits, held, self._was_running, mask.copy(), time_fraction
+            s.sim, s.slots, s.waiting, s.fits, held, s.was_running, mask.copy(), time_fraction
         )

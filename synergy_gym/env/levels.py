@@ -72,9 +72,11 @@ def allocation_levels(zoo: ModelZoo, cluster: ClusterSpec, model: int, gpus: int
     tput = zoo.throughput_many(models, grid.cpu, grid.mem)
     capped = zoo.throughput_many(models, np.minimum(grid.cpu, fair_cpu), np.minimum(grid.mem, fair_mem))
     profile = zoo[model]
-    d_cpu = float(capped_demand_per_gpu(np.array([profile.demand_cpus_per_gpu]), np.array([gpus]), fair_cpu, cluster.cpus_per_server)[0])
-    d_mem = float(capped_demand_per_gpu(np.array([profile.demand_mem_gb_per_gpu]), np.array([gpus]), fair_mem, cluster.mem_gb_per_server)[0])
-    demand = Level(d_cpu, d_mem, zoo.throughput_of(model, d_cpu, d_mem))
+    n_gpus = np.array([gpus])
+    d_cpu = capped_demand_per_gpu(np.array([profile.demand_cpus_per_gpu]), n_gpus, fair_cpu, cluster.cpus_per_server)
+    d_mem = capped_demand_per_gpu(np.array([profile.demand_mem_gb_per_gpu]), n_gpus, fair_mem, cluster.mem_gb_per_server)
+    demand_cpu, demand_mem = float(d_cpu[0]), float(d_mem[0])
+    demand = Level(demand_cpu, demand_mem, zoo.throughput_of(model, demand_cpu, demand_mem))
     fair = Level(fair_cpu, fair_mem, zoo.throughput_of(model, fair_cpu, fair_mem))
     levels, _ = levels_from_grid(grid, cluster, tput, capped, fair, demand, gpus, kind)
     return levels
@@ -165,9 +167,10 @@ class LevelTable:
                 row = self._levels(jobs, j, demand)
             else:
                 key = (int(jobs.model[j]), jobs.gpus_l[j], demand.cpus_per_gpu, demand.mem_gb_per_gpu)
-                row = self._cache.get(key)
-                if row is None:
-                    row = self._cache[key] = self._levels(jobs, j, demand)
+                cached = self._cache.get(key)
+                if cached is None:
+                    cached = self._cache[key] = self._levels(jobs, j, demand)
+                row = cached
             cpu[j], mem[j], tput[j], valid[j] = row
         return cpu, mem, tput, valid
 

@@ -28,9 +28,11 @@ INVALID_ACTION_MODES: tuple[str, ...] = ("fallback", "raise")
 
 
 class ActionLayout:
-    """Encodes (slot, level) and stop as one integer, builds masks and resolves masked actions."""
+    """Encodes (slot, level) and stop as one integer and resolves masked actions (the mask itself: ``kernels.offer_slots``)."""
 
-    def __init__(self, n_slots: int, n_levels: int, agent_orders: bool, invalid_action: str, grid_shape: tuple[int, int] | None) -> None:
+    def __init__(
+        self, n_slots: int, n_levels: int, agent_orders: bool, invalid_action: str, grid_shape: tuple[int, int] | None
+    ) -> None:
         if invalid_action not in INVALID_ACTION_MODES:
             raise UnknownNameError("invalid_action", str(invalid_action), INVALID_ACTION_MODES)
         self.n_slots, self.n_levels = n_slots, n_levels
@@ -49,14 +51,6 @@ class ActionLayout:
         n_mem = grid_shape[1]
         ci, mi = divmod(level, n_mem)
         return np.array(sorted(others, key=lambda k: (abs(k // n_mem - ci) + abs(k % n_mem - mi), k)))
-
-    def mask(self, valid_levels: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Fill ``out`` (length :attr:`n`) with the valid actions for slots whose jobs' level validity is ``valid_levels``."""
-        out[:] = 0
-        k = min(valid_levels.shape[0], self.slots_offered)
-        out[: k * self.n_levels] = valid_levels[:k].reshape(-1)
-        out[self.stop] = 1
-        return out
 
     def parse(self, action) -> int:
         """``action`` as an int in ``[0, n)``, or ``ValueError``."""

@@ -151,7 +151,9 @@ class ObservationBuilder:
         levels[:, :, 2] = level_tput / jobs.tput_fair[:, None]
         self.levels = np.minimum(levels, self._level_high)
         # Per job: best-case CPU and memory demand and GPUs, as fractions of the cluster's.
-        self.demand = np.stack([jobs.gpus * jobs.target_cpu / c.total_cpus, jobs.gpus * jobs.target_mem / c.total_mem_gb, static[:, 0]], axis=1)
+        self.demand = np.stack(
+            [jobs.gpus * jobs.target_cpu / c.total_cpus, jobs.gpus * jobs.target_mem / c.total_mem_gb, static[:, 0]], axis=1
+        )
         self.demand_running = np.ascontiguousarray(self.demand[:, :2])
         self.h_per_iter = np.stack([self.fair_h_per_iter, self.demand_h_per_iter], axis=1)
         self.fair_gpu_h_per_iter = jobs.gpus * self.fair_h_per_iter / c.total_gpus
@@ -166,10 +168,12 @@ class ObservationBuilder:
 
     def empty(self, mask: np.ndarray, time_fraction: float) -> dict[str, np.ndarray]:
         """The observation once the episode has ended."""
-        return {
-            name: (mask if name == "action_mask" else np.zeros(space.shape, dtype=np.float32))
-            for name, space in self.space.spaces.items()
-        } | {"time": np.array([min(1.0, time_fraction)], dtype=np.float32)}
+        obs: dict[str, np.ndarray] = {
+            name: np.zeros(space.shape or (), dtype=np.float32) for name, space in self.space.spaces.items()
+        }
+        obs["action_mask"] = mask
+        obs["time"] = np.array([min(1.0, time_fraction)], dtype=np.float32)
+        return obs
 
     def build(
         self,

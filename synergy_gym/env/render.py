@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.simulator import Simulator
+
+if TYPE_CHECKING:  # matplotlib is imported on the first rgb_array render
+    from matplotlib.figure import Figure
 
 
 def _status(sim: Simulator) -> tuple[int, int]:
@@ -38,7 +43,8 @@ def render_ansi(sim: Simulator | None, zoo: ModelZoo, finished: int, job: int) -
         )
     if job >= 0:
         gpus = int(sim.jobs.gpus[job])
-        lines.append(f"deciding job {sim.jobs.job_id[job]} ({names[sim.jobs.model[job]]}, {gpus} GPU{'' if gpus == 1 else 's'})")
+        plural = "" if gpus == 1 else "s"
+        lines.append(f"deciding job {sim.jobs.job_id[job]} ({names[sim.jobs.model[job]]}, {gpus} GPU{plural})")
     return "\n".join(lines)
 
 
@@ -83,7 +89,7 @@ class ClusterPicture:
 
     def __init__(self, cluster: ClusterSpec) -> None:
         self.cluster = cluster
-        self._fig = None
+        self._fig: Figure | None = None
 
     def __getstate__(self) -> dict:
         return {"cluster": self.cluster, "_fig": None}
@@ -135,6 +141,7 @@ class ClusterPicture:
         if self._fig is None:
             self._build()
         fig, canvas = self._fig, self._canvas
+        assert fig is not None
         canvas.restore_region(self._background)
         n = self.cluster.num_servers
         for patches, values, total_text, capacity in zip(self._bars, used, self._totals, self._capacities):

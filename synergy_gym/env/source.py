@@ -42,7 +42,10 @@ READERS_GROUP = "synergy_gym.workload_readers"
 class WorkloadSource(Protocol):
     """Produces an episode's jobs."""
 
-    seeded: bool
+    @property
+    def seeded(self) -> bool:
+        """Whether the jobs depend on the seed (a generator) or not (fixed jobs)."""
+        ...
 
     def workload(self, seed: int | None) -> Workload: ...
 

@@ -1,1 +1,6 @@
-"""Experiment plumbing: many policies on identical workloads (:mod:`.harness`) and policies on environment episodes (:mod:`.evaluation`)."""
+"""Experiment plumbing, built on the simulator and the environment.
+
+Many policies on identical workloads (:mod:`.harness`), a policy on environment episodes
+(:mod:`.evaluation`, ``synergy_gym.evaluate``) and the statistics of the results
+(:mod:`.statistics`).
+"""

@@ -71,9 +71,9 @@ def decision_record(env: gym.Env, obs: dict, action: Any) -> dict[str, Any]:
     """
     from synergy_gym.env.observation import SLOT_FEATURES, slot_arrays
 
-    base = env.unwrapped
+    base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its simulator, layout, mask and slots)
     sim, layout = base.sim, base.layout
-    mask = np.asarray(base.action_masks(), dtype=bool)
+    mask = np.asarray(base.action_masks(), dtype=np.bool_)
     slot_jobs = np.asarray(base.slot_jobs)
     a = layout.parse(action)
     # The mask holds the valid levels of the offered slots; resolve reads no others.
@@ -139,17 +139,19 @@ def evaluate(
     masks = _accepts_masks(policy)
     rows = []
     env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
+    base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its mask and simulator)
     try:
         for i, seed in enumerate(seeds):
             started = time.perf_counter()
             obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
-            ret, steps, done, info = 0.0, 0, False, {}
+            ret, steps, done = 0.0, 0, False
+            info: dict[str, Any] = {}
             terminated = truncated = False
             log: list[dict[str, Any]] | None = [] if log_decisions and i == 0 else None
             while not done:
                 kwargs = {"deterministic": deterministic}
                 if masks:
-                    kwargs["action_masks"] = env.unwrapped.action_masks()
+                    kwargs["action_masks"] = base.action_masks()
                 action, _ = policy.predict(obs, **kwargs)
                 action = np.asarray(action).item()
                 if log is not None:
@@ -164,11 +166,11 @@ def evaluate(
                    "terminated": bool(terminated), "wall_s": time.perf_counter() - started}
             row.update({k: info.get(k, np.nan) for k in (*SUMMARY_KEYS, *EPISODE_KEYS)})
             if keep_jcts:
-                jobs = env.unwrapped.sim.jobs
+                jobs = base.sim.jobs
                 done_jobs = ~np.isnan(jobs.finish_s)
                 row["jct_h"] = ((jobs.finish_s - jobs.arrival_s)[done_jobs] / 3600.0).tolist()
             if keep_jobs:
-                row["jobs"] = job_frame(env.unwrapped.sim.jobs)
+                row["jobs"] = job_frame(base.sim.jobs)
             if log_decisions:
                 row["decision_log"] = log
             rows.append(row)

@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.metrics import SimulationResult
 from synergy_gym.sim.policy import SchedulingPolicy
-from synergy_gym.sim.simulator import SimulationConfig, Simulator
+from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import JobStream, Workload
 
 

@@ -34,9 +34,13 @@ import heapq
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
+
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import EPS, ClusterLedger, Parts
 
+#: Job indices in policy order: what the simulator's orderings give (an array) or any sequence.
+JobOrder = Sequence[int] | np.ndarray
 #: Per admitted job: (CPUs, GB per GPU, throughput) overriding its own target this round.
 Targets = dict[int, tuple[float, float, float]]
 
@@ -50,7 +54,9 @@ class JobPlacer(Protocol):
         """Place admitted job ``j`` (its GPUs are free in ``ledger``); returns its ledger slot."""
         ...
 
-    def place_all(self, ledger: ClusterLedger, jobs: JobTable, admitted: Sequence[int], targets: Targets | None = None) -> None:
+    def place_all(
+        self, ledger: ClusterLedger, jobs: JobTable, admitted: Sequence[int], targets: Targets | None = None
+    ) -> None:
         """Place ``admitted`` jobs in descending GPU count (stable), each at its target or ``targets[j]``."""
         ...
 
@@ -63,7 +69,7 @@ class AllocationMechanism(Protocol):
     #: remaining time at the target's throughput).
     uses_targets: bool
 
-    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
         """Grant resources in ``ledger`` to jobs of ``order`` (policy order)."""
         ...
 
@@ -82,7 +88,7 @@ class FairShare:
     def round_placer(self) -> None:
         return None
 
-    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
         fc, fm = jobs.fair_cpu, jobs.fair_mem
         gpus, tput_fair = jobs.gpus_l, jobs.tput_fair_l
         for j in order:
@@ -103,7 +109,7 @@ class Greedy:
     def round_placer(self) -> None:
         return None
 
-    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
         gpus, tc, tm, tt = jobs.gpus_l, jobs.target_cpu_l, jobs.target_mem_l, jobs.tput_target_l
         for j in order:
             if ledger.free_gpus_total == 0:
@@ -119,14 +125,16 @@ class Tune:
     name = "tune"
     uses_targets = True
 
-    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
         """Admit the jobs of ``order`` whose GPUs fit (backfilling), then place them in Tune's order."""
         self.place_all(ledger, jobs, admit_by_gpus(order, jobs.gpus_l, ledger.free_gpus_total))
 
     def round_placer(self) -> Tune:
         return self
 
-    def place_all(self, ledger: ClusterLedger, jobs: JobTable, admitted: Sequence[int], targets: Targets | None = None) -> None:
+    def place_all(
+        self, ledger: ClusterLedger, jobs: JobTable, admitted: Sequence[int], targets: Targets | None = None
+    ) -> None:
         """Place ``admitted`` jobs in descending GPU count (stable), each at its target or ``targets[j]``."""
         gpus = jobs.gpus_l
         ranked = list(admitted)
@@ -210,7 +218,7 @@ class Tune:
                 need_mem -= extra_mem
 
 
-def admit_by_gpus(order: Sequence[int], gpus: Sequence[int], free: int) -> list[int]:
+def admit_by_gpus(order: JobOrder, gpus: Sequence[int], free: int) -> list[int]:
     """Jobs of ``order`` whose GPUs fit in what is still free, in order (smaller later jobs backfill)."""
     admitted: list[int] = []
     for j in order:

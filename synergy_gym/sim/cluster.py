@@ -96,7 +96,7 @@ class ClusterSpec:
             raise ConfigError(f"{source}: {exc}") from None
 
 
-_PRESETS: dict[str, dict[str, float]] = {
+_PRESETS: dict[str, dict[str, int]] = {
     # The paper's simulated cluster (Synergy §6): 128 GPUs.
     "default": {},
     # A quarter of it (32 GPUs) for quick experiments and small environments.

@@ -29,7 +29,6 @@ from synergy_gym.sim.profiles import capped_demand_per_gpu, grid_level
 from synergy_gym.sim.profiling import ProfilerConfig, profile_jobs
 from synergy_gym.sim.workload import Workload
 
-_FLOAT_COLUMNS = ("arrival_s", "iter_time_s", "total_iters", "finish_s")
 #: Columns of :attr:`JobTable.progress`, which a round reads and writes for all
 #: running jobs with one gather and one scatter; ``executed``, ``start_s``,
 #: ``attained_s`` and ``last_end_s`` are views of its columns.
@@ -38,7 +37,34 @@ ITER, TOTAL, EXECUTED, START, ATTAINED, LAST_END = range(len(PROGRESS_COLUMNS))
 
 
 class JobTable:
-    """State of every job the simulation knows about, indexed 0..n-1 in arrival order."""
+    """State of every job the simulation knows about, indexed 0..n-1 in arrival order.
+
+    Every column is a numpy array of length :attr:`n` (``progress`` has a row per job); the
+    ``*_l`` lists mirror the columns the allocation loop reads job by job.
+    """
+
+    # -- what the workload gives -------------------------------------------------------------
+    job_id: np.ndarray  #: int64: the workload's job ids
+    model: np.ndarray  #: int64: index into the model zoo
+    gpus: np.ndarray  #: int64: GPUs the job is gang-scheduled on
+    measured: np.ndarray  #: bool: in the measured window
+    arrival_s: np.ndarray  #: float: arrival time
+    iter_time_s: np.ndarray  #: float: seconds per iteration at the fair share's throughput 1.0
+    total_iters: np.ndarray  #: float: iterations to run
+    # -- what the simulation changes ---------------------------------------------------------
+    finish_s: np.ndarray  #: float: completion time, NaN until finished
+    priority: np.ndarray  #: bool: bumped by an ordering's starvation guard
+    progress: np.ndarray  #: float (n, len(PROGRESS_COLUMNS)): the columns a round reads and writes
+    executed: np.ndarray  #: view of ``progress``: iterations run
+    start_s: np.ndarray  #: view of ``progress``: first start, NaN until it runs
+    attained_s: np.ndarray  #: view of ``progress``: seconds of service received
+    last_end_s: np.ndarray  #: view of ``progress``: end of the last stretch it ran, NaN until it runs
+    # -- allocations (per GPU) and their throughputs -------------------------------------------
+    target_cpu: np.ndarray
+    target_mem: np.ndarray
+    tput_target: np.ndarray
+    tput_fallback: np.ndarray
+    tput_fair: np.ndarray
 
     def __init__(self, cluster: ClusterSpec, workload: Workload, profiler: ProfilerConfig | None = None) -> None:
         self.cluster = cluster
@@ -51,21 +77,22 @@ class JobTable:
         self.fair_mem = cluster.fair_mem_gb_per_gpu
         self.n = 0
         self.workload = workload
-        empty_f = np.zeros(0)
         self.job_id = np.zeros(0, dtype=np.int64)
         self.model = np.zeros(0, dtype=np.int64)
         self.gpus = np.zeros(0, dtype=np.int64)
         self.measured = np.zeros(0, dtype=bool)
         self.priority = np.zeros(0, dtype=bool)
-        for name in _FLOAT_COLUMNS:
-            setattr(self, name, empty_f.copy())
+        self.arrival_s = np.zeros(0)
+        self.iter_time_s = np.zeros(0)
+        self.total_iters = np.zeros(0)
+        self.finish_s = np.zeros(0)
         self.progress = np.zeros((0, len(PROGRESS_COLUMNS)))
         self._bind_progress_views()
-        self.target_cpu = empty_f.copy()
-        self.target_mem = empty_f.copy()
-        self.tput_target = empty_f.copy()
-        self.tput_fallback = empty_f.copy()
-        self.tput_fair = empty_f.copy()
+        self.target_cpu = np.zeros(0)
+        self.target_mem = np.zeros(0)
+        self.tput_target = np.zeros(0)
+        self.tput_fallback = np.zeros(0)
+        self.tput_fair = np.zeros(0)
         # Python mirrors for the allocation loop.
         self.gpus_l: list[int] = []
         self.arrival_l: list[float] = []
@@ -102,14 +129,10 @@ class JobTable:
         self.gpus = np.concatenate([self.gpus, w.gpus])
         self.measured = np.concatenate([self.measured, w.measured])
         self.priority = np.concatenate([self.priority, np.zeros(n_new, dtype=bool)])
-        new_cols = {
-            "arrival_s": w.arrival_s,
-            "iter_time_s": w.iter_time_s,
-            "total_iters": w.total_iters.astype(float),
-            "finish_s": np.full(n_new, np.nan),
-        }
-        for name in _FLOAT_COLUMNS:
-            setattr(self, name, np.concatenate([getattr(self, name), new_cols[name]]))
+        self.arrival_s = np.concatenate([self.arrival_s, w.arrival_s])
+        self.iter_time_s = np.concatenate([self.iter_time_s, w.iter_time_s])
+        self.total_iters = np.concatenate([self.total_iters, w.total_iters.astype(float)])
+        self.finish_s = np.concatenate([self.finish_s, np.full(n_new, np.nan)])
         progress = np.zeros((n_new, len(PROGRESS_COLUMNS)))
         progress[:, ITER] = w.iter_time_s
         progress[:, TOTAL] = w.total_iters

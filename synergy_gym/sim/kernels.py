@@ -32,7 +32,7 @@ try:
     from numba import njit
 except ImportError:  # pragma: no cover - numba is a dependency; tests run this path in a subprocess
 
-    def njit(*args: Any, **kwargs: Any) -> Any:
+    def njit(*args: Any, **kwargs: Any) -> Any:  # type: ignore[no-redef]
         """Without numba the kernels are plain Python functions."""
         if len(args) == 1 and callable(args[0]) and not kwargs:
             return args[0]

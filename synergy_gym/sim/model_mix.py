@@ -37,17 +37,18 @@ def parse_split(text: str) -> tuple[float, float, float]:
     total = sum(values)
     if abs(total - 100.0) > 0.01:
         raise WorkloadError(f"--split {text!r}: the percentages must sum to 100, got {total:g}")
-    return values  # type: ignore[return-value]
+    return values
 
 
 def check_split(split) -> tuple[float, float, float]:
     """Validate a (vision, language, speech) split: non-negative weights with a positive sum."""
     split = tuple(split)
-    if len(split) != 3 or any(not isinstance(w, (int, float)) or not np.isfinite(w) or w < 0 for w in split) or sum(split) <= 0:
+    numbers = all(isinstance(w, (int, float)) and np.isfinite(w) and w >= 0 for w in split)
+    if len(split) != 3 or not numbers or sum(split) <= 0:
         raise WorkloadError(
             f"class split {split!r} must be three non-negative weights (vision, language, speech) with a positive sum"
         )
-    return split  # type: ignore[return-value]
+    return split
 
 
 @dataclass

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from synergy_gym.sim.allocation import AllocationMechanism, JobPlacer
+from synergy_gym.sim.allocation import AllocationMechanism, JobOrder, JobPlacer
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
 
@@ -95,7 +95,7 @@ class RoundPlanner:
         self._scan: _Scan | None = None
 
     # -- whole rounds -------------------------------------------------------
-    def plan(self, order: Sequence[int] | np.ndarray) -> None:
+    def plan(self, order: JobOrder) -> None:
         """Allocate the round from an empty cluster: exactly the mechanism's ``allocate``."""
         if self.placer is None:
             self.ledger.reset()

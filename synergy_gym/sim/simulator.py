@@ -31,74 +31,27 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass, field
-from typing import Literal
 
 import numpy as np
 
-from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
+from synergy_gym.errors import WorkloadError
 from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import AllocationMechanism
 from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
-from synergy_gym.sim.ledger import PLACEMENTS, ClusterLedger, Placement
+from synergy_gym.sim.ledger import ClusterLedger
 from synergy_gym.sim.metrics import RoundLog, SimulationResult, build_result
 from synergy_gym.sim.planner import RoundPlanner
 from synergy_gym.sim.policy import SchedulingPolicy
-from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.sim.validation import check_positive
 from synergy_gym.sim.workload import JobStream, Workload
 
-Timing = Literal["round", "exact"]
 RoundObserver = Callable[["Simulator", np.ndarray, np.ndarray], None]
-TIMINGS: tuple[str, ...] = ("round", "exact")
 
 # Look this many jobs ahead for the next arrival that could be admitted.
 _ARRIVAL_LOOKAHEAD = 256
 # Ask the job stream for more jobs when fewer than this many have not arrived.
 _STREAM_LOW_WATER = 64
-
-
-@dataclass(frozen=True)
-class SimulationConfig:
-    """How the simulator runs (the cluster and workload are given separately)."""
-
-    round_s: float = 300.0
-    placement: Placement = "first_fit"
-    timing: Timing = "round"
-    #: Jobs not run for this long are served first by orderings with a guard.
-    starvation_s: float = 1000 * 3600.0
-    #: Check after every round that no server is over any capacity.
-    debug: bool = False
-    #: Keep the per-round utilisation log (``SimulationResult.rounds``); the
-    #: Gymnasium environment turns it off.
-    record_rounds: bool = True
-    #: ``"true"``: policies see the model zoo's measured sensitivity; ``"profiled"``:
-    #: they see each job's estimate from optimistic profiling (``profiler``) while
-    #: jobs still progress at their true throughput.
-    sensitivity: str = "true"
-    profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
-    #: Removed: the compiled kernels of :mod:`synergy_gym.sim.kernels` are always used.
-    kernels: InitVar[str | None] = None
-
-    def __post_init__(self, kernels: str | None) -> None:
-        if kernels is not None:
-            raise ConfigError(f"SimulationConfig(kernels=...) was removed: {kernels_removed()}")
-        for name in ("round_s", "starvation_s"):
-            object.__setattr__(self, name, float(check_positive(name, getattr(self, name), unit="seconds")))
-        if self.placement not in PLACEMENTS:
-            raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
-        if self.timing not in TIMINGS:
-            raise UnknownNameError("timing", str(self.timing), TIMINGS)
-        if self.sensitivity not in SENSITIVITIES:
-            raise UnknownNameError("sensitivity", str(self.sensitivity), SENSITIVITIES)
-
-
-def kernels_removed() -> str:
-    """Why the ``kernels`` setting is gone (the message of its removal error)."""
-    return (
-        "the compiled kernels are always used (numba; without numba installed, the same code runs as plain Python)"
-    )
 
 
 class Simulator:

@@ -62,7 +62,9 @@ def check_positive(
     elif isinstance(value, (int, np.integer)):
         ok = bool(value >= 0 if allow_zero else value > 0)
     else:
-        ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0) and (not integer or float(value).is_integer())
+        ok = bool(
+            math.isfinite(value) and (value >= 0 if allow_zero else value > 0) and (not integer or float(value).is_integer())
+        )
     if not ok:
         sign = "non-negative" if allow_zero else "positive"
         kind = "integer" if integer else "number"

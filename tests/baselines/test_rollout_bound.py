@@ -100,7 +100,7 @@ def test_dedupe_merges_only_actions_with_the_same_outcome():
         for a in set(every) - set(kept):  # each dropped action has a kept twin with the same value
             j, lv = int(u.slot_jobs[a // L]), a % L
             twin = next(k for k in kept if k != u.layout.stop and int(u.slot_jobs[k // L]) == j
-                        and u._level_cpu[j, k % L] == u._level_cpu[j, lv] and u._level_mem[j, k % L] == u._level_mem[j, lv])
+                        and u.state.level_cpu[j, k % L] == u.state.level_cpu[j, lv] and u.state.level_mem[j, k % L] == u.state.level_mem[j, lv])
             assert values[a] == values[twin]
             merged += 1
         obs, *_ = env.step(b)

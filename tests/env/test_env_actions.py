@@ -13,6 +13,7 @@ import pytest
 from synergy_gym import ClusterSpec, ModelZoo
 from synergy_gym.env import ActionLayout, SynergyEnv
 from synergy_gym.env.levels import GridPoints, honourable_points
+from synergy_gym.sim import kernels
 
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 40, "max_rounds": 20_000}
 SCARCE = {"cluster": {"num_servers": 4, "cpus_per_server": 12}, "class_split": (60, 20, 20)}
@@ -178,11 +179,12 @@ def test_layout_rules_on_small_cases():
     assert fifo.resolve(9, valid) == (0, 4, True)  # slot 1 is not offered → slot 0, same level
     assert fifo.resolve(14, valid) == (0, 4, True)  # an empty slot too
     assert fifo.resolve(2, valid) == (0, 2, False)
-    mask = np.empty(16, dtype=np.float32)
-    fifo.mask(valid, mask)
-    assert mask.tolist() == [1.0] * 5 + [0.0] * 10 + [1.0]
-    layout.mask(valid, mask)
-    assert mask.tolist() == [1.0] * 5 + [1, 0, 0, 0, 1] + [0.0] * 5 + [1.0]
+    # The mask the environment builds (kernels.offer_slots) for two waiting jobs that fit.
+    for lay, want in ((fifo, [1.0] * 5 + [0.0] * 10 + [1.0]), (layout, [1.0] * 5 + [1, 0, 0, 0, 1] + [0.0] * 5 + [1.0])):
+        mask = np.empty(lay.n, dtype=np.float32)
+        fits, slots, slot_valid = kernels.offer_slots(np.array([0, 1]), np.array([1, 1]), 8, valid, 3, lay.slots_offered, mask)
+        assert fits.all() and slots.tolist() == [0, 1] and np.array_equal(slot_valid, valid)
+        assert mask.tolist() == want
 
 
 @pytest.mark.parametrize("kwargs", CASES)

@@ -1,0 +1,60 @@
+"""The environment's typed episode state (as Jumanji's ``types.py``): everything one episode changes.
+
+:meth:`SynergyEnv.reset <synergy_gym.env.SynergyEnv.reset>` builds a fresh :class:`EpisodeState`
+around a new :class:`~synergy_gym.sim.simulator.Simulator`; ``step`` changes only it. The
+environment object itself holds what stays fixed across episodes (the configuration, the
+spaces, the level table, the observation builder).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from synergy_gym.env.reward import SystemTimeMeter
+from synergy_gym.sim.simulator import Simulator
+
+#: An empty list of job indices.
+NO_JOBS = np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class EpisodeState:
+    """One episode of :class:`~synergy_gym.env.SynergyEnv`: the simulator and the decision loop's state."""
+
+    sim: Simulator
+    #: Per job and level (jobs × levels): CPUs and GB per GPU, throughput, and whether the level
+    #: can ever be honoured for the job (:class:`~synergy_gym.env.levels.LevelTable`).
+    level_cpu: np.ndarray
+    level_mem: np.ndarray
+    level_tput: np.ndarray
+    level_valid: np.ndarray
+    #: Per job: the level it was last admitted at (−1: never; its target is then its demand).
+    level: np.ndarray
+    #: Per job: admitted in the current event (or running between events).
+    holds: np.ndarray
+    #: Per job: held GPUs until the current event (preemptive mode), as float32 for the observation.
+    was_running: np.ndarray
+    #: Whether any job has more than one GPU (re-placement in Tune's order then matters).
+    multi_gpu: bool
+    #: The reward's running sum of job time in the system.
+    meter: SystemTimeMeter
+    #: Valid actions now (float32, the observation's ``action_mask``).
+    mask: np.ndarray
+    #: Running jobs in admission order (default mode).
+    admitted: list[int] = field(default_factory=list)
+    #: Waiting jobs in arrival order, and whether each one's GPUs fit now.
+    waiting: np.ndarray = field(default_factory=lambda: NO_JOBS)
+    fits: np.ndarray = field(default_factory=lambda: NO_JOBS)
+    #: The jobs in the slots (slot 0 first) and their rows of ``level_valid``.
+    slots: np.ndarray = field(default_factory=lambda: NO_JOBS)
+    slot_valid: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
+    #: The agent chose stop in the current event.
+    stopped: bool = False
+    ended: bool = False
+    truncated: bool = False
+    decisions: int = 0
+    invalid: int = 0
+    #: Jobs that finished since the last step (arrays, concatenated into its ``info``).
+    pending_finished: list[np.ndarray] = field(default_factory=list)
