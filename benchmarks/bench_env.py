@@ -4,11 +4,11 @@ For each registered environment, in the default (non-preemptive) mode and with
 ``preemptive=True``, it runs episodes with uniformly random valid actions and
 prints steps/s and full episodes/s of the raw environment, steps per episode,
 and steps/s through ``gym.make`` (which adds Gymnasium's checker and
-order-enforcing wrappers), each after an untimed warm-up. It says
-whether the compiled kernels (numba) are in use; ``--kernels numpy`` measures
-the numpy fallback. Run it on an otherwise idle machine.
+order-enforcing wrappers), each after an untimed warm-up. It says whether the
+kernels are compiled (numba) or run as plain Python (numba not installed). Run it
+on an otherwise idle machine.
 
-    python benchmarks/bench_env.py [--seconds 5] [--env Synergy-small-v0 ...] [--mode default preemptive] [--kernels numpy]
+    python benchmarks/bench_env.py [--seconds 5] [--env Synergy-small-v0 ...] [--mode default preemptive]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.sim.kernels import KERNELS, use_numba
+from synergy_gym.sim import kernels
 
 
 def episode(env, seed: int, rng: np.random.Generator, max_steps: int | None = None) -> int:
@@ -58,13 +58,12 @@ def main() -> None:
     parser.add_argument("--env", nargs="+", default=list(synergy_gym.SCENARIOS), help="environment ids")
     parser.add_argument("--mode", nargs="+", default=["default", "preemptive"], choices=["default", "preemptive"])
     parser.add_argument("--no-wrapped", action="store_true", help="skip the gym.make measurement")
-    parser.add_argument("--kernels", default="auto", choices=KERNELS, help="compiled kernels (numba) or the numpy fallback")
     args = parser.parse_args()
-    print(f"kernels: {'numba' if use_numba(args.kernels) else 'numpy'}")
+    print(f"kernels: {'numba' if hasattr(kernels.run_rounds, 'py_func') else 'plain Python (numba is not installed)'}")
     print(f"{'env':<25}{'mode':<12}{'raw steps/s':>12}{'episodes/s':>12}{'steps/episode':>15}{'gym.make steps/s':>18}")
     for env_id in args.env:
         for mode in args.mode:
-            kwargs = {"preemptive": mode == "preemptive", "kernels": args.kernels}
+            kwargs = {"preemptive": mode == "preemptive"}
             raw, eps, per_episode = run(gym.make(env_id, **kwargs).unwrapped, args.seconds)
             wrapped = "" if args.no_wrapped else f"{run(gym.make(env_id, **kwargs), args.seconds)[0]:,.0f}"
             print(f"{env_id:<25}{mode:<12}{raw:>12,.0f}{eps:>12.2f}{per_episode:>15,.0f}{wrapped:>18}", flush=True)
