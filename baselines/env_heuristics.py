@@ -69,11 +69,22 @@ class EnvHeuristic:
 
     name = "heuristic"
 
-    def predict(self, observation, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
+    def predict(
+        self,
+        observation: dict[str, np.ndarray],
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, Any]:
+        """The action for ``observation`` (one or a batch), and ``state`` unchanged."""
+        del episode_start, deterministic  # Stable-Baselines3's signature; a heuristic has no use for them
         mask = np.asarray(action_masks if action_masks is not None else observation["action_mask"]) > 0
         if mask.ndim == 1:
             return np.array(self.choose(self.structured(observation), mask)), state
-        picks = [self.choose(self.structured({k: v[i] for k, v in observation.items()}), mask[i]) for i in range(mask.shape[0])]
+        picks = [
+            self.choose(self.structured({k: v[i] for k, v in observation.items()}), mask[i]) for i in range(mask.shape[0])
+        ]
         return np.array(picks), state
 
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:

@@ -32,12 +32,18 @@ def distinct_levels(cluster: ClusterSpec, zoo: ModelZoo) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m synergy_gym.baselines.level_study", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--seeds", default="0..19", help="tuning workload seeds (default 0..19)")
     args = parser.parse_args(argv)
     seeds = parse_seed_list(args.seeds)
     zoo = ModelZoo.default()
-    for name, cluster in (("24 CPUs per server", ClusterSpec(num_servers=4)), ("16 CPUs per server", ClusterSpec(num_servers=4, cpus_per_server=16.0))):
+    clusters = (
+        ("24 CPUs per server", ClusterSpec(num_servers=4)),
+        ("16 CPUs per server", ClusterSpec(num_servers=4, cpus_per_server=16.0)),
+    )
+    for name, cluster in clusters:
         d = distinct_levels(cluster, zoo)
         print(f"{name}: distinct default levels per (model, GPUs): mean {np.mean(d):.2f}, min {min(d)}, max {max(d)}")
     print(f"{'env':<25}{'heuristic':<12}{'default h':>11}{'grid h':>10}")

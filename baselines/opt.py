@@ -54,7 +54,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_matrix
 
-from synergy_gym.sim.allocation import Tune, admit_by_gpus
+from synergy_gym.sim.allocation import JobOrder, Tune, admit_by_gpus
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
 
@@ -94,7 +94,7 @@ class SynergyOpt:
         """None: the solver chooses every admitted job's target at once, so each round is planned whole."""
         return None
 
-    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: Sequence[int]) -> None:
+    def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
         admitted = admit_by_gpus(order, jobs.gpus_l, ledger.free_gpus_total)
         if not admitted:
             LOG.warning("%s: no runnable job fits this round; falling back to tune", self.name)

@@ -85,4 +85,4 @@ class FTFReference(KeyOrdering):
         return finish_time_fairness(jobs, runnable, now, uses_targets)
 
 
-EXTRA_ORDERINGS: dict[str, type] = {"drf": DRF, "tetris": Tetris, "ftf": FTF, "ftf_ref": FTFReference}
+EXTRA_ORDERINGS: dict[str, type[KeyOrdering]] = {"drf": DRF, "tetris": Tetris, "ftf": FTF, "ftf_ref": FTFReference}

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from synergy_gym.cli.plots import figure_png, pyplot
 from synergy_gym.experiments.statistics import ci95_half_width
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CI_LABEL = "95 % CI over seeds"
 
@@ -22,10 +27,10 @@ def _seed_text(results: pd.DataFrame) -> str:
 
 def describe_runs(results: pd.DataFrame, window: str | None = None) -> str:
     """A line saying what ``results`` covers: loads (or workload), seeds, measured jobs."""
-    parts = []
-    loads = results["load"].dropna().unique() if "load" in results else []
+    parts: list[str] = []
+    loads: list[float] = sorted(results["load"].dropna().unique()) if "load" in results else []
     if len(loads):
-        parts.append(("load " if len(loads) == 1 else "loads ") + ", ".join(f"{x:g}" for x in sorted(loads)) + " jobs/h")
+        parts.append(("load " if len(loads) == 1 else "loads ") + ", ".join(f"{x:g}" for x in loads) + " jobs/h")
     elif "case" in results and results["case"].nunique() == 1:
         parts.append(str(results["case"].iloc[0]))
     if _seed_text(results):
@@ -38,7 +43,7 @@ def describe_runs(results: pd.DataFrame, window: str | None = None) -> str:
     return ", ".join(parts)
 
 
-def make_avg_jct_figure(results: pd.DataFrame, window: str | None = None):
+def make_avg_jct_figure(results: pd.DataFrame, window: str | None = None) -> Figure:
     """The average-JCT figure (see :func:`avg_jct_png`), not yet saved."""
     if "sensitivity" in results and set(results["sensitivity"]) != {"true"}:  # true and profiled side by side
         results = results.assign(policy=[p if s == "true" else f"{p} (profiled)"

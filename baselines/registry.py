@@ -14,13 +14,13 @@ from collections.abc import Callable
 
 from synergy_gym.baselines.orderings import EXTRA_ORDERINGS
 from synergy_gym.errors import UnknownNameError
-from synergy_gym.sim.allocation import MECHANISMS
-from synergy_gym.sim.ordering import ORDERINGS
+from synergy_gym.sim.allocation import MECHANISMS, AllocationMechanism
+from synergy_gym.sim.ordering import ORDERINGS, Ordering
 from synergy_gym.sim.policy import SchedulingPolicy
 
 
-def _opt(relax: bool) -> Callable[[], object]:
-    def make():
+def _opt(relax: bool) -> Callable[[], AllocationMechanism]:
+    def make() -> AllocationMechanism:
         from synergy_gym.baselines.opt import SynergyOpt  # scipy is only needed for OPT
 
         return SynergyOpt(relax=relax)
@@ -28,8 +28,8 @@ def _opt(relax: bool) -> Callable[[], object]:
     return make
 
 
-_ORDERINGS: dict[str, Callable[[], object]] = {**ORDERINGS, **EXTRA_ORDERINGS}
-_MECHANISMS: dict[str, Callable[[], object]] = {**MECHANISMS, "opt": _opt(False), "opt_lp": _opt(True)}
+_ORDERINGS: dict[str, Callable[[], Ordering]] = {**ORDERINGS, **EXTRA_ORDERINGS}
+_MECHANISMS: dict[str, Callable[[], AllocationMechanism]] = {**MECHANISMS, "opt": _opt(False), "opt_lp": _opt(True)}
 
 
 def policy_names() -> tuple[str, ...]:

@@ -17,28 +17,32 @@ mechanics, so :func:`simulate_on_env` takes everything from the environment:
   its 99th percentile, and the makespan (last finish − first arrival).
 
 ``no-wait-bound`` is the no-waiting bound (:mod:`synergy_gym.sim.bounds`) on the same
-workloads, reported with ``source`` "bound". The simulator runs every job to completion; it has no ``max_rounds`` (an env
-episode is truncated there). Synergy-OPT (``*+opt``) solves an integer program
-per round: a few seconds per 300-job episode on 32 GPUs, about 10 s per
-1,000-job episode on 128 GPUs (measured on one core); each row's ``wall_s`` says.
+workloads, reported with ``source`` "bound". The simulator runs every job to
+completion; it has no ``max_rounds`` (an env episode is truncated there).
+Synergy-OPT (``*+opt``) solves an integer program per round: a few seconds per
+300-job episode on 32 GPUs, about 10 s per 1,000-job episode on 128 GPUs
+(measured on one core); each row's ``wall_s`` says.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 
 from synergy_gym.baselines.registry import make_policy
+from synergy_gym.env import SynergyEnv
 from synergy_gym.env.summary import episode_summary
 from synergy_gym.experiments.evaluation import job_frame
 from synergy_gym.sim.bounds import no_wait_jct_s
+from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.metrics import summarise_jcts
 from synergy_gym.sim.simulator import Simulator
+from synergy_gym.sim.workload import Workload
 
 #: Not a policy: every job at its demand from the round boundary after its arrival, never waiting
 #: (:func:`synergy_gym.sim.bounds.no_wait_jct_s`) – a lower bound on what any policy here can reach.
@@ -47,16 +51,19 @@ NO_WAIT_BOUND = "no-wait-bound"
 SIM_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+tune", "fifo+opt", "srtf+tune", "tetris+greedy", NO_WAIT_BOUND)
 
 
-def _bound_jobs(workload, cluster, round_s: float) -> pd.DataFrame:
-    """The no-waiting bound's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`): each starts at the first round
-    boundary at or after its arrival (as in :func:`synergy_gym.sim.bounds.no_wait_jct_s`) and finishes its JCT after arrival."""
+def _bound_jobs(workload: Workload, cluster: ClusterSpec, round_s: float) -> pd.DataFrame:
+    """The no-waiting bound's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`).
+
+    Each starts at the first round boundary at or after its arrival (as in
+    :func:`synergy_gym.sim.bounds.no_wait_jct_s`) and finishes its JCT after arrival.
+    """
     arrival = np.asarray(workload.arrival_s, dtype=float)
     start = np.ceil(arrival / round_s) * round_s
     start = np.where(start < arrival, start + round_s, start)
     return job_frame(workload, start_s=start, finish_s=arrival + no_wait_jct_s(workload, cluster, round_s))
 
 
-def _bound_summary(workload, cluster, round_s: float) -> tuple[dict[str, Any], np.ndarray]:
+def _bound_summary(workload: Workload, cluster: ClusterSpec, round_s: float) -> tuple[dict[str, Any], np.ndarray]:
     """The no-waiting bound's episode summary (the keys of the env's) and per-job JCTs in hours."""
     finish_s = workload.arrival_s + no_wait_jct_s(workload, cluster, round_s)
     stats = summarise_jcts(workload.arrival_s, finish_s, np.ones(len(workload), dtype=bool))
@@ -91,15 +98,17 @@ def simulate_on_env(
         make_policy(policy)  # an unknown name fails before any work
     env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
     try:
-        base = env.unwrapped
-        rows = []
+        base = cast(SynergyEnv, env.unwrapped)
+        rows: list[dict[str, Any]] = []
         for seed in seeds:
             seed = int(seed)
             config = base.sim_config
             if base.cfg.sensitivity == "profiled":  # the episode's profiling draw comes from the env's np_random
                 env.reset(seed=seed, options={"workload_seed": seed})
+                assert base.sim is not None
                 config = base.sim.config
             started = time.perf_counter()
+            row: dict[str, Any]
             if policy == NO_WAIT_BOUND:
                 summary, jct_h = _bound_summary(base.workload_for_seed(seed), base.cluster, config.round_s)
                 row = {"policy": policy, "seed": seed, "terminated": True, "wall_s": time.perf_counter() - started, **summary}
@@ -111,8 +120,7 @@ def simulate_on_env(
                 continue
             sim = Simulator(base.cluster, base.workload_for_seed(seed), make_policy(policy), config)
             sim.run()
-            row: dict[str, Any] = {"policy": policy, "seed": seed, "terminated": bool(sim.done),
-                                   "wall_s": time.perf_counter() - started}
+            row = {"policy": policy, "seed": seed, "terminated": bool(sim.done), "wall_s": time.perf_counter() - started}
             row.update(episode_summary(sim))
             if keep_jcts:
                 jobs = sim.jobs

@@ -67,11 +67,12 @@ def read_workload_csv(
                 i = int(np.flatnonzero(frame[col].isna().to_numpy())[0])
                 raise WorkloadError(f"{path}: row {i + 2}: column {col} is empty")
     if "fair_duration_s" in frame.columns:
-        bad = ~(frame["fair_duration_s"].to_numpy(dtype=float) > 0)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
+        fair_duration = frame["fair_duration_s"].to_numpy(dtype=float)
+        not_positive = ~(fair_duration > 0)
+        if not_positive.any():
+            i = int(np.flatnonzero(not_positive)[0])
             raise WorkloadError(
-                f"{path}: job {frame['job_id'].iloc[i]}: fair_duration_s={float(frame['fair_duration_s'].iloc[i])!r} must be > 0"
+                f"{path}: job {frame['job_id'].iloc[i]}: fair_duration_s={float(fair_duration[i])!r} must be > 0"
             )
     names = frame["model"].astype(str).to_numpy()
     known = {name: i for i, name in enumerate(zoo.names)}
@@ -83,7 +84,7 @@ def read_workload_csv(
         )
     gpus = frame["gpus"].to_numpy(dtype=float)
 
-    def per_gpu(col: str):
+    def per_gpu(col: str) -> np.ndarray | None:
         if col not in frame.columns:
             return None
         # gpus < 1 is rejected by Workload.build, by job; no division by zero before that.

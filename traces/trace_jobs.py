@@ -30,6 +30,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner
@@ -61,11 +62,11 @@ class TraceJobs:
     def build(
         cls,
         source: str,
-        submit_s,
-        duration_s,
-        gpus,
-        cpu_per_gpu=None,
-        mem_per_gpu=None,
+        submit_s: ArrayLike,
+        duration_s: ArrayLike,
+        gpus: ArrayLike,
+        cpu_per_gpu: ArrayLike | None = None,
+        mem_per_gpu: ArrayLike | None = None,
         skipped: dict[str, int] | None = None,
         duration_range: tuple[float, float] | None = None,
     ) -> TraceJobs:
@@ -73,7 +74,7 @@ class TraceJobs:
         submit = np.asarray(submit_s, dtype=float)
         n = submit.size
         duration = np.asarray(duration_s, dtype=float)
-        gpus = np.asarray(gpus, dtype=float)
+        gpu_count = np.asarray(gpus, dtype=float)
         cpu = np.full(n, np.nan) if cpu_per_gpu is None else np.asarray(cpu_per_gpu, dtype=float)
         mem = np.full(n, np.nan) if mem_per_gpu is None else np.asarray(mem_per_gpu, dtype=float)
         skipped = {k: v for k, v in (skipped or {}).items() if v}
@@ -96,7 +97,7 @@ class TraceJobs:
             source=source,
             submit_s=submit_kept - submit_kept[0],
             duration_s=duration[keep][order],
-            gpus=gpus[keep][order].astype(np.int64),
+            gpus=gpu_count[keep][order].astype(np.int64),
             cpu_per_gpu=cpu[keep][order],
             mem_per_gpu=mem[keep][order],
             skipped=skipped,
@@ -108,7 +109,13 @@ class TraceJobs:
 
 
 def _to_workload(
-    trace: TraceJobs, zoo: ModelZoo, arrival_s, idx: np.ndarray, class_split, window, source: str
+    trace: TraceJobs,
+    zoo: ModelZoo,
+    arrival_s: np.ndarray,
+    idx: np.ndarray,
+    class_split: tuple[float, float, float],
+    window: tuple[int, int] | None,
+    source: str,
 ) -> Workload:
     n = idx.size
     model = ModelAssigner(zoo, class_split).assign(n)

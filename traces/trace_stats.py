@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from synergy_gym.cli.files import atomic_write_bytes, check_output_dir
 from synergy_gym.cli.plots import figure_png, label_log_axis, pyplot
 from synergy_gym.traces.loader import FORMATS, load_trace
 from synergy_gym.traces.trace_jobs import TraceJobs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 
@@ -44,7 +48,7 @@ def summary(trace: TraceJobs) -> str:
     return "\n".join(lines)
 
 
-def make_histogram_figure(trace: TraceJobs):
+def make_histogram_figure(trace: TraceJobs) -> Figure:
     """Job durations (log histogram) and the GPU-count mix of ``trace``, not yet saved."""
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
@@ -61,7 +65,8 @@ def make_histogram_figure(trace: TraceJobs):
     left.grid(alpha=0.3)
     gpus, counts = np.unique(trace.gpus, return_counts=True)
     bars = right.bar([str(g) for g in gpus], counts)
-    right.bar_label(bars, labels=[f"{100 * c / len(trace):.1f}%" if c >= len(trace) / 1000 else "<0.1%" for c in counts], padding=2, fontsize=8)
+    shares = [f"{100 * c / len(trace):.1f}%" if c >= len(trace) / 1000 else "<0.1%" for c in counts]
+    right.bar_label(bars, labels=shares, padding=2, fontsize=8)
     right.set_yscale("log")
     label_log_axis(right.yaxis, max(counts.min() * 0.8, 0.8), counts.max() * 2)
     right.set_ylim(0.8, counts.max() * 2)
@@ -79,7 +84,7 @@ def histogram_png(trace: TraceJobs) -> bytes:
     return figure_png(make_histogram_figure(trace))
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("trace-stats", help="summarise a job trace", description=__doc__.split("\n\n")[0])
     p.add_argument("path", type=Path, help="trace file (or an Alibaba trace folder)")
     p.add_argument("--format", dest="fmt", default="auto", choices=FORMATS)

@@ -1,4 +1,7 @@
-"""The clairvoyant rollout bound (synergy_gym.baselines.rollout_bound): faithful copies, never worse than its base, clear errors."""
+"""The clairvoyant rollout bound (synergy_gym.baselines.rollout_bound).
+
+Faithful copies, never worse than its base, clear errors.
+"""
 
 from __future__ import annotations
 
@@ -99,8 +102,9 @@ def test_dedupe_merges_only_actions_with_the_same_outcome():
         L = u.layout.n_levels
         for a in set(every) - set(kept):  # each dropped action has a kept twin with the same value
             j, lv = int(u.slot_jobs[a // L]), a % L
+            cpu, mem = u.state.level_cpu[j], u.state.level_mem[j]
             twin = next(k for k in kept if k != u.layout.stop and int(u.slot_jobs[k // L]) == j
-                        and u.state.level_cpu[j, k % L] == u.state.level_cpu[j, lv] and u.state.level_mem[j, k % L] == u.state.level_mem[j, lv])
+                        and cpu[k % L] == cpu[lv] and mem[k % L] == mem[lv])
             assert values[a] == values[twin]
             merged += 1
         obs, *_ = env.step(b)

@@ -194,9 +194,11 @@ PHILLY_LOG = [
                    "detail": [{"ip": "m1", "gpus": ["gpu3"]}]}]},
     {"jobid": "c", "user": "u3", "vc": "v", "status": "Failed", "submitted_time": "2017-10-01 00:45:00", "attempts": []},
     {"jobid": "d", "user": "u3", "vc": "v", "status": "Pass", "submitted_time": "not a time",
-     "attempts": [{"start_time": "2017-10-01 00:40:00", "end_time": "2017-10-01 03:40:00", "detail": [{"ip": "m", "gpus": ["g"]}]}]},
+     "attempts": [{"start_time": "2017-10-01 00:40:00", "end_time": "2017-10-01 03:40:00",
+                   "detail": [{"ip": "m", "gpus": ["g"]}]}]},
     {"jobid": "e", "user": "u3", "vc": "v", "status": "Pass", "submitted_time": "2017-10-01 00:50:00",
-     "attempts": [{"start_time": "2017-10-01 01:00:00", "end_time": "2017-10-01 01:05:00", "detail": [{"ip": "m", "gpus": ["g"]}]}]},
+     "attempts": [{"start_time": "2017-10-01 01:00:00", "end_time": "2017-10-01 01:05:00",
+                   "detail": [{"ip": "m", "gpus": ["g"]}]}]},
 ]
 
 
@@ -299,9 +301,14 @@ def test_philly_job_log_times_do_not_depend_on_the_time_zone(tmp_path, monkeypat
     import json
     import time
 
+    times = (
+        ("a", "2017-11-04 12:00:00", "2017-11-04 14:00:00"),
+        ("b", "2017-11-06 12:00:00", "2017-11-06 14:00:00"),
+    )
     log = [
-        {"jobid": k, "submitted_time": t, "attempts": [{"start_time": t, "end_time": e, "detail": [{"ip": "m", "gpus": ["g"]}]}]}
-        for k, t, e in (("a", "2017-11-04 12:00:00", "2017-11-04 14:00:00"), ("b", "2017-11-06 12:00:00", "2017-11-06 14:00:00"))
+        {"jobid": k, "submitted_time": t,
+         "attempts": [{"start_time": t, "end_time": e, "detail": [{"ip": "m", "gpus": ["g"]}]}]}
+        for k, t, e in times
     ]
     path = _write(tmp_path, json.dumps(log), "log.json")
     monkeypatch.setenv("TZ", "America/Los_Angeles")  # a daylight-saving switch between the two jobs
