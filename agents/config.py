@@ -1,15 +1,17 @@
-"""Training configuration: every hyper-parameter of a run, in one dataclass.
+"""Training configuration: every hyper-parameter of a run, in one dataclass, and the files and options that set it.
 
-A config file (``--config FILE``, TOML or YAML) sets any of the fields below;
-command-line options override it; the resolved config is saved in the run
-folder as ``config.json``, from which ``--resume`` and ``evaluate`` read it.
+A config file (``--config FILE``, TOML or YAML) sets any of the fields of
+:class:`TrainConfig`; command-line options override it (``--env-kwargs key=value``:
+:func:`parse_env_kwargs`); the resolved config is saved in the run folder as
+``config.json``, from which ``--resume`` and ``evaluate`` read it
+(:func:`load_run_config`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -45,11 +47,6 @@ EVAL_SEED_BASE = HELD_OUT_SEED_BASE
 VALIDATION_SEED_BASE = 2_000_000
 #: The env heuristics a run is compared with by default.
 REFERENCE_BASELINES: tuple[str, ...] = ("fifo+tune", "srtf+tune")
-#: Settings of the per-job preference action space (before issue #12), and what replaced them.
-REMOVED_SETTINGS: dict[str, str] = {
-    "bc_baseline": 'bc_policy, an env heuristic name (e.g. "fifo+tune")',
-    "job_dim": "global_dim",
-}
 
 
 @dataclass
@@ -218,10 +215,6 @@ class TrainConfig:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str = "config") -> TrainConfig:
         valid = {f.name for f in fields(cls)}
-        for old, new in REMOVED_SETTINGS.items():
-            if old in values:
-                raise ConfigError(f"{source}: setting {old!r} is from before the action space changed to slot × level "
-                                  f"and stop (models of that version must be retrained); use {new}")
         unknown = [k for k in values if k not in valid]
         if unknown:
             raise ConfigError(f"{source}: unknown setting {unknown[0]!r}; valid: {', '.join(sorted(valid))}")
@@ -261,6 +254,20 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a table of settings")
     return data
+
+
+def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
+    """``--env-kwargs key=value …``: values are parsed as JSON where possible (numbers, true/false), else strings."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env-kwargs {item!r}: expected key=value")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
 
 
 def load_run_config(path: str | Path) -> TrainConfig:

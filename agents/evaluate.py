@@ -31,9 +31,9 @@ names the best env heuristic. Written to ``--out`` (default
 ``runs/evaluate-<timestamp>``): ``results.json`` (and ``--json FILE``), a list
 of rows ``{policy, source, episodes, mean_jct_h, mean_jct_ci95_h, p99_jct_h,
 makespan_h, truncated, wall_s, ci95_over, per_seed: {seed: mean_jct_h}}``, agent rows
-also ``paired_vs_best_env`` (:func:`paired_vs_best_env`: the per-seed difference to the
-best env heuristic, its 95 % CI over seeds, and on how many seeds the agent is better);
-``results.csv``, one row per policy and seed; ``jct_cdf.png``.
+also ``paired_vs_best_env`` (:func:`synergy_gym.agents.eval_summary.paired_vs_best_env`:
+the per-seed difference to the best env heuristic, its 95 % CI over seeds, and on how
+many seeds the agent is better); ``results.csv``, one row per policy and seed; ``jct_cdf.png``.
 
 Optional records: ``--decisions DIR`` writes, for every policy that acts
 through the environment (agents and env heuristics; simulator policies and the
@@ -55,20 +55,22 @@ started / did not finish in an episode cut off at ``max_rounds``).
 (:mod:`synergy_gym.agents.pretrained_policies`: ``small-scarce``, ``small``). With
 ``--model`` the environment and its kwargs come from the model's run
 folder (``config.json``) unless given; a model whose spaces do not fit the
-environment is refused (a model of the old per-job preference action space must
-be retrained). Seeds: ``--seeds`` (``1000000..1000019`` or ``a,b,c``), else
-``--episodes`` held-out seeds from 1,000,000 (default: the run's
-``eval_episodes``, or 5).
+environment is refused (:mod:`synergy_gym.agents.model_checks`). Seeds: ``--seeds``
+(``1000000..1000019`` or ``a,b,c``), else ``--episodes`` held-out seeds from 1,000,000
+(default: the run's ``eval_episodes``, or 5).
+
+This module runs the evaluation (:func:`run_evaluation`, :func:`run_policies`) and holds
+the command line; :mod:`synergy_gym.agents.eval_policies` picks and names the policies,
+:mod:`synergy_gym.agents.models` loads the models, :mod:`synergy_gym.agents.eval_summary`
+summarises the results and :mod:`synergy_gym.agents.eval_outputs` writes them.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
-import re
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,368 +78,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from synergy_gym.agents.config import EVAL_SEED_BASE, TrainConfig, load_config_file
+from synergy_gym.agents.config import EVAL_SEED_BASE, parse_env_kwargs
+from synergy_gym.agents.eval_outputs import FIELDS, OUTPUT_FILES, jobs_table, write_decisions, write_outputs
+from synergy_gym.agents.eval_policies import agent_labels, decisions_files, parse_baselines, parse_sim_policies
+from synergy_gym.agents.eval_summary import format_summary, summarise
+from synergy_gym.agents.model_checks import check_agent_fits, check_env_id, effective_env_kwargs, env_space_parts, run_config
+from synergy_gym.agents.models import load_agent, resolve_device
+from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file, require_file
-from synergy_gym.cli.plots import jct_cdf_png
-from synergy_gym.errors import ConfigError, PathError, SynergyGymError, UnknownNameError
+from synergy_gym.cli.files import atomic_write_text, check_output_dir, check_output_file, require_file
+from synergy_gym.errors import ConfigError, PathError
 from synergy_gym.experiments.evaluation import evaluate
-from synergy_gym.experiments.statistics import ci95_half_width
 
 if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.wrappers import AgentPolicy
 
-SOURCES = ("agent", "env", "sim", "bound")
-#: One row per policy and seed in ``results.csv``.
-FIELDS = ("policy", "source", "seed", "load", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h",
-          "jobs_finished", "jobs_total", "terminated", "decisions", "invalid_actions", "wall_s")
-#: Keys of every row of ``results.json`` (and ``--json``).
-SUMMARY_FIELDS = ("policy", "source", "episodes", "mean_jct_h", "mean_jct_ci95_h", "p99_jct_h", "makespan_h",
-                  "truncated", "wall_s", "ci95_over", "per_seed")
 DEFAULT_EPISODES = 5
-OUTPUT_FILES = ("results.csv", "results.json", "jct_cdf.png")
-#: Columns of ``--jobs-csv``: one row per job, episode and policy.
-JOBS_FIELDS = ("policy", "source", "seed", "job_id", "arrival_h", "start_h", "finish_h", "jct_h", "gpus", "model")
-#: The name of the models' mean row (several ``--model``), which no ``--label`` may take then.
-MEAN_AGENT = "agent"
-
-
-# -- labels and file names ---------------------------------------------------------------------
-
-
-def agent_labels(models: list[Path], labels: list[str] | None) -> list[str]:
-    """Each model's row name: its ``--label``, else ``agent`` (one model) or its run folder's name.
-
-    Default names that repeat (two models of one run folder) get the model's file
-    name (``run/best_model``), and then their position (``[i]``). Given labels must
-    be as many as the models, non-empty and distinct, and with several models none
-    may be ``agent`` (the models' mean row).
-    """
-    if labels:
-        if not models:
-            raise ConfigError(f"--label needs --model: {len(labels)} label(s) for no --model")
-        if len(labels) != len(models):
-            raise ConfigError(f"--label: {len(labels)} label(s) for {len(models)} --model argument(s); "
-                              f"give one --label per --model, in the same order")
-        for label in labels:
-            if not label.strip():
-                raise ConfigError("--label: a label may not be empty")
-        repeated = sorted({x for x in labels if labels.count(x) > 1})
-        if repeated:
-            raise ConfigError(f"--label {repeated[0]!r} is given twice; each model needs its own label")
-        if len(models) > 1 and MEAN_AGENT in labels:
-            raise ConfigError(f"--label {MEAN_AGENT!r} is the name of the models' mean row; choose another label")
-        return list(labels)
-    if len(models) <= 1:
-        return [MEAN_AGENT] * len(models)
-    names = [m.resolve().parent.name or m.stem for m in models]
-    names = [f"{n}/{m.stem}" if names.count(n) > 1 else n for n, m in zip(names, models)]
-    return [f"{n}[{i}]" if names.count(n) > 1 else n for i, n in enumerate(names)]
-
-
-def decisions_file_name(label: str) -> str:
-    """``<label>.jsonl`` with characters other than letters, digits and ``._+=-`` as ``_`` (``run/best`` → ``run_best``)."""
-    stem = re.sub(r"[^A-Za-z0-9._+=-]", "_", label).lstrip(".-")
-    return f"{stem or 'policy'}.jsonl"
-
-
-def decisions_files(agent_names: list[str], env_names: tuple[str, ...]) -> dict[str, str]:
-    """``{file name: label}`` of the decision logs; two policies whose files would coincide are an error."""
-    files: dict[str, str] = {}
-    for source, label in [("agent", a) for a in agent_names] + [("env", n) for n in env_names]:
-        name = decisions_file_name(label)
-        if name in files:
-            raise ConfigError(f"--decisions: the decisions of {files[name]} and {source} {label!r} would both go "
-                              f"to {name}; give the models other --label values")
-        files[name] = f"{source} {label!r}"
-    return files
-
-
-# -- which baselines ---------------------------------------------------------------------------
-
-
-def default_sim_policies() -> tuple[str, ...]:
-    from synergy_gym.baselines.sim_on_env import SIM_POLICIES
-
-    return SIM_POLICIES
-
-
-def parse_sim_policies(text: str) -> tuple[str, ...]:
-    """``--sim-policies``: simulator policy names separated by commas, or ``none``."""
-    from synergy_gym.baselines.registry import parse_policy_list
-    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
-
-    if text.strip().lower() in ("", "none"):
-        return ()
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    bound = (NO_WAIT_BOUND,) if NO_WAIT_BOUND in names else ()
-    rest = ",".join(n for n in names if n != NO_WAIT_BOUND)
-    if not rest:
-        return bound
-    try:
-        return parse_policy_list(rest) + bound
-    except UnknownNameError as exc:
-        raise ConfigError(f"--sim-policies {text!r}: {exc}") from None
-
-
-def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``--baselines`` → (env heuristic names, simulator policy names), each de-duplicated in order.
-
-    ``all``: every env heuristic and ``sim_policies`` (default :data:`synergy_gym.baselines.sim_on_env.SIM_POLICIES`);
-    ``env``, ``sim``, ``none``; ``env:NAME``, ``sim:NAME``; a bare NAME selects the env heuristic
-    and/or the simulator policy of that name.
-    """
-    from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
-    from synergy_gym.baselines.registry import make_policy
-    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
-
-    sims = default_sim_policies() if sim_policies is None else tuple(sim_policies)
-    env: list[str] = []
-    sim: list[str] = []
-    for raw in text.split(","):
-        item = raw.strip().lower()
-        if not item:
-            continue
-        if item in ("all", "env", "sim", "none"):
-            env += list(HEURISTIC_NAMES) if item in ("all", "env") else []
-            sim += list(sims) if item in ("all", "sim") else []
-            continue
-        source, sep, name = item.partition(":")
-        if not sep:
-            source, name = "", item
-        elif source not in ("env", "sim"):
-            raise ConfigError(f"--baselines {text!r}: unknown source {source!r} in {raw.strip()!r}; use env:NAME or sim:NAME")
-        is_env = name in HEURISTIC_NAMES and source in ("", "env")
-        try:
-            if name != NO_WAIT_BOUND:
-                make_policy(name)
-            is_sim = source in ("", "sim")
-        except UnknownNameError:
-            is_sim = False
-        if not (is_env or is_sim):
-            what = {"env": "env heuristic", "sim": "simulator policy"}.get(source, "baseline")
-            raise ConfigError(
-                f"--baselines {text!r}: unknown {what} {name!r}; valid: all, env, sim, none, the env heuristics "
-                f"{', '.join(HEURISTIC_NAMES)}, or a simulator policy <order>+<allocation> such as "
-                f"{', '.join(default_sim_policies())}"
-            )
-        env += [name] if is_env else []
-        sim += [name] if is_sim else []
-    return tuple(dict.fromkeys(env)), tuple(dict.fromkeys(sim))
-
-
-# -- models and the spaces they were trained on -------------------------------------------------
-
-
-#: Settings of a run's ``config.json`` that only runs on the replaced per-job preference action space have.
-OLD_RUN_SETTINGS = ("job_dim", "bc_baseline")
-
-
-def _retrain(path: Path, why: str) -> ConfigError:
-    return ConfigError(f"--model {path}: the environment's action space changed (scheduling actions: slot × level, "
-                       f"and stop) and {why}; retrain it with synergy-gym train")
-
-
-def _run_config(model_path: Path) -> TrainConfig | None:
-    """The run's ``config.json`` beside the model (None if absent); a run of the old action space must be retrained."""
-    from synergy_gym.env.config import REMOVED as REMOVED_ENV_KWARGS
-
-    saved = model_path.parent / "config.json"
-    if not saved.is_file():
-        return None
-    values = load_config_file(saved)
-    env_kwargs = values.get("env_kwargs") if isinstance(values.get("env_kwargs"), dict) else {}
-    old = [k for k in OLD_RUN_SETTINGS if k in values] + [f"env kwarg {k}" for k in env_kwargs if k in REMOVED_ENV_KWARGS]
-    if old:
-        raise _retrain(model_path, f"this model's run was trained on the old per-job preference actions "
-                                   f"({saved} has {', '.join(old)})")
-    return TrainConfig.from_mapping(values, source=str(saved))
-
-
-def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> AgentPolicy:
-    """The model at ``model_path`` with the normalisation statistics beside it, as a policy named ``name``."""
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    from synergy_gym.agents.train import load_model
-    from synergy_gym.agents.wrappers import AgentPolicy
-
-    model = load_model(model_path, cfg.algo if cfg else None, device)
-    stats = model_path.parent / ("best_vecnormalize.pkl" if model_path.name.startswith("best") else "vecnormalize.pkl")
-    vec_norm = None
-    if stats.is_file():
-        import pickle
-
-        with open(stats, "rb") as fh:
-            vec_norm = pickle.load(fh)
-        if not isinstance(vec_norm, VecNormalize):
-            raise ConfigError(f"{stats} does not hold VecNormalize statistics")
-        vec_norm.training = False
-    return AgentPolicy(model, vec_norm, name=name)
-
-
-def space_parts(space, prefix: str = "") -> dict[str, str]:
-    """Each part of a (Dict) space by name: ``{"slots": "Box(352,)", "action_mask": "Box(161,)", …}``.
-
-    Only what a trained network depends on (kinds, shapes, sizes) is compared,
-    not the bounds, so a model can be evaluated on another load or cluster of
-    the same shape.
-    """
-    from gymnasium import spaces
-
-    if isinstance(space, spaces.Dict):
-        parts: dict[str, str] = {}
-        for key, sub in space.spaces.items():
-            parts.update(space_parts(sub, f"{prefix}{key}."))
-        return parts
-    if isinstance(space, spaces.Discrete):
-        desc = f"Discrete({int(space.n)})"
-    else:
-        desc = f"{type(space).__name__}{tuple(space.shape) if space.shape is not None else ''}"
-    return {prefix[:-1] if prefix else "observation": desc}
-
-
-def spaces_parts(observation_space, action_space) -> dict[str, str]:
-    """:func:`space_parts` of an observation space, plus ``"action"``: the action space's."""
-    return {**space_parts(observation_space), "action": space_parts(action_space)["observation"]}
-
-
-#: Observation keys of the per-job preference action space (one job at a time, its queue behind it).
-OLD_OBSERVATION_KEYS = ("job", "queue")
-#: Sizes of that action space: fair share, demand and the 45 grid points (+1 with deferral).
-OLD_ACTION_SIZES = (47, 48)
-
-
-def trained_on_old_action_space(model_parts: dict[str, str]) -> bool:
-    """Whether a model's spaces are those of the replaced per-job preference environment."""
-    keys = {k.split(".")[0] for k in model_parts}
-    if "slots" in keys:
-        return False
-    return bool(keys & set(OLD_OBSERVATION_KEYS)) or model_parts.get("action") in {f"Discrete({n})" for n in OLD_ACTION_SIZES}
-
-
-def check_env_id(env_id: str) -> None:
-    """An unknown environment id is a one-line error naming the registered scenarios."""
-    import gymnasium as gym
-
-    import synergy_gym  # noqa: F401  (registers the environments)
-    from synergy_gym.env.scenarios import SCENARIOS
-
-    try:
-        gym.spec(env_id)
-    except gym.error.Error:
-        raise ConfigError(f"--env {env_id!r}: unknown environment; valid: {', '.join(SCENARIOS)}") from None
-
-
-def _env_parts(env_id: str, kwargs: dict[str, Any]) -> dict[str, str]:
-    """The observation and action space parts of ``env_id`` with ``kwargs``."""
-    import gymnasium as gym
-
-    check_env_id(env_id)
-    try:
-        env = gym.make(env_id, **kwargs)
-    except gym.error.Error as exc:
-        raise ConfigError(f"--env {env_id!r}: {str(exc).splitlines()[0]}") from None
-    try:
-        return spaces_parts(env.observation_space, env.action_space)
-    finally:
-        env.close()
-
-
-def _effective_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Every env kwarg's value: ``kwargs`` over the registered ones over the defaults."""
-    from dataclasses import MISSING, fields
-
-    import gymnasium as gym
-
-    from synergy_gym.env import EnvConfig
-
-    values = {f.name: f.default for f in fields(EnvConfig) if f.default is not MISSING}
-    try:
-        values.update(gym.spec(env_id).kwargs)
-    except gym.error.Error:
-        pass
-    return {**values, **kwargs}
-
-
-def _mismatch_cause(cfg: TrainConfig | None, model_parts: dict[str, str], env_id: str, kwargs: dict[str, Any]) -> str:
-    """``trained with max_queue=32 but the environment has max_queue=8`` – the settings behind a space mismatch.
-
-    Each difference between the run's environment (``config.json``) and the
-    requested one is tried alone on the run's; those that alone change the
-    spaces are named (all differences when none does by itself).
-    """
-    if cfg is None:
-        return "its run folder has no config.json to tell the environment it was trained on"
-    trained, wanted = _effective_kwargs(cfg.env_id, cfg.env_kwargs), _effective_kwargs(env_id, kwargs)
-    changes = [("env", cfg.env_id, env_id)] if cfg.env_id != env_id else []
-    changes += [(k, trained.get(k), wanted.get(k)) for k in dict.fromkeys([*trained, *wanted]) if trained.get(k) != wanted.get(k)]
-    if not changes:
-        return f"it was trained on {cfg.env_id} with the same env kwargs"
-    causes = []
-    for key, old, new in changes:
-        try:
-            if key == "env":
-                parts = _env_parts(new, dict(cfg.env_kwargs))
-            else:
-                parts = _env_parts(cfg.env_id, {**cfg.env_kwargs, key: new})
-        except SynergyGymError:
-            continue
-        if parts != model_parts:
-            causes.append((key, old, new))
-    causes = causes or changes
-    return (f"this model was trained with {', '.join(f'{k}={old}' for k, old, _ in causes)} "
-            f"but the environment has {', '.join(f'{k}={new}' for k, _, new in causes)}")
-
-
-def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
-                       env_parts: dict[str, str]) -> None:
-    """Refuse a model whose spaces differ from the environment's, saying why.
-
-    A model of the replaced per-job preference action space (``Discrete(47)``,
-    observation keys ``job``/``queue``) is told to be retrained; otherwise the
-    env kwargs behind the difference are named (:func:`_mismatch_cause`).
-    """
-    model_parts = spaces_parts(model.observation_space, model.action_space)
-    if trained_on_old_action_space(model_parts) and model_parts != env_parts:
-        raise _retrain(path, f"this model was trained on the old per-job preference actions "
-                             f"({model_parts.get('action')} in the model vs {env_parts.get('action')} here)")
-    differ = [k for k in dict.fromkeys([*model_parts, *env_parts]) if model_parts.get(k) != env_parts.get(k)]
-    if differ:
-        k = differ[0]
-        what = "action space" if k == "action" else f"observation {k!r}"
-        raise ConfigError(f"--model {path}: {_mismatch_cause(cfg, model_parts, env_id, kwargs)} "
-                          f"({what}: {model_parts.get(k, 'absent')} in the model vs {env_parts.get(k, 'absent')})")
-
-
-def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
-                     env_parts: dict[str, str]) -> None:
-    """Refuse a model (:func:`check_model_spaces`) or its normalisation statistics whose spaces differ from the env's."""
-    check_model_spaces(path, agent.model, cfg, env_id, kwargs, env_parts)
-    rms = getattr(agent.vec_normalize, "obs_rms", None)
-    if rms is None:
-        return
-    model_parts = spaces_parts(agent.model.observation_space, agent.model.action_space)
-    for key, stats in (rms.items() if isinstance(rms, dict) else [("observation", rms)]):
-        want = env_parts.get(key, "absent")
-        have = f"Box{tuple(np.shape(stats.mean))}"
-        if want != have:
-            raise ConfigError(f"--model {path}: its normalisation statistics do not fit the environment "
-                              f"({_mismatch_cause(cfg, model_parts, env_id, kwargs)}; observation {key!r}: "
-                              f"{have} in the statistics vs {want})")
-
-
-# -- running and summarising -----------------------------------------------------------------------
-
-
-def confidence_interval(values: np.ndarray) -> tuple[float, float]:
-    """Mean and half-width of a 95% t-interval (half-width NaN for one value)."""
-    values = np.asarray(values, dtype=float)
-    std = values.std(ddof=1) if values.size > 1 else float("nan")
-    return float(values.mean()), float(ci95_half_width(std, values.size))
-
-
-def _load_of(env_id: str, kwargs: dict[str, Any]) -> Any:
-    return _effective_kwargs(env_id, kwargs).get("jobs_per_hour")
+#: Told (source, name) as each policy starts to run.
+Progress = Callable[[str, str], None]
 
 
 def run_policies(
@@ -447,7 +105,7 @@ def run_policies(
     env_names: tuple[str, ...] = (),
     sim_names: tuple[str, ...] = (),
     agents: list[AgentPolicy] | tuple = (),
-    progress: Any = None,
+    progress: Progress | None = None,
     keep_jobs: bool = False,
     log_decisions: bool = False,
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], np.ndarray]]:
@@ -457,7 +115,7 @@ def run_policies(
     not depend on the other seeds evaluated. With ``keep_jobs`` a column ``jobs``
     holds each episode's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`), with
     ``log_decisions`` a column ``decision_log`` the first seed's decisions of the
-    agents and env heuristics (:func:`jobs_table`, :func:`write_decisions`).
+    agents and env heuristics (:mod:`synergy_gym.agents.eval_outputs`).
     """
     from synergy_gym.baselines.env_heuristics import env_heuristics
     from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND, simulate_on_env
@@ -487,119 +145,9 @@ def run_policies(
             results[column] = np.nan
     for column in ("jobs_finished", "jobs_total", "decisions", "invalid_actions"):  # counts; empty for sim rows
         results[column] = results[column].astype("Int64")
-    results["load"] = _load_of(env_id, env_kwargs)
+    results["load"] = effective_env_kwargs(env_id, env_kwargs).get("jobs_per_hour")
     results["env"] = env_id
     return results, jcts
-
-
-def summarise(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per (policy, source), sorted by mean JCT (see the module docstring for the columns).
-
-    Several agents (``agent[0]``, ``agent[1]``, …) also give a row ``agent``: the mean over
-    models, with the 95 % CI over the models' means (``ci95_over`` = ``"models"``).
-    """
-    rows = []
-    for (policy, source), g in results.groupby(["policy", "source"], sort=False):
-        mean, half = confidence_interval(g["mean_jct_h"].to_numpy())
-        rows.append({
-            "policy": policy, "source": source, "episodes": len(g), "mean_jct_h": mean, "mean_jct_ci95_h": half,
-            "p99_jct_h": float(g["p99_jct_h"].mean()), "makespan_h": float(g["makespan_h"].mean()),
-            "truncated": int((~g["terminated"].astype(bool)).sum()), "wall_s": float(g["wall_s"].sum()),
-            "ci95_over": "episodes", "per_seed": {str(int(s)): float(v) for s, v in zip(g["seed"], g["mean_jct_h"])},
-        })
-    agents = [r for r in rows if r["source"] == "agent"]
-    if len(agents) > 1:
-        mean, half = confidence_interval(np.array([r["mean_jct_h"] for r in agents]))
-        per_seed = pd.DataFrame([r["per_seed"] for r in agents]).mean(axis=0)
-        rows.append({
-            "policy": "agent", "source": "agent", "episodes": agents[0]["episodes"], "mean_jct_h": mean,
-            "mean_jct_ci95_h": half, "p99_jct_h": float(np.mean([r["p99_jct_h"] for r in agents])),
-            "makespan_h": float(np.mean([r["makespan_h"] for r in agents])),
-            "truncated": sum(r["truncated"] for r in agents), "wall_s": sum(r["wall_s"] for r in agents),
-            "ci95_over": "models", "models": len(agents), "per_seed": {k: float(v) for k, v in per_seed.items()},
-        })
-    summary = pd.DataFrame(rows)
-    return summary.sort_values("mean_jct_h", kind="stable", ignore_index=True)
-
-
-def paired_vs_best_env(summary: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Each agent row's paired per-seed comparison with the best env heuristic of the table (``{}`` without one).
-
-    For every seed both ran: difference = agent's mean JCT − the heuristic's. Per agent row
-    (the models' mean row ``agent`` included: its per-seed mean over the models):
-    ``{heuristic, seeds, mean_diff_h, ci95_h (t-interval over seeds), relative (mean_diff /
-    the heuristic's mean over those seeds), better_seeds (seeds with a lower JCT)}``.
-    """
-    env_rows = summary[summary["source"] == "env"]
-    if not len(env_rows):
-        return {}
-    best = env_rows.iloc[0]
-    out: dict[str, dict[str, Any]] = {}
-    for row in summary[summary["source"] == "agent"].itertuples():
-        seeds = [s for s in row.per_seed if s in best["per_seed"]]
-        if not seeds:
-            continue
-        agent = np.array([row.per_seed[s] for s in seeds])
-        heuristic = np.array([best["per_seed"][s] for s in seeds])
-        mean, half = confidence_interval(agent - heuristic)
-        out[str(row.policy)] = {
-            "heuristic": str(best["policy"]), "seeds": len(seeds), "mean_diff_h": mean, "ci95_h": half,
-            "relative": mean / float(heuristic.mean()), "better_seeds": int((agent < heuristic).sum()),
-        }
-    return out
-
-
-def _reference(summary: pd.DataFrame) -> tuple[str, float]:
-    """The row the table's ratios are to: env fifo+tune, else sim fifo+tune (label and mean JCT)."""
-    for source in ("env", "sim"):
-        row = summary[(summary["policy"] == "fifo+tune") & (summary["source"] == source)]
-        if len(row):
-            return f"{source} fifo+tune", float(row["mean_jct_h"].iloc[0])
-    return "", float("nan")
-
-
-def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str) -> str:
-    """The table, sorted by mean JCT, and a line naming the best env heuristic."""
-    ref_label, ref = _reference(summary)
-    seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 else \
-        ", ".join(map(str, seeds))
-    lines = [f"{env_id}, workload seeds {seed_text} ({len(seeds)} episodes; all jobs of each episode)",
-             (f"{'policy':<16}{'source':<8}{'mean JCT h':>11}{'± 95% CI':>10}{'p99 h':>9}{'makespan h':>12}"
-              f"{'vs ' + ref_label if ref_label else '':>20}{'wall s':>9}")]
-    for r in summary.itertuples():
-        ci = "-" if math.isnan(r.mean_jct_ci95_h) else f"{r.mean_jct_ci95_h:.2f}"
-        if r.ci95_over == "models":
-            ci += "*"
-        ratio = f"{r.mean_jct_h / ref:.3f}×" if ref_label else ""
-        flag = f"  ({r.truncated} truncated)" if r.truncated else ""
-        lines.append(f"{r.policy:<16}{r.source:<8}{r.mean_jct_h:>11.3f}{ci:>10}{r.p99_jct_h:>9.2f}{r.makespan_h:>12.1f}"
-                     f"{ratio:>20}{r.wall_s:>9.1f}{flag}")
-    if (summary["ci95_over"] == "models").any():
-        lines.append("* the CI of the agents' mean is over models, the others' over episodes")
-    env_rows = summary[summary["source"] == "env"]
-    if len(env_rows):
-        best = env_rows.iloc[0]
-        vs = f" ({best['mean_jct_h'] / ref - 1:+.1%} vs {ref_label})" if ref_label else ""
-        lines.append(f"best env heuristic: {best['policy']}, mean JCT {best['mean_jct_h']:.3f} h{vs}")
-    for name, p in paired_vs_best_env(summary).items():
-        ci = "" if math.isnan(p["ci95_h"]) else f" ± {p['ci95_h']:.3f}"
-        lines.append(f"paired vs {p['heuristic']}: {name} {p['mean_diff_h']:+.3f} h{ci} ({p['relative']:+.1%}), "
-                     f"lower JCT on {p['better_seeds']} of {p['seeds']} seeds")
-    return "\n".join(lines)
-
-
-def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
-    """The JSON rows: :data:`SUMMARY_FIELDS` (and ``models`` for the agents' mean)."""
-    records = []
-    paired = paired_vs_best_env(summary)
-    for row in summary.to_dict("records"):
-        record = {k: _json_value(row.get(k)) for k in SUMMARY_FIELDS}
-        if isinstance(row.get("models"), (int, float, np.integer, np.floating)) and not pd.isna(row.get("models")):
-            record["models"] = int(row["models"])
-        if row["source"] == "agent" and str(row["policy"]) in paired:
-            record["paired_vs_best_env"] = _json_value(paired[str(row["policy"])])
-        records.append(record)
-    return records
 
 
 def run_evaluation(
@@ -610,7 +158,7 @@ def run_evaluation(
     device: str = "cpu",
     env_names: tuple[str, ...] | None = None,
     sim_names: tuple[str, ...] | None = None,
-    progress: Any = None,
+    progress: Progress | None = None,
     labels: list[str] | None = None,
     keep_jobs: bool = False,
     log_decisions: bool = False,
@@ -618,18 +166,18 @@ def run_evaluation(
     """Per-seed results of every model and baseline, their pooled JCTs, and the per-policy summary.
 
     ``env_names`` / ``sim_names`` None: every env heuristic and the default simulator policies.
-    ``labels``: the models' row names (:func:`agent_labels`). ``keep_jobs`` / ``log_decisions``:
-    see :func:`run_policies`.
+    ``labels``: the models' row names (:func:`synergy_gym.agents.eval_policies.agent_labels`).
+    ``keep_jobs`` / ``log_decisions``: see :func:`run_policies`.
     """
     if env_names is None or sim_names is None:
         all_env, all_sim = parse_baselines("all")
         env_names = all_env if env_names is None else env_names
         sim_names = all_sim if sim_names is None else sim_names
-    configs = [_run_config(m) for m in models]
+    configs = [run_config(m) for m in models]
     base = next((c for c in configs if c is not None), None)
     env_id = env_id or (base.env_id if base else "Synergy-small-v0")
     kwargs = dict(base.env_kwargs) if base and env_kwargs is None else dict(env_kwargs or {})
-    env_parts = _env_parts(env_id, kwargs)  # an unknown id or kwarg fails here, before any run
+    env_parts = env_space_parts(env_id, kwargs)  # an unknown id or kwarg fails here, before any run
     agents = []
     names = agent_labels(models, labels)
     for path, cfg, name in zip(models, configs, names):
@@ -645,7 +193,8 @@ def run_evaluation(
 # -- command line --------------------------------------------------------------------------------
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``synergy-gym evaluate`` (the ``synergy_gym.commands`` entry point)."""
     p = subparsers.add_parser("evaluate", help="agents, env heuristics and simulator policies on the same workloads",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--model", action="append", default=None,
@@ -661,7 +210,8 @@ def register(subparsers) -> None:
                    help="the simulator policies 'all' and 'sim' include (default: fifo+fair,fifo+tune,fifo+opt,"
                         "srtf+tune,tetris+greedy; 'none' for none)")
     p.add_argument("--episodes", type=int, default=None,
-                   help=f"held-out seeds {EVAL_SEED_BASE}.. to use (default: the run's eval_episodes, else {DEFAULT_EPISODES})")
+                   help=f"held-out seeds {EVAL_SEED_BASE}.. to use "
+                        f"(default: the run's eval_episodes, else {DEFAULT_EPISODES})")
     p.add_argument("--seeds", default=None, help="workload seeds: 1000000..1000019 or a,b,c")
     p.add_argument("--env", dest="env_id", default=None, help="environment id (default: the run's, else Synergy-small-v0)")
     p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env kwargs (default: the run's)")
@@ -680,84 +230,58 @@ def register(subparsers) -> None:
     p.set_defaults(run=main)
 
 
-def jobs_table(results: pd.DataFrame) -> pd.DataFrame:
-    """``--jobs-csv``: the ``jobs`` frames of :func:`run_policies` with policy, source and seed (:data:`JOBS_FIELDS`)."""
-    frames = []
-    for row in results.itertuples(index=False):
-        jobs = getattr(row, "jobs", None)
-        if isinstance(jobs, pd.DataFrame):
-            frames.append(jobs.assign(policy=row.policy, source=row.source, seed=int(row.seed)))
-    if not frames:
-        return pd.DataFrame(columns=list(JOBS_FIELDS))
-    return pd.concat(frames, ignore_index=True)[list(JOBS_FIELDS)]
-
-
-def write_decisions(results: pd.DataFrame, folder: Path) -> list[Path]:
-    """``--decisions``: ``folder/<label>.jsonl`` per policy with a decision log (the first seed's episode)."""
-    written = []
-    folder.mkdir(parents=True, exist_ok=True)
-    for row in results.itertuples(index=False):
-        log = getattr(row, "decision_log", None)
-        if not isinstance(log, list):
-            continue
-        lines = [json.dumps({"seed": int(row.seed), **record}, allow_nan=False) for record in log]
-        path = folder / decisions_file_name(str(row.policy))
-        atomic_write_text(path, "".join(line + "\n" for line in lines))
-        written.append(path)
-    return written
-
-
-def write_outputs(results: pd.DataFrame, jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame, out: Path,
-                  json_path: Path | None) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "results.csv", results[list(FIELDS)].to_csv(index=False))
-    text = json.dumps(summary_records(summary), indent=2) + "\n"
-    atomic_write_text(out / "results.json", text)
-    if json_path is not None:
-        atomic_write_text(json_path, text)
-    load = results["load"].iloc[0]
-    cdf = {(f"{name} ({source})", load): values for (name, source), values in jcts.items() if values.size}
-    title = f"CDF of job completion times: {len(cdf)} policies, every job of the evaluation episodes"
-    atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png(cdf, title, jobs="jobs of the episodes"))
-
-
-def _json_value(value):
-    if isinstance(value, dict):
-        return {str(k): _json_value(v) for k, v in value.items()}
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    return value
-
-
 def _seeds(args: argparse.Namespace, models: list[Path]) -> list[int]:
+    """``--seeds``, else ``--episodes`` (default: the first model's run's ``eval_episodes``) held-out seeds."""
     if args.seeds is not None:
         return list(parse_seed_list(args.seeds, "--seeds"))
     n = args.episodes
     if n is None:
-        cfg = _run_config(models[0]) if models else None
+        cfg = run_config(models[0]) if models else None
         n = cfg.eval_episodes if cfg else DEFAULT_EPISODES
     if n < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {n}")
     return [EVAL_SEED_BASE + i for i in range(n)]
 
 
+
 def main(args: argparse.Namespace) -> int:
+    """``synergy-gym evaluate``: check every output path, run the policies, print the table and write the files."""
     out = check_output_dir(
         args.out or Path("runs") / f"evaluate-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES,
         create_parents=args.out is None,
     )
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
-    from synergy_gym.agents.pretrained_policies import resolve_model_argument
-
     models = [resolve_model_argument(m) for m in args.model or []]
     labels = agent_labels(models, args.label)
     sims = parse_sim_policies(args.sim_policies) if args.sim_policies is not None else None
     env_names, sim_names = parse_baselines(args.baselines, sims)
+    _check_record_paths(args, out, labels, env_names)
+    for m in models:
+        require_file(m, "model file", ConfigError)
+    seeds = _seeds(args, models)
+    env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else None
+    if args.env_id is not None:
+        check_env_id(args.env_id)
+    device = resolve_device(args.device) if models else "cpu"
+
+    def progress(source: str, name: str) -> None:
+        if not args.quiet:
+            print(f"running {source} {name} on {len(seeds)} episodes", file=sys.stderr, flush=True)
+
+    results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device, env_names, sim_names,
+                                            progress, labels=labels, keep_jobs=args.jobs_csv is not None,
+                                            log_decisions=args.decisions is not None)
+    print(format_summary(summary, seeds, str(results["env"].iloc[0])))
+    write_outputs(results, jcts, summary, out, args.json)
+    extra = [str(args.json)] if args.json is not None else []
+    extra += _write_records(args, results, seeds)
+    print(f"wrote {', '.join(OUTPUT_FILES)} to {out}" + "".join(f"; {e}" for e in extra))
+    return 0
+
+
+def _check_record_paths(args: argparse.Namespace, out: Path, labels: list[str], env_names: tuple[str, ...]) -> None:
+    """``--decisions`` and ``--jobs-csv`` may be written and overwrite none of the other files the run writes."""
     written = {os.path.abspath(out / name): "--out" for name in OUTPUT_FILES}  # files the run writes, by flag
     if args.json is not None:
         written[os.path.abspath(args.json)] = "--json"
@@ -777,32 +301,11 @@ def main(args: argparse.Namespace) -> int:
         other = written.get(os.path.abspath(args.jobs_csv))
         if other is not None:
             raise PathError(f"--jobs-csv {args.jobs_csv}: is also a file that {other} writes")
-    for m in models:
-        require_file(m, "model file", ConfigError)
-    seeds = _seeds(args, models)
-    env_kwargs = None
-    if args.env_kwargs is not None:
-        from synergy_gym.agents.train import parse_env_kwargs
 
-        env_kwargs = parse_env_kwargs(args.env_kwargs)
-    if args.env_id is not None:
-        check_env_id(args.env_id)
-    device = "cpu"
-    if models:
-        from synergy_gym.agents.train import resolve_device
 
-        device = resolve_device(args.device)
-
-    def progress(source: str, name: str) -> None:
-        if not args.quiet:
-            print(f"running {source} {name} on {len(seeds)} episodes", file=sys.stderr, flush=True)
-
-    results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device, env_names, sim_names,
-                                            progress, labels=labels, keep_jobs=args.jobs_csv is not None,
-                                            log_decisions=args.decisions is not None)
-    print(format_summary(summary, seeds, str(results["env"].iloc[0])))
-    write_outputs(results, jcts, summary, out, args.json)
-    extra = [str(args.json)] if args.json is not None else []
+def _write_records(args: argparse.Namespace, results: pd.DataFrame, seeds: list[int]) -> list[str]:
+    """Write the ``--decisions`` logs and the ``--jobs-csv`` table asked for; what was written, for the last line."""
+    extra = []
     if args.decisions is not None:
         logs = write_decisions(results, args.decisions)
         extra.append(f"{len(logs)} decision logs (seed {seeds[0]}) to {args.decisions}")
@@ -810,8 +313,7 @@ def main(args: argparse.Namespace) -> int:
         table = jobs_table(results)
         atomic_write_text(args.jobs_csv, table.to_csv(index=False))
         extra.append(f"{len(table)} job rows to {args.jobs_csv}")
-    print(f"wrote {', '.join(OUTPUT_FILES)} to {out}" + "".join(f"; {e}" for e in extra))
-    return 0
+    return extra
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,7 +3,7 @@
 Writes ``agents/pretrained/NAME/`` (:mod:`synergy_gym.agents.pretrained_policies`): the model without its
 optimiser state, its normalisation statistics, the run's ``config.json`` and a ``card.json``
 with the training command, the checkpoint's step and validation JCT, and the JCT it gives on
-held-out seed 1,000,000 (which ``tests/test_pretrained.py`` reproduces after loading).
+held-out seed 1,000,000 (which ``tests/agents/test_pretrained.py`` reproduces after loading).
 """
 
 from __future__ import annotations
@@ -17,19 +17,20 @@ from synergy_gym.agents.pretrained_policies import FILES, export_pretrained, pre
 def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
     """The ``card.json`` of a checkpoint: provenance, its validation JCT, and its JCT on held-out seed 1,000,000.
 
-    The held-out figure is what :func:`load_pretrained` must reproduce on a fresh install (a test checks it).
+    The held-out figure is what :func:`synergy_gym.agents.load_pretrained` must reproduce on a fresh install (a test
+    checks it).
     """
     import pandas as pd
 
     from synergy_gym.agents.config import HELD_OUT_SEED_BASE, load_run_config
-    from synergy_gym.agents.evaluate import load_agent
+    from synergy_gym.agents.models import load_agent
     from synergy_gym.experiments.evaluation import evaluate
 
     model_zip = Path(model_zip)
     run = model_zip.parent
     cfg = load_run_config(run / "config.json")
     history = pd.read_csv(run / "eval.csv")
-    chosen = history.loc[history["mean_jct_h"].idxmin()] if model_zip.name.startswith("best") else history.iloc[-1]
+    chosen = history.iloc[history["mean_jct_h"].argmin()] if model_zip.name.startswith("best") else history.iloc[-1]
     agent = load_agent(model_zip, cfg, "cpu", name)
     check = evaluate(agent, cfg.env_id, [HELD_OUT_SEED_BASE], name=name, **cfg.env_kwargs)
     return {

@@ -32,19 +32,27 @@ from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES
 GLOBAL_KEYS = ("cluster", "running", "demand", "queue_rest", "time")
 
 
+def _length(space: spaces.Space) -> int:
+    """The length of a flat observation part (its first dimension)."""
+    if space.shape is None:
+        raise ValueError(f"expected a Box observation part, got {space}")
+    return int(space.shape[0])
+
+
 class SynergyExtractor(BaseFeaturesExtractor):
     """Shared per-slot MLP, masked mean/max pooling and ordered slot embeddings, plus an MLP over the rest."""
 
     def __init__(self, observation_space: spaces.Dict, global_dim: int = 128, slot_dim: int = 32) -> None:
-        n_slots = observation_space["slot_mask"].shape[0]
+        n_slots = _length(observation_space["slot_mask"])
         slot_features = len(SLOT_FEATURES)
-        n_levels = observation_space["slot_levels"].shape[0] // (n_slots * len(LEVEL_FEATURES))
+        n_levels = _length(observation_space["slot_levels"]) // (n_slots * len(LEVEL_FEATURES))
         super().__init__(observation_space, features_dim=global_dim + (2 + n_slots) * slot_dim)
         self.n_slots, self.n_levels = n_slots, n_levels
         self.global_dim, self.slot_dim = global_dim, slot_dim
         per_slot = slot_features + n_levels * len(LEVEL_FEATURES) + n_levels
-        global_in = sum(int(observation_space[k].shape[0]) for k in GLOBAL_KEYS)
-        self.global_net = nn.Sequential(nn.Linear(global_in, global_dim), nn.ReLU(), nn.Linear(global_dim, global_dim), nn.ReLU())
+        global_in = sum(_length(observation_space[k]) for k in GLOBAL_KEYS)
+        self.global_net = nn.Sequential(nn.Linear(global_in, global_dim), nn.ReLU(),
+                                        nn.Linear(global_dim, global_dim), nn.ReLU())
         self.slot_net = nn.Sequential(nn.Linear(per_slot, slot_dim), nn.ReLU(), nn.Linear(slot_dim, slot_dim), nn.ReLU())
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:

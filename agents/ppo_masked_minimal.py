@@ -155,7 +155,7 @@ def train(args: argparse.Namespace, device: torch.device) -> dict[str, float]:
     np.random.seed(args.seed)
 
     kwargs = {} if args.num_jobs is None else {"num_jobs": args.num_jobs}
-    envs = gym.vector.SyncVectorEnv(
+    envs: gym.vector.VectorEnv[dict[str, np.ndarray], np.ndarray, np.ndarray] = gym.vector.SyncVectorEnv(
         [lambda: gym.make(args.env_id, **kwargs) for _ in range(args.num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
         copy=False,  # the observation is flattened into a new array right away
@@ -163,7 +163,9 @@ def train(args: argparse.Namespace, device: torch.device) -> dict[str, float]:
     obs, _ = envs.reset(seed=args.seed)
     x, mask = flatten(obs), action_mask(obs)
     done = np.zeros(args.num_envs, dtype=np.float32)
-    n_features, n_actions = x.shape[1], envs.single_action_space.n
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        raise TypeError(f"{args.env_id}: expected a Discrete action space, got {envs.single_action_space}")
+    n_features, n_actions = x.shape[1], int(envs.single_action_space.n)
     agent = Agent(n_features, n_actions).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
 

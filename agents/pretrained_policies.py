@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synergy_gym.agents.config import TrainConfig, load_run_config
+from synergy_gym.agents.models import load_agent, load_model, normalization_stats_path
 from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.errors import ConfigError, UnknownNameError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from torch.optim import Optimizer
+
     from synergy_gym.agents.wrappers import AgentPolicy
 
 #: ``--model pretrained:NAME`` names a shipped policy.
@@ -77,16 +82,12 @@ def load_pretrained(name: str, device: str = "cpu") -> AgentPolicy:
     passed on, as in :class:`synergy_gym.agents.wrappers.AgentPolicy`. The environment it was
     trained on is ``pretrained_config(name).env_id`` with its ``env_kwargs``.
     """
-    from synergy_gym.agents.evaluate import load_agent
-
     path = pretrained_model_path(name)
     return load_agent(path, pretrained_config(name), device, name)
 
 
-def pretrained_config(name: str):
+def pretrained_config(name: str) -> TrainConfig:
     """The :class:`synergy_gym.agents.config.TrainConfig` the policy was trained with."""
-    from synergy_gym.agents.config import load_run_config
-
     return load_run_config(pretrained_model_path(name).parent / "config.json")
 
 
@@ -99,19 +100,17 @@ def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path
     needed to continue training and would triple the file); the policy's weights
     are unchanged. ``card`` is written as ``card.json``.
     """
-    from synergy_gym.agents.config import load_run_config
-    from synergy_gym.agents.train import load_model
-
     model_zip = Path(model_zip)
     run = model_zip.parent
-    stats = run / ("best_vecnormalize.pkl" if model_zip.name.startswith("best") else "vecnormalize.pkl")
+    stats = normalization_stats_path(model_zip)
     for needed in (model_zip, stats, run / "config.json"):
         if not needed.is_file():
             raise ConfigError(f"export: {needed} does not exist")
     cfg = load_run_config(run / "config.json")
     model = load_model(model_zip, cfg.algo, "cpu")
     policy = model.policy
-    policy.optimizer = policy.optimizer_class(policy.parameters(), lr=cfg.learning_rate, **policy.optimizer_kwargs)
+    optimizer_class: Callable[..., Optimizer] = policy.optimizer_class  # a torch optimiser, which takes lr
+    policy.optimizer = optimizer_class(policy.parameters(), lr=cfg.learning_rate, **policy.optimizer_kwargs)
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     model.save(dest / MODEL_FILE)
@@ -122,4 +121,3 @@ def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path
     if size > MAX_BYTES:
         raise ConfigError(f"export: {dest} takes {size:,} bytes, more than the {MAX_BYTES:,} a shipped policy may")
     return dest
-

@@ -41,6 +41,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from synergy_gym.env import SynergyEnv
+from synergy_gym.sim.simulator import Simulator
+
 
 class JobTimeCurve:
     """∫₀ᵗ N(s) ds for jobs in the system over [arrival, finish]: job-seconds up to ``t``, in O(log n)."""
@@ -72,14 +75,15 @@ def heuristic_job_times(env: gym.Env, heuristic: Any, options: dict | None) -> t
     when the episode was truncated finishes at that instant; one not yet arrived
     counts nothing) and the final ``info``.
     """
-    env = env.unwrapped
-    obs, _ = env.reset(options=options)
-    done, info = False, {}
+    inner = synergy_env(env)
+    obs, _ = inner.reset(options=options)
+    done = False
+    info: dict[str, Any] = {}
     while not done:
-        action, _ = heuristic.predict(obs, deterministic=True, action_masks=env.action_masks())
-        obs, _, terminated, truncated, info = env.step(int(np.asarray(action).item()))
+        action, _ = heuristic.predict(obs, deterministic=True, action_masks=inner.action_masks())
+        obs, _, terminated, truncated, info = inner.step(int(np.asarray(action).item()))
         done = terminated or truncated
-    sim = env.sim
+    sim = simulator(inner)
     arrival = np.asarray(sim.jobs.arrival_s, dtype=float).copy()
     finish = np.asarray(sim.jobs.finish_s, dtype=float).copy()
     unfinished = ~np.isfinite(finish)
@@ -87,15 +91,27 @@ def heuristic_job_times(env: gym.Env, heuristic: Any, options: dict | None) -> t
     return arrival, finish, info
 
 
-def _fresh_copy(env: gym.Env) -> gym.Env:
-    """A new, unwrapped instance of ``env``'s environment with the same settings."""
+def synergy_env(env: gym.Env) -> SynergyEnv:
+    """The :class:`~synergy_gym.env.SynergyEnv` inside ``env`` (the relative reward reads its simulator and settings)."""
     inner = env.unwrapped
-    cfg = getattr(inner, "cfg", None)
-    if cfg is not None:
-        return type(inner)({f.name: getattr(cfg, f.name) for f in fields(cfg)})
-    import copy
+    if not isinstance(inner, SynergyEnv):
+        raise TypeError(f"the heuristic-relative reward needs a Synergy environment, got {type(inner).__name__}")
+    return inner
 
-    return copy.deepcopy(inner)
+
+def simulator(env: SynergyEnv) -> Simulator:
+    """The simulator of ``env``'s episode (the environment must have been reset)."""
+    sim = env.sim
+    if sim is None:
+        raise RuntimeError("the environment has no episode yet: reset it first")
+    return sim
+
+
+def _fresh_copy(env: gym.Env) -> SynergyEnv:
+    """A new, unwrapped instance of ``env``'s environment with the same settings."""
+    inner = synergy_env(env)
+    cfg = inner.cfg
+    return type(inner)({f.name: getattr(cfg, f.name) for f in fields(cfg)})
 
 
 class HeuristicRunCache:
@@ -105,7 +121,7 @@ class HeuristicRunCache:
     training environment runs the same workload, so the wrappers of a ``DummyVecEnv``
     given one cache run the heuristic once per workload instead of once each. Keys are
     (heuristic, environment settings, reset options); the ``max_runs`` most recently
-    used runs are kept.
+    used runs are kept, and ``hits`` counts the runs found in the cache.
     """
 
     def __init__(self, max_runs: int = 64) -> None:
@@ -155,16 +171,16 @@ class HeuristicRelativeReward(gym.Wrapper):
             self.heuristic_name, self.heuristic = getattr(heuristic, "name", type(heuristic).__name__), heuristic
         self.reference_env = reference_env if reference_env is not None else _fresh_copy(env)
         self.run_cache = run_cache
-        self.scale = float(env.unwrapped.cfg.reward_scale)
-        inner = env.unwrapped
+        inner = synergy_env(env)
+        self.scale = float(inner.cfg.reward_scale)
         seeded = getattr(getattr(inner, "source", None), "seeded", None)
-        deterministic = getattr(inner.cfg, "sensitivity", "true") != "profiled" and self.heuristic_name != "random"
+        deterministic = inner.cfg.sensitivity != "profiled" and self.heuristic_name != "random"
         # The same heuristic run every episode: fixed jobs, no profiling noise, a deterministic heuristic.
         self._cacheable = seeded is not None and not seeded and deterministic
         # Runs shared through run_cache: a heuristic of the table by name, in the default reference env, on
         # generated jobs (not a given workload); keyed by this and the reset options.
         shareable = (run_cache is not None and isinstance(heuristic, str) and reference_env is None
-                     and bool(seeded) and deterministic and getattr(inner.cfg, "workload", None) is None)
+                     and bool(seeded) and deterministic and inner.cfg.workload is None)
         self._run_key = (self.heuristic_name, type(inner).__qualname__, repr(inner.cfg)) if shareable else None
         self._cache: tuple[np.ndarray, np.ndarray, dict] | None = None
         self.curve: JobTimeCurve | None = None
@@ -174,17 +190,18 @@ class HeuristicRelativeReward(gym.Wrapper):
         inner = self.env.unwrapped
         if seed is not None:  # seed np_random now (as the env's reset would) so its state can be copied
             gym.Env.reset(inner, seed=seed)
+        cache, key = self.run_cache, self._shared_key(options)
         if self._cacheable and self._cache is not None:
             arrival, finish, info = self._cache
-        elif (key := self._shared_key(options)) is not None and (run := self.run_cache.get(key)) is not None:
+        elif cache is not None and key is not None and (run := cache.get(key)) is not None:
             arrival, finish, info = run
         else:
             self.reference_env.unwrapped.np_random = _copy_generator(inner.np_random)
             arrival, finish, info = heuristic_job_times(self.reference_env, self.heuristic, options)
             if self._cacheable:
                 self._cache = (arrival, finish, info)
-            if key is not None:
-                self.run_cache.put(key, (arrival, finish, info))
+            if cache is not None and key is not None:
+                cache.put(key, (arrival, finish, info))
         obs, env_info = self.env.reset(options=options)
         self.curve = JobTimeCurve(arrival, finish)
         self._charged = 0.0
@@ -199,7 +216,9 @@ class HeuristicRelativeReward(gym.Wrapper):
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         curve = self.curve
-        charged = curve.total if terminated else curve.until(float(self.env.unwrapped.sim.now))
+        if curve is None:
+            raise RuntimeError("step() before reset(): the heuristic's run is made at reset")
+        charged = curve.total if terminated else curve.until(float(simulator(synergy_env(self.env)).now))
         reward = float(reward) + (charged - self._charged) / self.scale
         self._charged = charged
         if terminated or truncated:

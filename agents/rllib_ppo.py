@@ -36,9 +36,17 @@ class MaskedObservations(gym.ObservationWrapper):
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         inner = env.observation_space
+        if not isinstance(inner, spaces.Dict):
+            raise TypeError(f"MaskedObservations needs a Dict observation space, got {inner}")
         self.keys = tuple(k for k in inner.spaces if k != "action_mask")
-        low = np.concatenate([np.asarray(inner[k].low, dtype=np.float32).reshape(-1) for k in self.keys])
-        high = np.concatenate([np.asarray(inner[k].high, dtype=np.float32).reshape(-1) for k in self.keys])
+        boxes: list[spaces.Box] = []
+        for key in self.keys:
+            part = inner[key]
+            if not isinstance(part, spaces.Box):
+                raise TypeError(f"MaskedObservations flattens Box observation parts; {key!r} is {part}")
+            boxes.append(part)
+        low = np.concatenate([np.asarray(box.low, dtype=np.float32).reshape(-1) for box in boxes])
+        high = np.concatenate([np.asarray(box.high, dtype=np.float32).reshape(-1) for box in boxes])
         self.observation_space = spaces.Dict(
             {"action_mask": inner["action_mask"], "observations": spaces.Box(low, high, dtype=np.float32)}
         )

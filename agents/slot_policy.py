@@ -22,11 +22,13 @@ The value function keeps SB3's MLP (``net_arch``) over all features. Used with
 from __future__ import annotations
 
 from functools import partial
+from typing import cast
 
 import numpy as np
 import torch
 from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
 #: Hidden units of the per-slot and stop MLPs.
@@ -50,6 +52,7 @@ class SlotScorer(nn.Module):
         # part (W_c · context) is computed once per state instead of once per slot (the same function
         # and parameters as slot_head(cat([slots, context], 2)), a fraction of the multiply-adds).
         first, activation, last = self.slot_head
+        first = cast(nn.Linear, first)  # slot_head's first layer (built in __init__)
         hidden = (nn.functional.linear(slots, first.weight[:, : self.slot_dim], first.bias)
                   + nn.functional.linear(context, first.weight[:, self.slot_dim:]).unsqueeze(1))
         levels = last(activation(hidden)).reshape(batch, self.n_slots * self.n_levels)
@@ -59,7 +62,9 @@ class SlotScorer(nn.Module):
 class _PerSlotHead:
     """Replaces the linear action head built by SB3's ``_build`` with :class:`SlotScorer` (and a new optimizer)."""
 
-    def _build(self, lr_schedule) -> None:  # type: ignore[no-untyped-def]
+    action_net: nn.Module
+
+    def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)  # type: ignore[misc]
         extractor = self.pi_features_extractor  # type: ignore[attr-defined]
         context_dim = extractor.global_dim + 2 * extractor.slot_dim

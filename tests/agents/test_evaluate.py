@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from synergy_gym import evaluate
-from synergy_gym.agents.evaluate import SUMMARY_FIELDS, parse_baselines, run_policies, trained_on_old_action_space
+from synergy_gym.agents.eval_policies import parse_baselines
+from synergy_gym.agents.eval_summary import SUMMARY_FIELDS
+from synergy_gym.agents.evaluate import run_policies
 from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES, env_heuristics
 from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND, SIM_POLICIES, simulate_on_env
 from synergy_gym.errors import SynergyGymError
@@ -40,7 +42,8 @@ def test_evaluate_without_a_model_runs_env_heuristics_and_simulator_policies(tmp
     rows = rows_by_key(tmp_path / "r.json")
     # The no-waiting bound runs with the simulator's policies and is reported with source "bound".
     assert NO_WAIT_BOUND in SIM_POLICIES
-    assert set(rows) == {(n, "env") for n in HEURISTIC_NAMES} | {(n, "bound" if n == NO_WAIT_BOUND else "sim") for n in SIM_POLICIES}
+    simulated = {(n, "bound" if n == NO_WAIT_BOUND else "sim") for n in SIM_POLICIES}
+    assert set(rows) == {(n, "env") for n in HEURISTIC_NAMES} | simulated
     assert min(r["mean_jct_h"] for r in rows.values()) == rows[(NO_WAIT_BOUND, "bound")]["mean_jct_h"]
     for row in rows.values():
         assert set(SUMMARY_FIELDS) <= set(row), row
@@ -126,7 +129,6 @@ BAD_INPUT = [
     ({"--seeds": ["5..2"]}, "--seeds '5..2': the seed range is empty"),
     ({"--seeds": ["a..b"]}, "--seeds 'a..b': expected integers"),
     ({"--env": ["Synergy-nope-v0"]}, "--env 'Synergy-nope-v0': unknown environment; valid: Synergy-v0"),
-    ({"--env-kwargs": ["order=srtf"]}, "env kwarg 'order' was removed"),
     ({"--env-kwargs": ["bogus=1"]}, "unknown env kwarg 'bogus'"),
     ({"--baselines": ["none"]}, "nothing to evaluate"),
     ({"--seeds": [], "--episodes": ["0"]}, "--episodes must be a positive integer"),
@@ -156,59 +158,6 @@ def _save_ppo(env, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     PPO("MultiInputPolicy", env, n_steps=8, batch_size=8, policy_kwargs={"net_arch": [8]}, device="cpu").save(path)
     return path.with_suffix(".zip")
-
-
-class _OldEnv:
-    """The spaces of the replaced per-job preference environment (Discrete(2 + 45), job/queue observation)."""
-
-    @staticmethod
-    def make():
-        import gymnasium as gym
-        from gymnasium import spaces
-
-        class OldSpaces(gym.Env):
-            observation_space = spaces.Dict({
-                "action_mask": spaces.Box(0, 1, (47,), np.float32), "cluster": spaces.Box(0, 1, (12,), np.float32),
-                "job": spaces.Box(-1, 1, (20,), np.float32), "queue": spaces.Box(-1, 1, (320,), np.float32),
-                "queue_mask": spaces.Box(0, 1, (32,), np.float32),
-            })
-            action_space = spaces.Discrete(47)
-
-            def reset(self, *, seed=None, options=None):
-                super().reset(seed=seed)
-                return self.observation_space.sample(), {}
-
-            def step(self, action):
-                return self.observation_space.sample(), 0.0, True, False, {}
-
-        return OldSpaces()
-
-
-@pytest.mark.parametrize("saved_config", [None, {"env_id": "Synergy-small-v0", "job_dim": 128, "bc_baseline": "tune"},
-                                          {"env_id": "Synergy-small-v0", "env_kwargs": {"allow_defer": True}}])
-def test_a_model_of_the_old_action_space_must_be_retrained(tmp_path, capsys, saved_config):
-    model = _save_ppo(_OldEnv.make(), tmp_path / "old" / "model")
-    if saved_config is not None:  # the run folder of a model trained before the action space changed
-        (tmp_path / "old" / "config.json").write_text(json.dumps(saved_config))
-    before = snapshot(tmp_path)
-    code, out, err = run_cli(["evaluate", "--model", str(model), *SMALL, "--seeds", "0", "--device", "cpu",
-                              "--out", str(tmp_path / "e"), "--json", str(tmp_path / "r.json")], capsys)
-    assert code == 2 and out == "" and err.count("\n") == 1, err
-    assert "the environment's action space changed (scheduling actions: slot × level, and stop)" in err, err
-    assert "old per-job preference actions" in err and "retrain it" in err, err
-    if saved_config is None:
-        assert "Discrete(47) in the model vs Discrete(161) here" in err, err
-    else:
-        assert "config.json has " in err and ("job_dim" in err or "env kwarg allow_defer" in err), err
-    assert snapshot(tmp_path) == before
-
-
-def test_old_spaces_are_recognised():
-    assert trained_on_old_action_space({"job": "Box(20,)", "queue": "Box(320,)", "action": "Discrete(2)"})
-    assert trained_on_old_action_space({"observation": "Box(9,)", "action": "Discrete(47)"})
-    assert not trained_on_old_action_space({"slots": "Box(352,)", "action": "Discrete(47)"})
-    assert not trained_on_old_action_space({"slots": "Box(32, 11)", "action": "Discrete(161)"})  # before slots were flat
-    assert not trained_on_old_action_space({"observation": "Box(9,)", "action": "Discrete(161)"})
 
 
 def test_models_join_the_table_and_a_mismatched_model_is_refused(tmp_path, capsys, monkeypatch):
@@ -241,7 +190,7 @@ def test_agents_are_paired_per_seed_with_the_best_env_heuristic():
     """The paired difference is per seed against the table's best env heuristic, for each model and their mean."""
     import pandas as pd
 
-    from synergy_gym.agents.evaluate import format_summary, paired_vs_best_env, summarise, summary_records
+    from synergy_gym.agents.eval_summary import format_summary, paired_vs_best_env, summarise, summary_records
 
     seeds = [10, 11, 12, 13]
     jct = {("srtf+price", "env"): [20.0, 30.0, 40.0, 50.0], ("fifo+tune", "env"): [30.0, 40.0, 50.0, 60.0],

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.agents.evaluate import JOBS_FIELDS, agent_labels, decisions_file_name
+from synergy_gym.agents.eval_outputs import JOBS_FIELDS
+from synergy_gym.agents.eval_policies import agent_labels, decisions_file_name
 from synergy_gym.cli import main
 from synergy_gym.env.observation import SLOT_FEATURES
 from synergy_gym.errors import ConfigError

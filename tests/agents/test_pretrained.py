@@ -86,4 +86,4 @@ def test_the_wheel_ships_the_policies(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in SHIPPED:
         for file in FILES:
-            assert f"agents/pretrained/{name}/{file}" in names
+            assert f"synergy_gym/agents/pretrained/{name}/{file}" in names

@@ -23,7 +23,8 @@ def test_the_rllib_env_regroups_observations():
 @pytest.mark.slow
 # RLlib registers its own single-agent env id once per algorithm it builds; not ours to fix.
 @pytest.mark.filterwarnings("ignore:.*Overriding environment rllib-single-agent-env-v0:UserWarning")
-@pytest.mark.parametrize("config", [{"num_jobs": 20}, {"env_id": "Synergy-small-scarce-v0", "num_jobs": 20, "max_rounds": 2500}],
+@pytest.mark.parametrize("config", [{"num_jobs": 20},
+                                    {"env_id": "Synergy-small-scarce-v0", "num_jobs": 20, "max_rounds": 2500}],
                          ids=["small", "small-scarce"])
 def test_rllib_ppo_with_action_masking_runs_one_iteration(ray_session, config):
     from synergy_gym.agents.rllib_ppo import build_algorithm

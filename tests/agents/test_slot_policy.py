@@ -1,4 +1,4 @@
-"""The per-slot action head (synergy_gym.agents.slot_policy), the imitation's learning rate and the stop on a stalled validation."""
+"""The per-slot action head (synergy_gym.agents.slot_policy), the imitation's learning rate, the stop on a stalled run."""
 
 import re
 
@@ -21,7 +21,7 @@ def per_slot_model(algo="maskable_ppo"):
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     import synergy_gym  # noqa: F401
-    from synergy_gym.agents.train import build_model
+    from synergy_gym.agents.models import build_model
 
     vec = DummyVecEnv([lambda: gym.make(ENV, **SMALL_ENV)])
     return build_model(tiny(action_head="per_slot", algo=algo), vec, "cpu", tb_dir=None), vec
@@ -76,7 +76,7 @@ def test_per_slot_head_scores_slots_independently_of_their_order(algo):
 
 def test_per_slot_model_trains_saves_and_loads(tmp_path):
     from synergy_gym import evaluate
-    from synergy_gym.agents.evaluate import load_agent
+    from synergy_gym.agents.models import load_agent
     from synergy_gym.agents.slot_policy import MaskableSlotPolicy
     from synergy_gym.agents.train import train
 
@@ -115,7 +115,9 @@ def test_action_head_and_bc_learning_rate_are_checked():
 
 def test_imitation_at_its_own_learning_rate_restores_the_rl_rate(tmp_path):
     """bc_learning_rate applies to the warm start only; the model's optimiser is back at learning_rate after it."""
-    from synergy_gym.agents.train import behaviour_clone, build_model, make_vec_env
+    from synergy_gym.agents.imitation import behaviour_clone
+    from synergy_gym.agents.models import build_model
+    from synergy_gym.agents.vec_envs import make_vec_env
 
     cfg = tiny(bc_steps=128, bc_policy="srtf+price", bc_learning_rate=0.01, learning_rate=0.0003)
     vec = make_vec_env(cfg)
@@ -143,7 +145,7 @@ def test_a_warm_start_is_evaluated_at_step_zero(tmp_path):
     (2000, 0, None, False),  # no stop configured
 ])
 def test_stall_rule(step, best_step, after, stalled):
-    from synergy_gym.agents.train import validation_stalled
+    from synergy_gym.agents.callbacks import validation_stalled
 
     assert validation_stalled(step, best_step, after) is stalled
 

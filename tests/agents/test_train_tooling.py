@@ -174,7 +174,7 @@ def test_cuda_threads_are_left_alone():
 
 def test_ctrl_c_saves_the_last_model(tmp_path, capsys, monkeypatch):
     from synergy_gym.agents import train as train_module
-    from synergy_gym.agents.train import load_model
+    from synergy_gym.agents.models import load_model
     from synergy_gym.errors import Interrupted
 
     out = tmp_path / "run"
@@ -248,9 +248,9 @@ def test_closing_after_an_interrupted_rollout_step_does_not_hang():
 
     from stable_baselines3.common.vec_env import SubprocVecEnv, VecNormalize
 
-    from synergy_gym.agents.train import _env_factory, close_vec_env
+    from synergy_gym.agents.vec_envs import close_vec_env, env_factory
 
-    vec = SubprocVecEnv([_env_factory(ENV, dict(SMALL_ENV), worker=True)] * 2)
+    vec = SubprocVecEnv([env_factory(ENV, dict(SMALL_ENV), worker=True)] * 2)
     env = VecNormalize(vec)
     env.reset()
     vec.step_async([vec.action_space.n - 1] * 2)

@@ -165,7 +165,7 @@ def run_episode_from_reset(env, policy):
 def test_shared_relative_vec_env_compares_the_same_workload():
     """The training envs as train builds them: SubprocVecEnv, shared seeds outside the relative reward."""
     from synergy_gym.agents.config import TrainConfig
-    from synergy_gym.agents.train import make_vec_env
+    from synergy_gym.agents.vec_envs import make_vec_env
 
     cfg = TrainConfig(env_id="Synergy-small-scarce-v0", env_kwargs={"num_jobs": 20}, n_envs=2, device="cpu",
                       reward="heuristic_relative", relative_to="srtf+tune", shared_workload=True,
@@ -198,7 +198,7 @@ def test_dummy_vec_env_shares_the_heuristic_runs_and_rewards_are_unchanged():
     """vec_env="dummy": the envs of one process share a HeuristicRunCache; each workload's heuristic runs once."""
     from synergy_gym.agents.config import TrainConfig
     from synergy_gym.agents.relative_reward import HeuristicRelativeReward, HeuristicRunCache
-    from synergy_gym.agents.train import make_vec_env
+    from synergy_gym.agents.vec_envs import make_vec_env
 
     def rollout(vec_env):
         cfg = TrainConfig(env_id="Synergy-small-scarce-v0", env_kwargs={"num_jobs": 20}, n_envs=3, device="cpu",
@@ -261,7 +261,7 @@ def test_variance_settings_defaults_and_validation():
 
 
 def test_entropy_schedule_is_linear():
-    from synergy_gym.agents.train import EntropySchedule
+    from synergy_gym.agents.callbacks import EntropySchedule
 
     schedule = EntropySchedule(0.02, 0.0, 1000)
     schedule.first = 500

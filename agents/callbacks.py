@@ -1,0 +1,152 @@
+"""Stable-Baselines3 callbacks of a training run: the periodic validation with checkpoints, and the entropy schedule.
+
+:class:`HeldOutEvaluation` evaluates the agent on the run's validation seeds every
+``eval_freq`` steps (and, after a warm start, at step 0), logs ``eval/*`` and the
+env heuristics' scores to TensorBoard, appends to ``eval.csv``, saves
+``best_model.zip`` whenever the mean JCT improves and stops training once the
+validation JCT stalls (:func:`validation_stalled`). :class:`EntropySchedule` moves
+``ent_coef`` linearly to ``ent_coef_final``. Importing this module imports
+Stable-Baselines3 (``synergy_gym.agents.train`` does so only when training starts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+from synergy_gym.agents.baseline_scores import best_heuristic, heuristic_means
+from synergy_gym.agents.config import TrainConfig
+from synergy_gym.agents.wrappers import AgentPolicy
+from synergy_gym.cli.files import atomic_write_text
+from synergy_gym.experiments.evaluation import evaluate
+
+
+class EntropySchedule(BaseCallback):
+    """``ent_coef`` from ``start`` to ``final``, linear in the steps of this ``learn`` call."""
+
+    def __init__(self, start: float, final: float, total_timesteps: int) -> None:
+        super().__init__()
+        self.start, self.final, self.total = float(start), float(final), int(total_timesteps)
+        self.first = 0
+
+    def value(self, timesteps: int) -> float:
+        progress = min(1.0, max(0.0, (timesteps - self.first) / self.total))
+        return self.start + (self.final - self.start) * progress
+
+    def _set(self, ent_coef: float) -> None:
+        if not isinstance(self.model, OnPolicyAlgorithm):
+            raise TypeError("an entropy schedule needs an actor-critic algorithm (maskable_ppo, ppo, a2c)")
+        self.model.ent_coef = ent_coef
+
+    def _on_training_start(self) -> None:
+        self.first = self.num_timesteps
+        self._set(self.start)
+
+    def _on_rollout_end(self) -> None:  # before the policy update that uses this rollout
+        ent_coef = self.value(self.num_timesteps)
+        self._set(ent_coef)
+        self.logger.record("train/ent_coef", ent_coef)
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def validation_stalled(step: int, best_step: int, after: int | None) -> bool:
+    """Whether training stops at an evaluation at ``step``: from ``after`` on, once the best is older than a third of it.
+
+    "Older than the last third": ``step`` ≥ 1.5 × ``best_step``, the step of the lowest validation JCT so far.
+    """
+    return after is not None and step >= after and step >= 1.5 * best_step
+
+
+class HeldOutEvaluation(BaseCallback):
+    """Evaluate on the validation seeds every ``eval_freq`` steps and at the end; log and checkpoint to ``run_dir``.
+
+    ``baselines``: the env heuristics' results on those seeds
+    (:func:`synergy_gym.agents.baseline_scores.evaluate_baselines`); ``bc``: the warm
+    start's fit (:func:`synergy_gym.agents.imitation.behaviour_clone`), if there was one;
+    ``log``: gets one line per evaluation. :attr:`history` holds every evaluation's row.
+    """
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame],
+                 bc: dict[str, float] | None = None, log: Callable[[str], None] | None = None) -> None:
+        super().__init__()
+        self.cfg, self.run_dir, self.bc, self.log = cfg, run_dir, bc, log
+        self.means = heuristic_means(baselines)
+        self.best_name = best_heuristic(self.means) if self.means else None
+        self.references = [n for n in cfg.reference_baselines if n in self.means]
+        self.best = float("inf")
+        self.best_step = 0
+        self.next_eval = cfg.eval_freq
+        self.history: list[dict[str, Any]] = []
+
+    def _on_training_start(self) -> None:
+        # A resumed run starts at its checkpoint's step count.
+        self.next_eval = (self.num_timesteps // self.cfg.eval_freq + 1) * self.cfg.eval_freq
+        for name, mean in self.means.items():  # the heuristics' scores, at the start
+            self.logger.record(f"baseline/{name}/mean_jct_h", mean)
+        if self.bc:  # the warm start's fit
+            self.logger.record("bc/accuracy", self.bc["bc_accuracy"])
+            self.logger.record("bc/final_loss", self.bc["bc_final_loss"])
+        self.logger.dump(self.num_timesteps)
+        if self.bc:  # the imitation itself is a checkpoint candidate (step 0)
+            self.run_evaluation()
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_eval:
+            self.next_eval += self.cfg.eval_freq
+            self.run_evaluation()
+            return not self.stalled()
+        return True
+
+    def stalled(self) -> bool:
+        """Whether the validation JCT stalled (``stop_on_stall_after``); says so in the log."""
+        if not validation_stalled(self.num_timesteps, self.best_step, self.cfg.stop_on_stall_after):
+            return False
+        if self.log is not None:
+            self.log(f"stop  step {self.num_timesteps:>10,}  the validation JCT has not improved since step "
+                     f"{self.best_step:,} (the last third of the run): training ends here")
+        return True
+
+    def run_evaluation(self) -> dict[str, Any]:
+        """Evaluate now: log, append to ``eval.csv``, save ``best_model.zip`` on a new best; returns the row."""
+        cfg, means = self.cfg, self.means
+        vec_norm = self.model.get_vec_normalize_env()
+        policy = AgentPolicy(self.model, vec_norm)
+        df = evaluate(policy, cfg.env_id, cfg.eval_seeds, name="agent", **cfg.env_kwargs)
+        row: dict[str, Any] = {
+            "timesteps": self.num_timesteps,
+            "mean_jct_h": float(df["mean_jct_h"].mean()),
+            "p99_jct_h": float(df["p99_jct_h"].mean()),
+            "makespan_h": float(df["makespan_h"].mean()),
+        }
+        if {"invalid_actions", "decisions"} <= set(df.columns):  # masked actions the env fell back from
+            row["invalid_action_rate"] = float(df["invalid_actions"].sum() / max(1.0, df["decisions"].sum()))
+        for name in self.references:
+            row[f"jct_vs_{name}"] = row["mean_jct_h"] / means[name]
+        if self.best_name is not None:
+            row["jct_vs_best_heuristic"] = row["mean_jct_h"] / means[self.best_name]
+        for key in list(row)[1:]:
+            self.logger.record(f"eval/{key}", row[key])
+        for name, mean in means.items():
+            self.logger.record(f"baseline/{name}/mean_jct_h", mean)
+        self.logger.dump(self.num_timesteps)
+        self.history.append(row)
+        atomic_write_text(self.run_dir / "eval.csv", pd.DataFrame(self.history).to_csv(index=False))
+        improved = row["mean_jct_h"] < self.best
+        if improved:
+            self.best = row["mean_jct_h"]
+            self.best_step = self.num_timesteps
+            self.model.save(self.run_dir / "best_model.zip")
+            if vec_norm is not None:
+                vec_norm.save(str(self.run_dir / "best_vecnormalize.pkl"))
+        if self.log is not None:
+            versus = f"{row['jct_vs_best_heuristic']:.3f}× {self.best_name}" if self.best_name is not None else "–"
+            self.log(f"eval  step {self.num_timesteps:>10,}  mean JCT {row['mean_jct_h']:8.3f} h  {versus}  "
+                     f"best so far {self.best:8.3f} h" + ("  (new best: best_model.zip)" if improved else ""))
+        return row

@@ -1,0 +1,137 @@
+"""What ``synergy-gym evaluate`` runs, and what its rows and decision logs are called.
+
+``--baselines`` and ``--sim-policies`` pick the env heuristics and simulator
+policies (:func:`parse_baselines`, :func:`parse_sim_policies`); each ``--model``
+gets a row name (:func:`agent_labels`: its ``--label``, else ``agent`` or its run
+folder's name), and each policy that acts through the environment a decision log
+file (:func:`decisions_file_name`, :func:`decisions_files`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from synergy_gym.errors import ConfigError, UnknownNameError
+
+#: The name of the models' mean row (several ``--model``), which no ``--label`` may take then.
+MEAN_AGENT = "agent"
+
+
+def agent_labels(models: list[Path], labels: list[str] | None) -> list[str]:
+    """Each model's row name: its ``--label``, else ``agent`` (one model) or its run folder's name.
+
+    Default names that repeat (two models of one run folder) get the model's file
+    name (``run/best_model``), and then their position (``[i]``). Given labels must
+    be as many as the models, non-empty and distinct, and with several models none
+    may be ``agent`` (the models' mean row).
+    """
+    if labels:
+        if not models:
+            raise ConfigError(f"--label needs --model: {len(labels)} label(s) for no --model")
+        if len(labels) != len(models):
+            raise ConfigError(f"--label: {len(labels)} label(s) for {len(models)} --model argument(s); "
+                              f"give one --label per --model, in the same order")
+        for label in labels:
+            if not label.strip():
+                raise ConfigError("--label: a label may not be empty")
+        repeated = sorted({x for x in labels if labels.count(x) > 1})
+        if repeated:
+            raise ConfigError(f"--label {repeated[0]!r} is given twice; each model needs its own label")
+        if len(models) > 1 and MEAN_AGENT in labels:
+            raise ConfigError(f"--label {MEAN_AGENT!r} is the name of the models' mean row; choose another label")
+        return list(labels)
+    if len(models) <= 1:
+        return [MEAN_AGENT] * len(models)
+    names = [m.resolve().parent.name or m.stem for m in models]
+    names = [f"{n}/{m.stem}" if names.count(n) > 1 else n for n, m in zip(names, models)]
+    return [f"{n}[{i}]" if names.count(n) > 1 else n for i, n in enumerate(names)]
+
+
+def decisions_file_name(label: str) -> str:
+    """``<label>.jsonl`` with characters other than letters, digits and ``._+=-`` as ``_`` (``run/best`` → ``run_best``)."""
+    stem = re.sub(r"[^A-Za-z0-9._+=-]", "_", label).lstrip(".-")
+    return f"{stem or 'policy'}.jsonl"
+
+
+def decisions_files(agent_names: list[str], env_names: tuple[str, ...]) -> dict[str, str]:
+    """``{file name: label}`` of the decision logs; two policies whose files would coincide are an error."""
+    files: dict[str, str] = {}
+    for source, label in [("agent", a) for a in agent_names] + [("env", n) for n in env_names]:
+        name = decisions_file_name(label)
+        if name in files:
+            raise ConfigError(f"--decisions: the decisions of {files[name]} and {source} {label!r} would both go "
+                              f"to {name}; give the models other --label values")
+        files[name] = f"{source} {label!r}"
+    return files
+
+
+def default_sim_policies() -> tuple[str, ...]:
+    """The simulator policies ``all`` and ``sim`` include unless ``--sim-policies`` says otherwise."""
+    from synergy_gym.baselines.sim_on_env import SIM_POLICIES
+
+    return SIM_POLICIES
+
+
+def parse_sim_policies(text: str) -> tuple[str, ...]:
+    """``--sim-policies``: simulator policy names separated by commas, or ``none``."""
+    from synergy_gym.baselines.registry import parse_policy_list
+    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
+
+    if text.strip().lower() in ("", "none"):
+        return ()
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bound = (NO_WAIT_BOUND,) if NO_WAIT_BOUND in names else ()
+    rest = ",".join(n for n in names if n != NO_WAIT_BOUND)
+    if not rest:
+        return bound
+    try:
+        return parse_policy_list(rest) + bound
+    except UnknownNameError as exc:
+        raise ConfigError(f"--sim-policies {text!r}: {exc}") from None
+
+
+def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``--baselines`` → (env heuristic names, simulator policy names), each de-duplicated in order.
+
+    ``all``: every env heuristic and ``sim_policies`` (default :data:`synergy_gym.baselines.sim_on_env.SIM_POLICIES`);
+    ``env``, ``sim``, ``none``; ``env:NAME``, ``sim:NAME``; a bare NAME selects the env heuristic
+    and/or the simulator policy of that name.
+    """
+    from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
+    from synergy_gym.baselines.registry import make_policy
+    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
+
+    sims = default_sim_policies() if sim_policies is None else tuple(sim_policies)
+    env: list[str] = []
+    sim: list[str] = []
+    for raw in text.split(","):
+        item = raw.strip().lower()
+        if not item:
+            continue
+        if item in ("all", "env", "sim", "none"):
+            env += list(HEURISTIC_NAMES) if item in ("all", "env") else []
+            sim += list(sims) if item in ("all", "sim") else []
+            continue
+        source, sep, name = item.partition(":")
+        if not sep:
+            source, name = "", item
+        elif source not in ("env", "sim"):
+            raise ConfigError(f"--baselines {text!r}: unknown source {source!r} in {raw.strip()!r}; use env:NAME or sim:NAME")
+        is_env = name in HEURISTIC_NAMES and source in ("", "env")
+        try:
+            if name != NO_WAIT_BOUND:
+                make_policy(name)
+            is_sim = source in ("", "sim")
+        except UnknownNameError:
+            is_sim = False
+        if not (is_env or is_sim):
+            what = {"env": "env heuristic", "sim": "simulator policy"}.get(source, "baseline")
+            raise ConfigError(
+                f"--baselines {text!r}: unknown {what} {name!r}; valid: all, env, sim, none, the env heuristics "
+                f"{', '.join(HEURISTIC_NAMES)}, or a simulator policy <order>+<allocation> such as "
+                f"{', '.join(default_sim_policies())}"
+            )
+        env += [name] if is_env else []
+        sim += [name] if is_sim else []
+    return tuple(dict.fromkeys(env)), tuple(dict.fromkeys(sim))

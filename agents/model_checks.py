@@ -1,0 +1,155 @@
+"""Whether a saved model fits the environment it is to be evaluated on, and if not, why.
+
+A trained network depends on the kinds, shapes and sizes of the observation and
+action spaces (:func:`spaces_parts`), not on their bounds, so a model can be
+evaluated on another load or cluster of the same shape. :func:`check_agent_fits`
+refuses a model, or its normalisation statistics, whose spaces differ from the
+environment's, naming the env settings behind the difference (read from the
+run's ``config.json``, :func:`run_config`). :func:`check_env_id` and
+:func:`env_space_parts` check the environment itself first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from synergy_gym.agents.config import TrainConfig, load_run_config
+from synergy_gym.errors import ConfigError, SynergyGymError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from synergy_gym.agents.wrappers import AgentPolicy
+
+
+def run_config(model_path: Path) -> TrainConfig | None:
+    """The config of the run the model comes from: ``config.json`` beside it (None if absent)."""
+    saved = model_path.parent / "config.json"
+    if not saved.is_file():
+        return None
+    return load_run_config(saved)
+
+
+def space_parts(space: gym.Space, prefix: str = "") -> dict[str, str]:
+    """Each part of a (Dict) space by name: ``{"slots": "Box(352,)", "action_mask": "Box(161,)", …}``.
+
+    Only what a trained network depends on (kinds, shapes, sizes) is compared,
+    not the bounds, so a model can be evaluated on another load or cluster of
+    the same shape.
+    """
+    if isinstance(space, spaces.Dict):
+        parts: dict[str, str] = {}
+        for key, sub in space.spaces.items():
+            parts.update(space_parts(sub, f"{prefix}{key}."))
+        return parts
+    if isinstance(space, spaces.Discrete):
+        desc = f"Discrete({int(space.n)})"
+    else:
+        desc = f"{type(space).__name__}{tuple(space.shape) if space.shape is not None else ''}"
+    return {prefix[:-1] if prefix else "observation": desc}
+
+
+def spaces_parts(observation_space: gym.Space, action_space: gym.Space) -> dict[str, str]:
+    """:func:`space_parts` of an observation space, plus ``"action"``: the action space's."""
+    return {**space_parts(observation_space), "action": space_parts(action_space)["observation"]}
+
+
+def check_env_id(env_id: str) -> None:
+    """An unknown environment id is a one-line error naming the registered scenarios."""
+    import synergy_gym  # noqa: F401  (registers the environments)
+    from synergy_gym.env.scenarios import SCENARIOS
+
+    try:
+        gym.spec(env_id)
+    except gym.error.Error:
+        raise ConfigError(f"--env {env_id!r}: unknown environment; valid: {', '.join(SCENARIOS)}") from None
+
+
+def env_space_parts(env_id: str, kwargs: dict[str, Any]) -> dict[str, str]:
+    """The observation and action space parts of ``env_id`` with ``kwargs`` (an unknown id or kwarg fails here)."""
+    check_env_id(env_id)
+    try:
+        env = gym.make(env_id, **kwargs)
+    except gym.error.Error as exc:
+        raise ConfigError(f"--env {env_id!r}: {str(exc).splitlines()[0]}") from None
+    try:
+        return spaces_parts(env.observation_space, env.action_space)
+    finally:
+        env.close()
+
+
+def effective_env_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Every env kwarg's value: ``kwargs`` over the registered ones over the defaults."""
+    from dataclasses import MISSING, fields
+
+    from synergy_gym.env import EnvConfig
+
+    values = {f.name: f.default for f in fields(EnvConfig) if f.default is not MISSING}
+    try:
+        values.update(gym.spec(env_id).kwargs)
+    except gym.error.Error:
+        pass
+    return {**values, **kwargs}
+
+
+def _mismatch_cause(cfg: TrainConfig | None, model_parts: dict[str, str], env_id: str, kwargs: dict[str, Any]) -> str:
+    """``trained with max_queue=32 but the environment has max_queue=8`` – the settings behind a space mismatch.
+
+    Each difference between the run's environment (``config.json``) and the
+    requested one is tried alone on the run's; those that alone change the
+    spaces are named (all differences when none does by itself).
+    """
+    if cfg is None:
+        return "its run folder has no config.json to tell the environment it was trained on"
+    trained, wanted = effective_env_kwargs(cfg.env_id, cfg.env_kwargs), effective_env_kwargs(env_id, kwargs)
+    changes: list[tuple[str, Any, Any]] = [("env", cfg.env_id, env_id)] if cfg.env_id != env_id else []
+    changes += [(k, trained.get(k), wanted.get(k)) for k in dict.fromkeys([*trained, *wanted])
+                if trained.get(k) != wanted.get(k)]
+    if not changes:
+        return f"it was trained on {cfg.env_id} with the same env kwargs"
+    causes = []
+    for key, old, new in changes:
+        try:
+            if key == "env":
+                parts = env_space_parts(new, dict(cfg.env_kwargs))
+            else:
+                parts = env_space_parts(cfg.env_id, {**cfg.env_kwargs, key: new})
+        except SynergyGymError:
+            continue
+        if parts != model_parts:
+            causes.append((key, old, new))
+    causes = causes or changes
+    return (f"this model was trained with {', '.join(f'{k}={old}' for k, old, _ in causes)} "
+            f"but the environment has {', '.join(f'{k}={new}' for k, _, new in causes)}")
+
+
+def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
+                       env_parts: dict[str, str]) -> None:
+    """Refuse a model whose spaces differ from the environment's, naming the env kwargs behind the difference."""
+    model_parts = spaces_parts(model.observation_space, model.action_space)
+    differ = [k for k in dict.fromkeys([*model_parts, *env_parts]) if model_parts.get(k) != env_parts.get(k)]
+    if differ:
+        k = differ[0]
+        what = "action space" if k == "action" else f"observation {k!r}"
+        raise ConfigError(f"--model {path}: {_mismatch_cause(cfg, model_parts, env_id, kwargs)} "
+                          f"({what}: {model_parts.get(k, 'absent')} in the model vs {env_parts.get(k, 'absent')})")
+
+
+def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
+                     env_parts: dict[str, str]) -> None:
+    """Refuse a model (:func:`check_model_spaces`) or its normalisation statistics whose spaces differ from the env's."""
+    check_model_spaces(path, agent.model, cfg, env_id, kwargs, env_parts)
+    rms = getattr(agent.vec_normalize, "obs_rms", None)
+    if rms is None:
+        return
+    model_parts = spaces_parts(agent.model.observation_space, agent.model.action_space)
+    for key, stats in (rms.items() if isinstance(rms, dict) else [("observation", rms)]):
+        want = env_parts.get(key, "absent")
+        have = f"Box{tuple(np.shape(stats.mean))}"
+        if want != have:
+            raise ConfigError(f"--model {path}: its normalisation statistics do not fit the environment "
+                              f"({_mismatch_cause(cfg, model_parts, env_id, kwargs)}; observation {key!r}: "
+                              f"{have} in the statistics vs {want})")

@@ -1,0 +1,140 @@
+"""Stable-Baselines3 models: the algorithm classes, the device, building a model from a config and loading one.
+
+:func:`build_model` makes a new model as a :class:`~synergy_gym.agents.config.TrainConfig`
+says (the :class:`~synergy_gym.agents.features.SynergyExtractor` features, SB3's linear
+or the per-slot action head of :mod:`synergy_gym.agents.slot_policy`); :func:`load_model`
+reads a saved model zip, :func:`resume_model` one to continue training in the given
+environments, and :func:`load_agent` one with its normalisation statistics as a
+policy for :func:`synergy_gym.evaluate`. Stable-Baselines3 and PyTorch are imported
+only when a model is built or loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from synergy_gym.agents.config import ALGOS, TrainConfig
+from synergy_gym.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecEnv
+
+    from synergy_gym.agents.wrappers import AgentPolicy
+
+
+def algorithm_class(algo: str) -> type[BaseAlgorithm]:
+    """The SB3 class of ``algo`` (one of :data:`synergy_gym.agents.config.ALGOS`)."""
+    if algo == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO
+    import stable_baselines3 as sb3
+
+    classes: dict[str, type[BaseAlgorithm]] = {"ppo": sb3.PPO, "a2c": sb3.A2C, "dqn": sb3.DQN}
+    return classes[algo]
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` where PyTorch sees a CUDA device, else ``cpu``; ``cuda`` without one is an error."""
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: PyTorch sees no CUDA device on this machine (use --device auto or cpu)")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None) -> BaseAlgorithm:
+    """A new model of ``cfg.algo`` on ``env``, logging to TensorBoard in ``tb_dir``."""
+    from synergy_gym.agents.features import SynergyExtractor
+
+    policy_kwargs: dict[str, Any] = {
+        "features_extractor_class": SynergyExtractor,
+        "features_extractor_kwargs": {"global_dim": cfg.global_dim, "slot_dim": cfg.slot_dim},
+        "net_arch": list(cfg.net_arch),
+    }
+    policy: Any = "MultiInputPolicy"
+    if cfg.action_head == "per_slot":
+        from synergy_gym.agents.slot_policy import MaskableSlotPolicy, SlotPolicy
+
+        policy = MaskableSlotPolicy if cfg.algo == "maskable_ppo" else SlotPolicy
+        policy_kwargs["net_arch"] = {"pi": [], "vf": list(cfg.net_arch)}
+    common: dict[str, Any] = {
+        "learning_rate": cfg.learning_rate, "gamma": cfg.gamma, "seed": cfg.seed, "device": device, "verbose": 0,
+        "tensorboard_log": None if tb_dir is None else str(tb_dir), "policy_kwargs": policy_kwargs,
+    }
+    cls: Any = algorithm_class(cfg.algo)  # each algorithm takes its own keyword arguments
+    if cfg.algo in ("maskable_ppo", "ppo"):
+        return cls(policy, env, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
+                   gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, clip_range=cfg.clip_range, vf_coef=cfg.vf_coef,
+                   max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl, **common)
+    if cfg.algo == "a2c":
+        return cls(policy, env, n_steps=cfg.n_steps, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
+                   vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, **common)
+    return cls("MultiInputPolicy", env, buffer_size=cfg.buffer_size, learning_starts=cfg.learning_starts,
+               batch_size=cfg.batch_size, exploration_fraction=cfg.exploration_fraction,
+               target_update_interval=cfg.target_update_interval, train_freq=cfg.train_freq, **common)
+
+
+def load_model(path: Path, algo: str | None, device: str, env: VecEnv | None = None) -> BaseAlgorithm:
+    """An SB3 model from ``path``; ``algo`` None tries each algorithm."""
+    import zipfile
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"model file {str(path)!r} does not exist")
+    if not zipfile.is_zipfile(path) or "data" not in zipfile.ZipFile(path).namelist():
+        raise ConfigError(f"{path} is not a Stable-Baselines3 model zip")
+    candidates = [algo] if algo else list(ALGOS)
+    last_error: Exception | None = None
+    for name in candidates:
+        try:
+            return algorithm_class(name).load(str(path), env=env, device=device)
+        except Exception as exc:  # a different algorithm's zip, or a damaged one
+            last_error = exc
+            if "spaces do not match" in str(exc):
+                raise ConfigError(
+                    f"{path} was trained on other observation/action spaces than the environment has now; train a new model"
+                ) from None
+    raise ConfigError(f"{path} could not be loaded as a {'/'.join(candidates)} model: {str(last_error).splitlines()[0]}")
+
+
+def normalization_stats_path(model_path: Path) -> Path:
+    """The ``VecNormalize`` statistics saved with a checkpoint (``best_vecnormalize.pkl`` for ``best_*.zip``)."""
+    return model_path.parent / ("best_vecnormalize.pkl" if model_path.name.startswith("best") else "vecnormalize.pkl")
+
+
+def resume_model(path: Path, cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path) -> BaseAlgorithm:
+    """The checkpoint ``path`` to train on in ``env``, with its normalisation statistics, logging to ``tb_dir``."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    model = load_model(path, cfg.algo, device, env=env)
+    stats = normalization_stats_path(path)
+    if stats.is_file() and isinstance(env, VecNormalize):
+        loaded = VecNormalize.load(str(stats), env.venv)
+        env.obs_rms, env.ret_rms = loaded.obs_rms, loaded.ret_rms
+    model.tensorboard_log = str(tb_dir)
+    return model
+
+
+def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> AgentPolicy:
+    """The model at ``model_path`` with the normalisation statistics beside it, as a policy named ``name``."""
+    import pickle
+
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from synergy_gym.agents.wrappers import AgentPolicy
+
+    model = load_model(model_path, cfg.algo if cfg else None, device)
+    stats = normalization_stats_path(model_path)
+    vec_norm = None
+    if stats.is_file():
+        with open(stats, "rb") as fh:
+            vec_norm = pickle.load(fh)
+        if not isinstance(vec_norm, VecNormalize):
+            raise ConfigError(f"{stats} does not hold VecNormalize statistics")
+        vec_norm.training = False
+    return AgentPolicy(model, vec_norm, name=name)

@@ -1,0 +1,64 @@
+"""A training run's folder: its default name, the files it holds, and the records written before training.
+
+``synergy-gym train`` writes ``config.json`` (the resolved
+:class:`~synergy_gym.agents.config.TrainConfig`) and ``versions.json`` (package
+versions and the git commit of the code) first (:func:`write_run_records`), then
+``baselines.json`` (the env heuristics' scores, :func:`write_baselines`); the rest
+of :data:`RUN_FILES` comes from training (``synergy_gym.agents.train``).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from synergy_gym.agents.baseline_scores import best_heuristic
+from synergy_gym.agents.config import TrainConfig
+from synergy_gym.cli.files import atomic_write_text
+
+#: What a run folder holds (see ``synergy_gym.agents.train``); checked before training starts.
+RUN_FILES = ("config.json", "versions.json", "baselines.json", "tb/", "eval.csv", "best_model.zip",
+             "best_vecnormalize.pkl", "last_model.zip", "vecnormalize.pkl")
+
+
+def default_run_dir(cfg: TrainConfig) -> Path:
+    """``runs/<env>__<algo>__<seed>__<time>``."""
+    return Path("runs") / f"{cfg.env_id}__{cfg.algo}__{cfg.seed}__{datetime.now():%Y%m%d-%H%M%S}"
+
+
+def versions() -> dict[str, Any]:
+    """``versions.json``: Python's and the packages' versions, the git commit of the code and whether it was modified."""
+    out: dict[str, Any] = {"python": platform.python_version()}
+    for pkg in ("synergy-gym", "numpy", "pandas", "gymnasium", "torch", "stable-baselines3", "sb3-contrib", "tensorboard"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=10)
+        out["git_commit"] = commit.stdout.strip() or None
+        out["git_dirty"] = bool(dirty.stdout.strip()) if commit.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        out["git_commit"] = out["git_dirty"] = None
+    return out
+
+
+def write_run_records(run_dir: Path, cfg: TrainConfig) -> None:
+    """Create ``run_dir`` and write ``config.json`` and ``versions.json``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+    atomic_write_text(run_dir / "versions.json", json.dumps(versions(), indent=2) + "\n")
+
+
+def write_baselines(run_dir: Path, cfg: TrainConfig, means: dict[str, float], relative_to: str | None) -> None:
+    """``baselines.json``: the evaluation seeds, each heuristic's mean JCT, the best, and the relative reward's heuristic."""
+    atomic_write_text(run_dir / "baselines.json", json.dumps(
+        {"eval_seeds": cfg.eval_seeds, "mean_jct_h": means, "best": best_heuristic(means),
+         "relative_to": relative_to}, indent=2) + "\n")

@@ -1,0 +1,136 @@
+"""The training environments: one ``Synergy-*`` env per worker, wrapped as configured, vectorised and normalised.
+
+:func:`make_vec_env` builds the ``n_envs`` training environments of a
+:class:`~synergy_gym.agents.config.TrainConfig` (``seed + rank``): each is
+``Monitor(SharedWorkload(HeuristicRelativeReward(env)))`` as the config asks
+(:mod:`synergy_gym.agents.relative_reward`, :mod:`synergy_gym.agents.shared_workload`),
+in worker processes (SB3's ``SubprocVecEnv``) or in this process (``DummyVecEnv``),
+with observations (all keys but the masks) and rewards normalised by ``VecNormalize``.
+:func:`close_vec_env` closes them, also after Ctrl-C; :func:`check_env_kwargs` builds
+the environment once so that a bad id or kwarg fails before a run writes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from synergy_gym.agents.baseline_scores import best_heuristic, evaluate_baselines, heuristic_means
+from synergy_gym.agents.config import BEST, TrainConfig
+from synergy_gym.env.scenarios import SCENARIOS
+from synergy_gym.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stable_baselines3.common.vec_env import VecEnv
+
+    from synergy_gym.agents.relative_reward import HeuristicRunCache
+
+#: Observation keys that are masks: not normalised (the feature extractor and MaskablePPO read them as 0/1).
+MASK_KEYS = ("action_mask", "slot_mask")
+
+
+def check_env_kwargs(cfg: TrainConfig) -> None:
+    """Build the environment once, so a bad env id or kwarg fails before anything is written."""
+    import synergy_gym  # noqa: F401  (registers the environments)
+
+    try:
+        gym.spec(cfg.env_id)
+    except gym.error.Error:
+        raise ConfigError(f"unknown env {cfg.env_id!r}; valid: {', '.join(SCENARIOS)}") from None
+    gym.make(cfg.env_id, **cfg.env_kwargs).close()
+
+
+def env_factory(env_id: str, env_kwargs: dict[str, Any], relative_to: str | None = None, shared_base: int | None = None,
+                worker: bool = False, run_cache: HeuristicRunCache | None = None) -> Callable[[], gym.Env]:
+    """A picklable env constructor: Monitor(SharedWorkload(HeuristicRelativeReward(env))), as configured.
+
+    The relative reward sits inside the shared seeds (it must see the workload seed the
+    episode runs) and inside Monitor (``rollout/ep_rew_mean`` is then the relative return).
+    With ``worker`` (SubprocVecEnv) Ctrl-C is ignored in the env's process: the main
+    process saves the model and closes the workers. ``run_cache``: a
+    :class:`~synergy_gym.agents.relative_reward.HeuristicRunCache` the environments made in this
+    process share (DummyVecEnv).
+    """
+
+    def make() -> gym.Env:
+        import signal
+
+        from stable_baselines3.common.monitor import Monitor
+
+        import synergy_gym  # noqa: F401
+
+        if worker:  # a SubprocVecEnv worker: the main process handles Ctrl-C
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        env = gym.make(env_id, **env_kwargs)
+        if relative_to is not None:
+            from synergy_gym.agents.relative_reward import HeuristicRelativeReward
+
+            env = HeuristicRelativeReward(env, relative_to, run_cache=run_cache)
+        if shared_base is not None:
+            from synergy_gym.agents.shared_workload import SharedWorkload
+
+            env = SharedWorkload(env, shared_base)
+        return Monitor(env)
+
+    return make
+
+
+def make_vec_env(cfg: TrainConfig, relative_to: str | None = None) -> VecEnv:
+    """The training envs (``seed + rank``), normalised as configured.
+
+    ``relative_to``: the env heuristic of ``reward = "heuristic_relative"`` (default
+    ``cfg.relative_to``; ``"best"`` is resolved by scoring the heuristics on the evaluation seeds).
+    """
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+    from synergy_gym.agents.shared_workload import shared_seed_base
+
+    if cfg.reward == "heuristic_relative":
+        relative_to = relative_to or cfg.relative_to
+        if relative_to == BEST:
+            relative_to = best_heuristic(heuristic_means(evaluate_baselines(cfg)))
+    else:
+        relative_to = None
+    shared_base = shared_seed_base(cfg.seed) if cfg.shared_workload else None
+    vec: VecEnv
+    if cfg.vec_env == "subproc" and cfg.n_envs > 1:
+        factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=True)
+        vec = SubprocVecEnv([factory] * cfg.n_envs)
+    else:
+        from synergy_gym.agents.relative_reward import HeuristicRunCache
+
+        run_cache = HeuristicRunCache() if relative_to is not None and shared_base is not None else None
+        factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, run_cache=run_cache)
+        vec = DummyVecEnv([factory] * cfg.n_envs)
+    vec.seed(cfg.seed)
+    if cfg.normalize_obs or cfg.normalize_reward:
+        observation_space = cast(spaces.Dict, vec.observation_space)  # every Synergy-* env observes a Dict
+        keys = [k for k in observation_space.spaces if k not in MASK_KEYS]
+        vec = VecNormalize(vec, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward,
+                           norm_obs_keys=keys, gamma=cfg.gamma)
+    return vec
+
+
+def close_vec_env(env: VecEnv, interrupted: bool = False) -> None:
+    """Close the training envs; after Ctrl-C, without waiting for the step results of an interrupted rollout.
+
+    SB3's ``SubprocVecEnv.close`` first receives the result of a pending ``step_async``
+    from every worker. Ctrl-C can land inside ``step_wait`` after some of those results
+    were already received, and receiving again from those workers then blocks forever:
+    the training process hung instead of exiting. After an interruption the pending
+    results are dropped (each worker finishes its step, then reads "close" and exits).
+    """
+    from stable_baselines3.common.vec_env import SubprocVecEnv, VecEnvWrapper
+
+    inner = env
+    while isinstance(inner, VecEnvWrapper):  # VecNormalize and other wrappers
+        inner = inner.venv
+    if interrupted and isinstance(inner, SubprocVecEnv):
+        inner.waiting = False
+    try:
+        env.close()
+    except (OSError, EOFError):  # a worker that is already gone
+        pass
