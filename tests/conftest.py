@@ -14,7 +14,9 @@ from tests.support import SHARED
 def pytest_addoption(parser):
     parser.addoption(
         "--long", action="store_true", default=False,
-        help="run the full reliability suite (10^6 fuzzed steps in each env mode, 50 long episodes) instead of its short version",
+        help="run the long versions: the full reliability suite (10^6 fuzzed steps in each env mode, 50 long "
+        "episodes) instead of its short version, and the Synergy-OPT goldens on the uncompressed 2,000-job "
+        "replays (about 2.5 min) besides the compressed ones",
     )
 
 

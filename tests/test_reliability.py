@@ -146,6 +146,7 @@ def test_determinism_across_processes():
     assert remote["jct_h"].tolist() == local["jct_h"].tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preemptive", [False, True], ids=["default", "preemptive"])
 def test_memory_stays_flat_over_long_episodes(long_run, preemptive):
     episodes = 50 if long_run else 8

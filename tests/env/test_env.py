@@ -508,6 +508,7 @@ def _make_small_preemptive():
     return SynergyEnv(**SMALL, preemptive=True)
 
 
+@pytest.mark.slow  # about 5 s, almost all of it starting the worker processes
 def test_stable_baselines_subproc_vec_env():
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 

@@ -88,11 +88,11 @@ def test_idle_gaps_are_skipped_and_rounds_stay_aligned(make_workload):
 
 def test_skipping_identical_rounds_changes_nothing(make_workload, zoo):
     rng = np.random.default_rng(3)
-    n = 300
+    n = 150
     names = list(zoo.names)
     w = make_workload(
         [names[i] for i in rng.integers(0, len(names), n)],
-        arrivals=np.sort(rng.uniform(0, 40 * 3600, n)),
+        arrivals=np.sort(rng.uniform(0, 20 * 3600, n)),
         iters=rng.integers(1000, 200000, n),
         gpus=rng.choice([1, 1, 1, 2, 4, 8], n),
     )

@@ -1,14 +1,31 @@
 """Golden behaviour of the simulator and the environment, and the code that records it.
 
-``python tests/golden.py`` (run from the repository root, with ``../shared`` present) rewrites
-``tests/data/golden_sim.npz`` and ``tests/data/golden_env.json.gz``; ``tests/test_golden.py``
-checks that the current code reproduces them exactly:
+``python -m tests.support.golden`` (run from the repository root, with ``../shared`` present)
+rewrites ``tests/data/golden_sim.npz`` and ``tests/data/golden_env.json.gz`` with the current
+code; ``--env-only`` rewrites only the environment's file. ``tests/test_golden.py`` checks that
+the current code reproduces them exactly. Rewrite them only for an intended change of behaviour
+(say which in the commit): a refactor must leave them as they are, and a golden that a refactor
+cannot reproduce is a bug in the refactor, not in the file.
 
-* the simulator: per-job finish times (in rounds) of every named policy (orders ``fifo``, ``srtf``,
-  ``las``, ``drf``, ``tetris``, ``ftf`` × allocations ``fair``, ``greedy``, ``tune``,
-  ``opt``) on the first 2,000 jobs of the load-9 reference replay and of the multi-GPU
-  substitute replay (load 4);
-* the environment (``--env-only`` rewrites only this file; recorded on top of commit 4525693, the
+* the simulator (``golden_sim.npz``): per-job finish times (in rounds, ``int32``, in the
+  workload's job order) of every named policy (orders ``fifo``, ``srtf``, ``las``, ``drf``,
+  ``tetris``, ``ftf`` × allocations ``fair``, ``greedy``, ``tune``, ``opt``) on the first 2,000
+  jobs of the load-9 reference replay and of the multi-GPU substitute replay (load 4), under
+  ``{replay}/{policy}`` (e.g. ``load9/fifo+opt``), with the jobs' ids under ``{replay}/job_id``.
+  Synergy-OPT solves an integer program every round, so its 2,000-job entries take about
+  2.5 minutes together; the suite checks them only with ``pytest --long``. By default it checks
+  the OPT policies on the same 2,000 jobs *time-compressed* ``COMPRESS`` = 8 times
+  (:func:`compressed`: arrivals divided by 8, iterations divided by 8 and rounded up – the same
+  jobs in the same order at about the same load, in about an eighth of the rounds: 550–1,000), under
+  ``{replay}/x8/{policy}`` (e.g. ``load9/x8/drf+opt``), with that workload's ``job_id``,
+  ``arrival_s`` and ``total_iters`` beside them. These entries were added to the file, which
+  was written before the round-planner refactor, by running this module's functions with that
+  code (commit 70cb087); every earlier entry is unchanged. They exercise multi-GPU jobs across
+  servers, OPT's targets below the demand when CPUs or memory bind, the placement's fallback to
+  the capped target and reclaiming, and they discriminate: on the multi-GPU replay every order's
+  OPT finishes jobs differently from its Tune, on the load-9 replay ``drf`` and ``ftf`` do (as on
+  the uncompressed 2,000 jobs);
+* the environment (``golden_env.json.gz``, recorded on top of commit 4525693, the
   scheduling action space, with the flat ``slots``/``slot_levels``, ``demand`` as x / (x + 1),
   constant level bounds and the settled ledger of mid-event observations): every step's
   (observation hash – keys, dtypes, shapes and values –, reward, terminated, truncated,
@@ -49,6 +66,9 @@ REPLAYS = {
     "multigpu_load4": "workload_multigpu_SUBSTITUTE_load4.csv",
 }
 FIRST_JOBS = 2000
+OPT_POLICIES = tuple(p for p in POLICIES if p.endswith("+opt"))
+#: The OPT goldens the suite checks by default run on the replays time-compressed this many times.
+COMPRESS = 8
 
 ENV_ID = "Synergy-small-v0"
 #: Few CPUs per server and a vision-heavy split (fixed here, not taken from the scarce ids, whose
@@ -82,8 +102,29 @@ def first_jobs(workload: Workload, n: int = FIRST_JOBS) -> Workload:
     return replace(workload, run_until="all", **{name: getattr(workload, name)[:n] for name in _ARRAYS})
 
 
+def compressed(workload: Workload, k: int = COMPRESS) -> Workload:
+    """``workload`` ``k`` times faster: arrivals divided by ``k``, iterations divided by ``k`` (rounded up)."""
+    return replace(workload, arrival_s=workload.arrival_s / k, total_iters=-(-workload.total_iters // k))
+
+
 def replay(shared: Path, key: str) -> Workload:
-    return first_jobs(read_workload_csv(shared / "synergy" / "reference_workloads" / REPLAYS[key]))
+    """The first ``FIRST_JOBS`` jobs of replay ``key``; ``key/x8`` (``COMPRESS``): the same, :func:`compressed`."""
+    name, _, fast = key.partition("/")
+    w = first_jobs(read_workload_csv(shared / "synergy" / "reference_workloads" / REPLAYS[name]))
+    if fast:
+        assert fast == f"x{COMPRESS}", key
+        w = compressed(w)
+    return w
+
+
+def sim_cases(long: bool = False) -> list[tuple[str, str]]:
+    """(replay key, policy) of every simulator golden: OPT on the compressed replays, and on the full
+    ones only when ``long``; every other policy on the full replays."""
+    cases = []
+    for key in REPLAYS:
+        cases += [(key, p) for p in POLICIES if long or p not in OPT_POLICIES]
+        cases += [(f"{key}/x{COMPRESS}", p) for p in OPT_POLICIES]
+    return cases
 
 
 ROUND_S = 300.0
@@ -146,7 +187,8 @@ def env_trace(policy: str, seed: int, mode: str, max_steps: int = MAX_STEPS) -> 
     while not done and step < max_steps:
         obs, reward, terminated, truncated, info = env.step(_choose(policy, env, rng))
         ids = ",".join(map(str, info["finished_job_ids"]))
-        chain.update(f"{obs_hash(obs)} {float(reward).hex()} {terminated:d}{truncated:d}{info['invalid_action']:d} {ids}".encode())
+        flags = f"{terminated:d}{truncated:d}{info['invalid_action']:d}"
+        chain.update(f"{obs_hash(obs)} {float(reward).hex()} {flags} {ids}".encode())
         total += float(reward)
         invalid += bool(info["invalid_action"])
         step += 1
@@ -172,21 +214,30 @@ def main(sim: bool = True) -> None:
         env_key(m, p, s): env_trace(p, s, m) for m in ENV_MODES for p in ENV_POLICIES for s in ENV_SEEDS
     }
     with gzip.open(ENV_FILE, "wt") as fh:
-        json.dump(
-            {"modes": {m: [i, k] for m, (i, k) in ENV_MODES.items()}, "block": BLOCK, "max_steps": MAX_STEPS, "traces": env}, fh
-        )
+        modes = {m: [i, k] for m, (i, k) in ENV_MODES.items()}
+        json.dump({"modes": modes, "block": BLOCK, "max_steps": MAX_STEPS, "traces": env}, fh)
     print("steps per env trace:", {k: (v["steps"], v["ended"], v["invalid"]) for k, v in env.items()})
 
 
+#: The workload's arrays stored beside each replay's finish times (the compressed ones are derived).
+WORKLOAD_FIELDS = {key: ("job_id",) for key in REPLAYS} | {
+    f"{key}/x{COMPRESS}": ("job_id", "arrival_s", "total_iters") for key in REPLAYS
+}
+
+
 def write_sim(shared: Path) -> None:
+    """Write every simulator golden (:func:`sim_cases` with ``long``) – a few minutes."""
     arrays = {}
-    for key in REPLAYS:
-        w = replay(shared, key)
-        arrays[f"{key}/job_id"] = w.job_id
-        for policy in POLICIES:
-            arrays[f"{key}/{policy}"] = finish_rounds(w, policy)
-            jct_h = (arrays[f"{key}/{policy}"] * ROUND_S - w.arrival_s) / 3600
-            print(key, policy, f"{jct_h.mean():.3f} h", flush=True)
+    workloads: dict[str, Workload] = {}
+    for key, policy in sim_cases(long=True):
+        if key not in workloads:
+            w = workloads[key] = replay(shared, key)
+            for field in WORKLOAD_FIELDS[key]:
+                arrays[f"{key}/{field}"] = getattr(w, field)
+        w = workloads[key]
+        arrays[f"{key}/{policy}"] = finish_rounds(w, policy)
+        jct_h = (arrays[f"{key}/{policy}"] * ROUND_S - w.arrival_s) / 3600
+        print(key, policy, f"{jct_h.mean():.3f} h", flush=True)
     np.savez_compressed(SIM_FILE, **arrays)
 
 
