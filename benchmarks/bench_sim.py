@@ -31,7 +31,10 @@ def main() -> None:
     t0 = time.perf_counter()
     workload = read_workload_csv(args.workload)
     print(f"workload: {args.workload.name}, {len(workload)} jobs (read in {time.perf_counter() - t0:.2f} s)")
-    print(f"{'policy':<12}{'wall s':>9}{'sim rounds':>12}{'rounds/s':>11}{'planned':>9}{'planned/s':>11}{'vs ref':>9}{'mean JCT h':>12}")
+    print(
+        f"{'policy':<12}{'wall s':>9}{'sim rounds':>12}{'rounds/s':>11}{'planned':>9}{'planned/s':>11}{'vs ref':>9}"
+        f"{'mean JCT h':>12}"
+    )
     for name in args.policies.split(","):
         best = None
         for _ in range(args.repeat):

@@ -103,6 +103,7 @@ def test_benchmark_help():
         assert option in done.stdout
 
 
+@pytest.mark.slow
 def test_benchmark_short_run_prints_steps_per_second():
     done = subprocess.run([sys.executable, str(BENCH), "--timesteps", "600", "--skip-train"],
                           capture_output=True, text=True, timeout=300, check=False)

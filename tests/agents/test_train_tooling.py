@@ -242,6 +242,7 @@ def test_sigint_to_a_training_process_group_saves_and_exits_130(tmp_path):
     assert np.isfinite(pd.read_csv(out / "eval.csv")["mean_jct_h"]).all()
 
 
+@pytest.mark.slow
 def test_closing_after_an_interrupted_rollout_step_does_not_hang():
     """Ctrl-C inside SubprocVecEnv.step_wait, after one worker's result was received: closing must not wait for it."""
     import threading

@@ -162,6 +162,7 @@ def run_episode_from_reset(env, policy):
         done = terminated or truncated
 
 
+@pytest.mark.slow
 def test_shared_relative_vec_env_compares_the_same_workload():
     """The training envs as train builds them: SubprocVecEnv, shared seeds outside the relative reward."""
     from synergy_gym.agents.config import TrainConfig
@@ -194,6 +195,7 @@ def test_shared_relative_vec_env_compares_the_same_workload():
         vec.close()
 
 
+@pytest.mark.slow
 def test_dummy_vec_env_shares_the_heuristic_runs_and_rewards_are_unchanged():
     """vec_env="dummy": the envs of one process share a HeuristicRunCache; each workload's heuristic runs once."""
     from synergy_gym.agents.config import TrainConfig

@@ -39,6 +39,7 @@ def test_rerunning_resumes_without_losing_or_duplicating_cells(tmp_path):
     assert all((out / "cells" / name).stat().st_mtime_ns == t for name, t in stamp.items())  # kept, not redone
 
 
+@pytest.mark.slow
 def test_sweep_on_local_ray_matches_in_process(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed")
     assert main(["sweep", *SPEC, "--out", str(tmp_path / "ray")]) == 0

@@ -73,7 +73,8 @@ HEADER = "job_id,model,gpus,arrival_s,total_iters,in_measured_window\n"
 @pytest.mark.parametrize(
     "case, extra, message",
     [
-        ("missing column", lambda d: ["--workload", _write(d / "w.csv", "job_id,model,gpus,total_iters,in_measured_window\n0,gnmt,1,5,1\n")],
+        ("missing column",
+         lambda d: ["--workload", _write(d / "w.csv", "job_id,model,gpus,total_iters,in_measured_window\n0,gnmt,1,5,1\n")],
          "missing column(s) arrival_s"),
         ("negative duration", lambda d: ["--workload", _write(d / "w.csv", HEADER + "0,gnmt,1,0,-100,1\n")],
          "job 0: total_iters=-100 must be a positive integer"),

@@ -19,7 +19,8 @@ SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 60, "max_rounds"
 def _tick_texts(fig, axis) -> list[str]:
     fig.canvas.draw()
     lo, hi = sorted(axis.get_view_interval())
-    return [t.get_text() for t in axis.get_majorticklabels() if t.get_text() and lo <= t.get_position()[axis.axis_name == "y"] <= hi]
+    along = axis.axis_name == "y"  # index of the tick's position along the axis
+    return [t.get_text() for t in axis.get_majorticklabels() if t.get_text() and lo <= t.get_position()[along] <= hi]
 
 
 def _close(fig):

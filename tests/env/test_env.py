@@ -250,7 +250,9 @@ def test_grid_levels_give_max_queue_times_45_plus_stop_actions(max_queue):
         pytest.param({"agent_orders": False, "jobs_per_hour": 5.0}, id="fifo-order"),
         pytest.param({"cluster": "default", "jobs_per_hour": 20.0, "multigpu": True}, id="default-cluster"),
         pytest.param({"cluster": {"num_servers": 4, "cpus_per_server": 12}, "class_split": (60, 20, 20)}, id="scarce"),
-        pytest.param({"sensitivity": "profiled", "profile_noise": 0.1, "timing": "exact", "placement": "consolidate"}, id="profiled"),
+        pytest.param(
+            {"sensitivity": "profiled", "profile_noise": 0.1, "timing": "exact", "placement": "consolidate"}, id="profiled"
+        ),
         pytest.param({"cluster": CPU_POOR, "levels": "grid", "max_queue": 6}, id="cpu-poor-grid"),
     ],
 )
@@ -556,7 +558,9 @@ def test_rllib_style_config_dict():
         worker_index = 1
         vector_index = 0
 
-    config = EnvContext({"cluster": "small", "num_jobs": 30, "jobs_per_hour": 2, "preemptive": True, "levels": "grid", "max_queue": 8})
+    config = EnvContext(
+        {"cluster": "small", "num_jobs": 30, "jobs_per_hour": 2, "preemptive": True, "levels": "grid", "max_queue": 8}
+    )
     env = SynergyEnv(config)
     assert env.cfg.num_jobs == 30 and env.cluster.total_gpus == 32 and env.cfg.preemptive
     assert env.action_space.n == 8 * 45 + 1
@@ -680,7 +684,8 @@ def test_observed_running_jobs_are_the_jobs_holding_gpus(preemptive):
     g = env.cluster.total_gpus
     jobs = env.sim.jobs
     # Best-case CPU and memory demand of each job against the cluster's (targets are the demands now).
-    demand = np.stack([jobs.gpus * jobs.target_cpu / env.cluster.total_cpus, jobs.gpus * jobs.target_mem / env.cluster.total_mem_gb], axis=1)
+    c = env.cluster
+    demand = np.stack([jobs.gpus * jobs.target_cpu / c.total_cpus, jobs.gpus * jobs.target_mem / c.total_mem_gb], axis=1)
     col = CLUSTER_FEATURES.index("running")
     now, this_event, admitted = env.sim.now, set(), set()
     done, mid_event = False, 0
@@ -737,7 +742,8 @@ def test_evaluate_scores_env_heuristics_on_the_workloads_of_their_seeds():
     # fifo+tune in the env is the simulator's fifo+tune on the same jobs (single-GPU, default mode).
     env = SynergyEnv(cluster="small", jobs_per_hour=2.25, num_jobs=80)
     for i, seed in enumerate((0, 1)):
-        sim = Simulator(env.cluster, env.workload_for_seed(seed), make_policy("fifo+tune"), SimulationConfig(record_rounds=False))
+        config = SimulationConfig(record_rounds=False)
+        sim = Simulator(env.cluster, env.workload_for_seed(seed), make_policy("fifo+tune"), config)
         sim.run()
         jct_h = (sim.jobs.finish_s - sim.jobs.arrival_s) / 3600
         assert results["fifo+tune"]["mean_jct_h"].iloc[i] == pytest.approx(jct_h.mean(), rel=1e-12)

@@ -89,7 +89,8 @@ def test_fallback_accepts_every_action_and_follows_the_documented_rules(kwargs):
             if not mask[a]:
                 assert slot >= 0  # a masked action admits a job
                 raw_slot = a // ((a_env.action_space.n - 1) // a_env.cfg.max_queue)
-                fell_back["level" if raw_slot == slot else "slot 0" if slot == 0 and raw_slot < slots.size else "last slot"] += 1
+                kind = "level" if raw_slot == slot else "slot 0" if slot == 0 and raw_slot < slots.size else "last slot"
+                fell_back[kind] += 1
             oa, ra, ta, ua, ia = a_env.step(a)
             ob, rb, tb, ub, ib = b_env.step(valid_a)
             assert ia["invalid_action"] is (not mask[a])  # flagged exactly when the action was masked
@@ -135,7 +136,9 @@ def test_grid_fallback_is_the_nearest_valid_point_for_every_model(cluster):
     for model in range(len(ZOO)):
         tput = ZOO.throughput_many(np.full(GRID.cpu.size, model), GRID.cpu, GRID.mem)
         capped = ZOO.throughput_many(
-            np.full(GRID.cpu.size, model), np.minimum(GRID.cpu, cluster.fair_cpus_per_gpu), np.minimum(GRID.mem, cluster.fair_mem_gb_per_gpu)
+            np.full(GRID.cpu.size, model),
+            np.minimum(GRID.cpu, cluster.fair_cpus_per_gpu),
+            np.minimum(GRID.mem, cluster.fair_mem_gb_per_gpu),
         )
         fair = ZOO.throughput_of(model, cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu)
         for gpus in (1, 2, 4, 8, 16):
@@ -229,7 +232,8 @@ def test_raise_mode_messages_say_why():
     grid = SynergyEnv(**{**SMALL, **SCARCE}, invalid_action="raise", levels="grid")
     grid.reset(seed=0)
     bad = int(np.flatnonzero(~grid.action_masks()[:45])[0])
-    with pytest.raises(ValueError, match=rf"action {bad} is masked: level {bad} can never be honoured for slot 0's job \(valid levels: \["):
+    message = rf"action {bad} is masked: level {bad} can never be honoured for slot 0's job \(valid levels: \["
+    with pytest.raises(ValueError, match=message):
         grid.step(bad)
 
 

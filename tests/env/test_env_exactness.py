@@ -68,7 +68,10 @@ SEEDS = [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytes
         pytest.param({"multigpu": True}, id="multi-gpu"),
         pytest.param({**SCARCE}, id="scarce"),
         pytest.param({**SCARCE, "multigpu": True, "jobs_per_hour": 3.0}, id="scarce-multi-gpu"),
-        pytest.param({"cluster": "default", "jobs_per_hour": 9.0, "multigpu": True}, id="paper-cluster-multi-gpu", marks=pytest.mark.slow),
+        pytest.param(
+            {"cluster": "default", "jobs_per_hour": 9.0, "multigpu": True},
+            id="paper-cluster-multi-gpu", marks=pytest.mark.slow,
+        ),
         pytest.param({"multigpu": True, "placement": "consolidate", "round_s": 600.0}, id="multi-gpu-consolidate-600s"),
     ],
 )

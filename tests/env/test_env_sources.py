@@ -111,7 +111,8 @@ def test_reset_on_a_given_workload_seed_pairs_env_and_simulator_runs():
 
     env = SynergyEnv(**SMALL, num_jobs=40)
     w = env.workload_for_seed(1_000_000)
-    assert np.array_equal(w.arrival_s, SyntheticWorkload(jobs_per_hour=2.25, seed=1_000_000, num_jobs=40, max_gpus=32).build().arrival_s)
+    generated = SyntheticWorkload(jobs_per_hour=2.25, seed=1_000_000, num_jobs=40, max_gpus=32).build()
+    assert np.array_equal(w.arrival_s, generated.arrival_s)
     env.reset(seed=7, options={"workload_seed": 1_000_000})
     assert np.array_equal(env.sim.jobs.arrival_s, w.arrival_s)
     info = run_to_end(env, seed=7, options={"workload_seed": 1_000_000})  # slot 0 at demand: fifo+tune

@@ -33,13 +33,15 @@ def test_default_levels_are_fair_demand_and_the_cheapest_adequate_points(cluster
         assert len(levels) == 2 + len(DEFAULT_FRACTIONS)
         fair, demand = levels[0], levels[1]
         f = ZOO.throughput_of(model, cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu)
-        assert (fair.cpus_per_gpu, fair.mem_gb_per_gpu, fair.tput) == (cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu, f)
+        assert (fair.cpus_per_gpu, fair.mem_gb_per_gpu) == (cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu)
+        assert fair.tput == f
         assert all(level.tput >= fair.tput - 1e-12 for level in levels)  # never below the fair share
         for level in levels:  # every level fits one server for the job's GPUs
             assert per_server * level.cpus_per_gpu <= cluster.cpus_per_server + 1e-9
             assert per_server * level.mem_gb_per_gpu <= cluster.mem_gb_per_server + 1e-9
         tput = ZOO.throughput_many(np.full(cpu.size, model), cpu, mem)
-        capped = ZOO.throughput_many(np.full(cpu.size, model), np.minimum(cpu, fair.cpus_per_gpu), np.minimum(mem, fair.mem_gb_per_gpu))
+        models = np.full(cpu.size, model)
+        capped = ZOO.throughput_many(models, np.minimum(cpu, fair.cpus_per_gpu), np.minimum(mem, fair.mem_gb_per_gpu))
         ok = (tput >= f - 1e-12) & (capped >= f - 1e-12) & (per_server * cpu <= cluster.cpus_per_server + 1e-9) & (
             per_server * mem <= cluster.mem_gb_per_server + 1e-9)
         cost = cpu / cluster.cpus_per_server + mem / cluster.mem_gb_per_server
@@ -49,7 +51,8 @@ def test_default_levels_are_fair_demand_and_the_cheapest_adequate_points(cluster
             if not adequate.any():
                 continue
             assert level.tput >= need - 1e-12
-            assert level.cpus_per_gpu / cluster.cpus_per_server + level.mem_gb_per_gpu / cluster.mem_gb_per_server == pytest.approx(cost[adequate].min())
+            level_cost = level.cpus_per_gpu / cluster.cpus_per_server + level.mem_gb_per_gpu / cluster.mem_gb_per_server
+            assert level_cost == pytest.approx(cost[adequate].min())
 
 
 def test_levels_grow_cheaper_as_the_fraction_falls():
@@ -91,7 +94,8 @@ def test_level_table_rows_are_each_jobs_allocation_levels(cluster):
     np.testing.assert_array_equal(cpu[:, DEMAND_LEVEL], jobs.target_cpu)
     np.testing.assert_array_equal(mem[:, DEMAND_LEVEL], jobs.target_mem)
     np.testing.assert_array_equal(tput[:, DEMAND_LEVEL], jobs.tput_target)
-    assert (cpu[:, FAIR_LEVEL] == cluster.fair_cpus_per_gpu).all() and (mem[:, FAIR_LEVEL] == cluster.fair_mem_gb_per_gpu).all()
+    assert (cpu[:, FAIR_LEVEL] == cluster.fair_cpus_per_gpu).all()
+    assert (mem[:, FAIR_LEVEL] == cluster.fair_mem_gb_per_gpu).all()
     np.testing.assert_array_equal(tput[:, FAIR_LEVEL], jobs.tput_fair)
     assert (tput >= jobs.tput_fair[:, None] - 1e-12).all()  # no level below the fair share
     # Built again (from the cache) it is the same.
@@ -111,9 +115,11 @@ def test_grid_level_table_marks_the_honourable_points(cluster):
         np.testing.assert_array_equal(mem[j], grid.mem)
         m = np.full(45, jobs.model[j])
         t = ZOO.throughput_many(m, grid.cpu, grid.mem)
-        capped = ZOO.throughput_many(m, np.minimum(grid.cpu, cluster.fair_cpus_per_gpu), np.minimum(grid.mem, cluster.fair_mem_gb_per_gpu))
+        fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
+        capped = ZOO.throughput_many(m, np.minimum(grid.cpu, fair_cpu), np.minimum(grid.mem, fair_mem))
         np.testing.assert_allclose(tput[j], t, rtol=1e-12)
-        np.testing.assert_array_equal(valid[j], honourable_points(cluster, grid.cpu, grid.mem, t, capped, jobs.tput_fair[j], int(jobs.gpus[j])))
+        want = honourable_points(cluster, grid.cpu, grid.mem, t, capped, jobs.tput_fair[j], int(jobs.gpus[j]))
+        np.testing.assert_array_equal(valid[j], want)
     assert (tput[valid] >= np.broadcast_to(jobs.tput_fair[:, None], tput.shape)[valid] - 1e-12).all()
     assert valid.any(axis=1).all() and not valid.all()
 

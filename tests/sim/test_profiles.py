@@ -55,6 +55,7 @@ def test_lookup_uses_the_largest_grid_point_not_above_the_allocation(zoo):
 
 def test_multi_gpu_demand_is_capped_at_one_server():
     c = ClusterSpec()
-    cpu = capped_demand_per_gpu(np.array([12.0, 12.0, 12.0, 1.0]), np.array([1, 4, 16, 8]), c.fair_cpus_per_gpu, c.cpus_per_server)
+    demand, gpus = np.array([12.0, 12.0, 12.0, 1.0]), np.array([1, 4, 16, 8])
+    cpu = capped_demand_per_gpu(demand, gpus, c.fair_cpus_per_gpu, c.cpus_per_server)
     # 1 GPU: full demand; 4 GPUs: 24 CPUs over 4; 16 GPUs: more than a server, so the fair share; below fair: kept.
     assert cpu.tolist() == [12.0, 6.0, 3.0, 1.0]

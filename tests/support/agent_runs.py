@@ -11,7 +11,10 @@ TINY = "n_steps = 64\nbatch_size = 64\nn_epochs = 2\nnet_arch = [32]\nglobal_dim
 
 
 def tiny_train_config(env_id: str, **extra):
-    """A :class:`synergy_gym.agents.config.TrainConfig` for a few hundred steps on a 20-job env, one CPU env (``extra`` overrides)."""
+    """A :class:`synergy_gym.agents.config.TrainConfig` for a few hundred steps on a 20-job env, one CPU env.
+
+    ``extra`` overrides the settings.
+    """
     from synergy_gym.agents.config import TrainConfig
 
     values = {"env_id": env_id, "env_kwargs": dict(SMALL_ENV), "n_envs": 1, "device": "cpu", "timesteps": 128,
