@@ -321,13 +321,14 @@ def run_rounds(progress, placed, tput, round_s, skippable, has_wait, wait_rounds
 
 
 @njit(cache=True)
-def mark_finished(finish_s, measured, runnable, finished, finish_at):
-    """Set the ``finished`` jobs' finish times to ``finish_at``; returns (the runnable jobs still unfinished,
-    how many finished jobs are measured)."""
+def mark_finished(finish_s, measured, runnable, finished, finish_at, end):
+    """Set the ``finished`` jobs' finish times to ``finish_at`` (or all to ``end`` when ``finish_at`` is
+    empty); returns (the runnable jobs still unfinished, how many finished jobs are measured)."""
     n_measured = 0
+    each = finish_at.size > 0
     for i in range(finished.size):
         j = finished[i]
-        finish_s[j] = finish_at[i]
+        finish_s[j] = finish_at[i] if each else end
         if measured[j]:
             n_measured += 1
     keep = np.empty(runnable.size, dtype=np.int64)

@@ -40,7 +40,7 @@ mid-round pickles.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,6 +77,10 @@ class _Scan:
     last_gpus: int = 0
 
 
+def _no_placer(ledger: ClusterLedger, jobs: JobTable, j: int) -> int:
+    raise AssertionError("a round without a job placer admitted a job")  # begin() refuses such rounds
+
+
 class RoundPlanner:
     """Plans the rounds of one ledger: with a :class:`~synergy_gym.sim.allocation.JobPlacer`, Tune's
     admission and placement as a cursor that re-uses last round's placement; otherwise the mechanism's
@@ -87,6 +91,9 @@ class RoundPlanner:
         self.jobs = jobs
         self.mechanism = mechanism
         self.placer: JobPlacer | None = mechanism.round_placer()
+        self._place: Callable[[ClusterLedger, JobTable, int], int] = (
+            self.placer.place if self.placer is not None else _no_placer
+        )
         self.reuse = reuse and self.placer is not None
         self._total_gpus = ledger.cluster.total_gpus
         if self.reuse:
@@ -101,9 +108,9 @@ class RoundPlanner:
             self.ledger.reset()
             self.mechanism.allocate(self.ledger, self.jobs, order)
             return
-        self.begin(order.tolist() if isinstance(order, np.ndarray) else order)
-        self.admit_in_order()
-        self.finish()
+        scan = self._start(order.tolist() if isinstance(order, np.ndarray) else order, reuse_prefix=True)
+        self._admit_in_order(scan)
+        self._finish(scan)
 
     # -- a round admitted job by job ----------------------------------------
     def begin(self, order: Sequence[int], reuse_prefix: bool = True) -> None:
@@ -116,11 +123,7 @@ class RoundPlanner:
             raise TypeError(
                 f"allocation {self.mechanism.name!r} plans whole rounds; admitting jobs one by one needs a job placer (tune)"
             )
-        if self._prev is None:
-            self.ledger.reset()
-        self._scan = _Scan(
-            list(order), free=self._total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix
-        )
+        self._start(order, reuse_prefix)
 
     @property
     def in_round(self) -> bool:
@@ -133,16 +136,7 @@ class RoundPlanner:
 
     def admit_in_order(self) -> None:
         """Admit, in order, every job of the round's order whose GPUs still fit (backfilling)."""
-        scan = self._current()
-        gpus = self.jobs.gpus_l
-        if scan.in_sync and scan.reuse_prefix:
-            self._keep_unchanged_prefix(scan)
-        order = scan.order
-        while scan.pos < len(order) and scan.free:
-            j = order[scan.pos]
-            if gpus[j] <= scan.free:
-                self._admit(scan, j)
-            scan.pos += 1
+        self._admit_in_order(self._current())
 
     def settle(self) -> None:
         """Make the ledger hold exactly the jobs admitted so far (drop what last round placed after them).
@@ -172,7 +166,29 @@ class RoundPlanner:
 
     def finish(self) -> None:
         """End the round, leaving the ledger with exactly Tune's allocation of the admitted jobs."""
-        scan = self._current()
+        self._finish(self._current())
+
+    # -- internals ----------------------------------------------------------
+    def _start(self, order: Sequence[int], reuse_prefix: bool) -> _Scan:
+        if self._prev is None:
+            self.ledger.reset()
+        scan = self._scan = _Scan(
+            list(order), free=self._total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix
+        )
+        return scan
+
+    def _admit_in_order(self, scan: _Scan) -> None:
+        gpus = self.jobs.gpus_l
+        if scan.in_sync and scan.reuse_prefix:
+            self._keep_unchanged_prefix(scan)
+        order = scan.order
+        while scan.pos < len(order) and scan.free:
+            j = order[scan.pos]
+            if gpus[j] <= scan.free:
+                self._admit(scan, j)
+            scan.pos += 1
+
+    def _finish(self, scan: _Scan) -> None:
         if scan.sorted_by_gpus:
             self._leave_sync(scan, len(scan.admitted))  # last round may have placed more jobs
             scan.taken.append(self._total_gpus - scan.free)
@@ -183,7 +199,6 @@ class RoundPlanner:
             self._prev = None
         self._scan = None
 
-    # -- internals ----------------------------------------------------------
     def _current(self) -> _Scan:
         if self._scan is None:
             raise RuntimeError("no round in progress: call begin() first")
@@ -215,9 +230,7 @@ class RoundPlanner:
             self._leave_sync(scan, i)
         ledger = self.ledger
         scan.marks.append(ledger.mark())
-        placer = self.placer
-        assert placer is not None  # begin() refuses a round without one
-        placer.place(ledger, self.jobs, j)
+        self._place(ledger, self.jobs, j)
 
     def _keep_unchanged_prefix(self, scan: _Scan) -> None:
         """Admit at once the run of jobs that continue last round's admitted jobs in the same order.

@@ -52,6 +52,8 @@ RoundObserver = Callable[["Simulator", np.ndarray, np.ndarray], None]
 _ARRIVAL_LOOKAHEAD = 256
 # Ask the job stream for more jobs when fewer than this many have not arrived.
 _STREAM_LOW_WATER = 64
+# No per-job finish times: the finished jobs finish at the segment's end.
+_NO_TIMES = np.zeros(0)
 
 
 class Simulator:
@@ -312,7 +314,7 @@ class Simulator:
             self.jobs.progress, placed, tput, r, skippable, has_wait, int(round(wait / r)) if has_wait else 0,
             has_max, max_rounds if max_rounds is not None else 0, start,
         )
-        return self._end_segment(placed, tput, start, n * r, finished, np.full(finished.size, start + n * r))
+        return self._end_segment(placed, tput, start, n * r, finished, None)
 
     def _advance_exact(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
         r = self.config.round_s
@@ -342,9 +344,10 @@ class Simulator:
         start: float,
         duration: float,
         finished: np.ndarray,
-        finish_at: np.ndarray,
+        finish_at: np.ndarray | None,
     ) -> np.ndarray:
-        """Log the segment, record the ``finished`` jobs' ``finish_at`` times and move the clock to its end."""
+        """Log the segment, record the ``finished`` jobs' ``finish_at`` times (None: the segment's end) and move
+        the clock to its end."""
         jobs = self.jobs
         ledger = self.ledger
         end = start + duration
@@ -362,7 +365,7 @@ class Simulator:
             )
         if finished.size:
             self._runnable, n_measured = kernels.mark_finished(
-                jobs.finish_s, jobs.measured, self._runnable, finished, finish_at
+                jobs.finish_s, jobs.measured, self._runnable, finished, _NO_TIMES if finish_at is None else finish_at, end
             )
             self._measured_left -= n_measured
             self._unfinished -= int(finished.size)
