@@ -10,38 +10,23 @@ environment's observation builder, decision loop and reward meter
 (:mod:`synergy_gym.env`) call them directly.
 
 Without numba installed the same functions run as plain Python (correct, and
-slow): ``njit`` is then the identity. Sums follow numpy's: where a 1-D array is
-summed the kernels use :func:`pairwise_sum`, numpy's pairwise summation, so that
-results are those of the numpy code they replaced, bit for bit (the golden
-files of ``tests/`` were recorded before them).
+slow): :func:`~synergy_gym.sim.compiled.kernel` then returns them unchanged.
+Sums follow numpy's: where a 1-D array is summed the kernels use
+:func:`pairwise_sum`, numpy's pairwise summation, so that results are those of
+the numpy code they replaced, bit for bit (the golden files of ``tests/`` were
+recorded before them).
 
-Compiled code is cached on disk (numba's ``cache=True``), so only the first
-process on a machine pays the compilation (about 2 s; loading takes about 0.25 s).
+Compiled code is cached on disk in a per-user folder, never inside the installed
+package (:mod:`synergy_gym.sim.compiled`), so only the first process on a machine
+pays the compilation (about 2 s; loading takes about 0.25 s).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 
+from synergy_gym.sim.compiled import kernel
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL
-
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover - numba is a dependency; tests run this path in a subprocess
-
-    def njit(*args: Any, **kwargs: Any) -> Any:  # type: ignore[no-redef]
-        """Without numba the kernels are plain Python functions."""
-        if len(args) == 1 and callable(args[0]) and not kwargs:
-            return args[0]
-
-        def identity(f: Callable[..., Any]) -> Callable[..., Any]:
-            return f
-
-        return identity
-
 
 #: Observation constants (re-exported by :mod:`synergy_gym.env.observation`): bins of its
 #: histograms, and durations enter as h / (h + TIME_SCALE_H).
@@ -50,7 +35,7 @@ TIME_SCALE_H = 10.0
 _PW_BLOCK = 128  # numpy's PW_BLOCKSIZE
 
 
-@njit(cache=True)
+@kernel
 def pairwise_sum(a):
     """``np.add.reduce(a)`` for a 1-D float64 array, bit for bit: numpy's pairwise summation."""
     n = a.size
@@ -84,7 +69,7 @@ def pairwise_sum(a):
 
 
 # -- observation ---------------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def running_features(idx, tput, running_static, progress, bin_scale, total_gpus, speedup_max):
     """The ``running`` observation (see ``ObservationBuilder.running_features``) of the jobs ``idx`` at ``tput``."""
     n = idx.size
@@ -114,7 +99,7 @@ def running_features(idx, tput, running_static, progress, bin_scale, total_gpus,
     return out
 
 
-@njit(cache=True)
+@kernel
 def fresh_slot_rows(slots, fresh_rows, levels, arrival_h, now_h, age_col, slot_obs, slot_levels, slot_mask):
     """Fill the slots' rows of jobs that never ran (only their age changes since arrival)."""
     n_features = fresh_rows.shape[1]
@@ -131,7 +116,7 @@ def fresh_slot_rows(slots, fresh_rows, levels, arrival_h, now_h, age_col, slot_o
         slot_mask[q] = 1.0
 
 
-@njit(cache=True)
+@kernel
 def slot_rows(slots, static, h_per_iter, progress, levels, arrival_h, was_running, now_h, slot_obs, slot_levels, slot_mask):
     """Fill the slots' rows of jobs that may have run (preemptive mode)."""
     n_static = static.shape[1]
@@ -158,7 +143,7 @@ def slot_rows(slots, static, h_per_iter, progress, levels, arrival_h, was_runnin
         slot_mask[q] = 1.0
 
 
-@njit(cache=True)
+@kernel
 def cluster_histograms(free, scales, step, out):
     """Fill ``out[1:3]`` (mean free CPUs and memory) and the free-resource histograms ``out[3:3 + 3·bins]``.
 
@@ -184,7 +169,7 @@ def cluster_histograms(free, scales, step, out):
             out[k] = total * step / bins
 
 
-@njit(cache=True)
+@kernel
 def demand_features(held, waiting, demand_running, demand):
     """The ``demand`` observation: summed best-case demand of ``held`` and ``waiting`` jobs, as x / (x + 1)."""
     a, b = demand_running.shape[1], demand.shape[1]
@@ -201,7 +186,7 @@ def demand_features(held, waiting, demand_running, demand):
     return out
 
 
-@njit(cache=True)
+@kernel
 def queue_rest_features(waiting, fits, k, total_iters, executed, fair_gpu_h_per_iter, total_gpus):
     """The ``queue_rest`` observation: waiting jobs that fit beyond the ``k`` slots, and those that do not fit."""
     n_fit = 0
@@ -230,7 +215,7 @@ def queue_rest_features(waiting, fits, k, total_iters, executed, fair_gpu_h_per_
 
 
 # -- decisions -----------------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def offer_slots(waiting, gpus, free, level_valid, max_queue, slots_offered, mask):
     """The waiting jobs whose GPUs fit in ``free`` (``fits``), the first ``max_queue`` of them (the slots)
     and their rows of ``level_valid``; when any fits, ``mask`` is filled with the valid actions
@@ -259,7 +244,7 @@ def offer_slots(waiting, gpus, free, level_valid, max_queue, slots_offered, mask
     return fits, slots[:k], slot_valid
 
 
-@njit(cache=True)
+@kernel
 def finished_sums(finish_s, arrival_s, finished):
     """(Σ (finish − arrival), Σ arrival) over ``finished``, each summed as ``np.add.reduce``."""
     m = finished.size
@@ -273,7 +258,7 @@ def finished_sums(finish_s, arrival_s, finished):
 
 
 # -- simulator -----------------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def run_rounds(progress, placed, tput, round_s, skippable, has_wait, wait_rounds, has_max, max_rounds, start):
     """Run the placed jobs at ``tput`` for whole rounds from ``start``; returns (the jobs that finish, rounds run).
 
@@ -320,7 +305,7 @@ def run_rounds(progress, placed, tput, round_s, skippable, has_wait, wait_rounds
     return finished[:k], n
 
 
-@njit(cache=True)
+@kernel
 def mark_finished(finish_s, measured, runnable, finished, finish_at, end):
     """Set the ``finished`` jobs' finish times to ``finish_at`` (or all to ``end`` when ``finish_at`` is
     empty); returns (the runnable jobs still unfinished, how many finished jobs are measured)."""

@@ -3,7 +3,8 @@
 The golden files (tests/test_golden.py) pin the compiled path. Here a process in which numba
 cannot be imported runs environment episodes and simulations through the plain-Python kernels
 and must give exactly what the compiled kernels give in this process. The ``kernels`` setting
-that chose between the kernels and a numpy copy of them is gone, with a one-line error.
+that chose between the kernels and a numpy copy of them is gone, with a one-line error. Compiled
+code is cached outside the package (a per-user folder), or not at all.
 """
 
 import dataclasses
@@ -11,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -22,6 +24,7 @@ import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym import ClusterSpec, ConfigError, SimulationConfig, Simulator, SyntheticWorkload, Workload
 from synergy_gym.baselines.registry import make_policy
 from synergy_gym.sim import kernels
+from synergy_gym.sim.compiled import CACHE_ENV
 from tests.support import REPO, golden
 
 #: Environment cases that take every kernel's path: slots of jobs that never ran (default) and of
@@ -56,6 +59,7 @@ WITHOUT_NUMBA = """
 import json, sys
 sys.modules["numba"] = None  # import numba now raises ImportError
 from synergy_gym.sim import kernels
+from synergy_gym.sim.compiled import CACHE_ENV
 assert not hasattr(kernels.run_rounds, "py_func"), "the kernels were compiled"
 from tests.sim.test_kernels import results
 print(json.dumps(results()))
@@ -94,3 +98,34 @@ def test_the_removed_kernels_setting_says_so_in_one_line():
             make()
         assert "\n" not in str(info.value)
     assert "kernels" not in [f.name for f in dataclasses.fields(SimulationConfig)]
+
+
+def _compiled_files(folder) -> dict[str, int]:
+    """numba's cache files under ``folder``, with their modification times."""
+    return {str(p): p.stat().st_mtime_ns for pattern in ("*.nbi", "*.nbc") for p in folder.rglob(pattern)}
+
+
+#: A process that compiles a kernel and prints where numba cached it (None: not cached).
+COMPILE_ONE = (
+    "import numpy as np\n"
+    "from synergy_gym.sim import kernels\n"
+    "kernels.pairwise_sum(np.arange(12.0))\n"
+    "print(kernels.pairwise_sum.stats.cache_path)\n"
+)
+
+
+@pytest.mark.parametrize("setting", ["folder", "off"])
+def test_compiled_kernels_are_cached_outside_the_package(tmp_path, setting):
+    package = Path(kernels.__file__).resolve().parents[1]
+    before = _compiled_files(package)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR")}
+    env[CACHE_ENV] = str(tmp_path / "cache") if setting == "folder" else ""
+    done = subprocess.run([sys.executable, "-c", COMPILE_ONE], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _compiled_files(package) == before  # nothing written inside the package
+    where = done.stdout.strip()
+    if setting == "folder":
+        assert Path(where).is_relative_to(tmp_path / "cache" / "numba")
+        assert _compiled_files(tmp_path / "cache")
+    else:
+        assert where == "None" and not (tmp_path / "cache").exists()
