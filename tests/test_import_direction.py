@@ -167,9 +167,12 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def outside_env() -> dict[str, str]:
-    """This process's environment without ``PYTHONPATH``, for a subprocess run outside the repository."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+def python_outside(folder: Path, code: str) -> list[str]:
+    """The lines ``code`` prints when run by this Python in ``folder`` (outside the repository), without
+    ``PYTHONPATH``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=folder, env=env)
+    return done.stdout.splitlines()
 
 
 def in_package(module: str, packages: str | tuple[str, ...]) -> bool:
@@ -243,9 +246,7 @@ def test_import_synergy_gym_registers_the_envs_and_loads_no_outer_package(tmp_pa
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'traces', 'baselines', 'agents'}"
         " or m.startswith(('synergy_gym.traces', 'synergy_gym.baselines', 'synergy_gym.agents'))))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path, env=outside_env()
-    ).stdout.splitlines()
+    out = python_outside(tmp_path, code)
     assert out == ["['Synergy-small-v0', 'Synergy-v0']", "[]"]
 
 
@@ -263,7 +264,5 @@ def test_the_outer_packages_live_only_under_synergy_gym(tmp_path):
         "    else:\n"
         "        print('present', name, importlib.import_module(name).__file__)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path, env=outside_env()
-    ).stdout.splitlines()
+    out = python_outside(tmp_path, code)
     assert out == ["absent agents", "absent baselines", "absent traces"]
