@@ -40,12 +40,12 @@ mid-round pickles.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from synergy_gym.sim.allocation import AllocationMechanism, JobOrder, JobPlacer
+from synergy_gym.sim.allocation import AllocationMechanism, JobOrder, JobPlacer, Targets
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
 
@@ -77,8 +77,16 @@ class _Scan:
     last_gpus: int = 0
 
 
-def _no_placer(ledger: ClusterLedger, jobs: JobTable, j: int) -> int:
-    raise AssertionError("a round without a job placer admitted a job")  # begin() refuses such rounds
+class _NoPlacer:
+    """The placer of a mechanism that has none: never called, as :meth:`RoundPlanner.begin` refuses such rounds."""
+
+    def place(self, ledger: ClusterLedger, jobs: JobTable, j: int, target: tuple[float, float, float] | None = None) -> int:
+        raise AssertionError("a round without a job placer admitted a job")
+
+    def place_all(
+        self, ledger: ClusterLedger, jobs: JobTable, admitted: Sequence[int], targets: Targets | None = None
+    ) -> None:
+        raise AssertionError("a round without a job placer placed jobs")
 
 
 class RoundPlanner:
@@ -91,9 +99,7 @@ class RoundPlanner:
         self.jobs = jobs
         self.mechanism = mechanism
         self.placer: JobPlacer | None = mechanism.round_placer()
-        self._place: Callable[[ClusterLedger, JobTable, int], int] = (
-            self.placer.place if self.placer is not None else _no_placer
-        )
+        self._placer: JobPlacer = self.placer if self.placer is not None else _NoPlacer()
         self.reuse = reuse and self.placer is not None
         self._total_gpus = ledger.cluster.total_gpus
         if self.reuse:
@@ -195,7 +201,7 @@ class RoundPlanner:
             self._prev = _Placed(scan.admitted, scan.marks, scan.taken) if self.reuse else None
         else:
             self.ledger.reset()
-            self._job_placer().place_all(self.ledger, self.jobs, scan.admitted)
+            self._placer.place_all(self.ledger, self.jobs, scan.admitted)
             self._prev = None
         self._scan = None
 
@@ -203,10 +209,6 @@ class RoundPlanner:
         if self._scan is None:
             raise RuntimeError("no round in progress: call begin() first")
         return self._scan
-
-    def _job_placer(self) -> JobPlacer:
-        assert self.placer is not None  # begin() refuses a round without one
-        return self.placer
 
     def _admit(self, scan: _Scan, j: int) -> None:
         """Admit ``j`` and place it as Tune would, re-using last round's placement while in step."""
@@ -230,7 +232,7 @@ class RoundPlanner:
             self._leave_sync(scan, i)
         ledger = self.ledger
         scan.marks.append(ledger.mark())
-        self._place(ledger, self.jobs, j)
+        self._placer.place(ledger, self.jobs, j)
 
     def _keep_unchanged_prefix(self, scan: _Scan) -> None:
         """Admit at once the run of jobs that continue last round's admitted jobs in the same order.
