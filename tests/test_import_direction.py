@@ -20,6 +20,7 @@ anywhere in a module – inside functions and under ``TYPE_CHECKING`` too – co
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import subprocess
 import sys
@@ -84,6 +85,7 @@ def resolve_relative(module: str, is_package: bool, level: int, target: str | No
     return ".".join([*base, *([target] if target else [])])
 
 
+@functools.cache
 def imports_of(module: str, path: Path) -> list[ImportSite]:
     """Every module imported anywhere in the file ``path`` of ``module`` (absolute names).
 
@@ -112,6 +114,7 @@ def imports_of(module: str, path: Path) -> list[ImportSite]:
     return sorted(found, key=lambda site: (site.line, site.module))
 
 
+@functools.cache
 def all_modules() -> dict[str, Path]:
     """Every module of the namespace → its file."""
     modules: dict[str, Path] = {}

@@ -31,10 +31,9 @@ def heuristic_mean_jct(name, env_id, seeds, **kwargs):
 # -- every environment id --------------------------------------------------------------------------
 
 
-# The quick subset trains on the paper's small id; the full suite on every id.
-@pytest.mark.parametrize(
-    "env_id", [e if e == "Synergy-small-v0" else pytest.param(e, marks=pytest.mark.slow) for e in ENV_IDS]
-)
+# The quick subset trains through the API elsewhere (tests/env/test_env.py, the imitation and Ctrl-C tests).
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ENV_IDS)
 def test_train_runs_on_every_environment(env_id, tmp_path, capsys):
     out = tmp_path / "run"
     config = _write(tmp_path / "tiny.toml", TINY)
