@@ -1,6 +1,7 @@
 """Pretrained policies shipped in agents/pretrained: load_pretrained, --model pretrained:NAME, size, packaging."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -87,3 +88,32 @@ def test_the_wheel_ships_the_policies(tmp_path):
     for name in SHIPPED:
         for file in FILES:
             assert f"synergy_gym/agents/pretrained/{name}/{file}" in names
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_the_shipped_models_name_only_the_installed_modules(name):
+    """The pickled policy class and feature extractor are ``synergy_gym.agents.*``, not the old top-level ``agents``."""
+    import base64
+
+    with zipfile.ZipFile(REPO / "agents" / "pretrained" / name / "model.zip") as archive:
+        data = json.loads(archive.read("data"))
+    serialized = [v[":serialized:"] for v in data.values() if isinstance(v, dict) and ":serialized:" in v]
+    pickled = b"".join(base64.b64decode(s) for s in serialized)
+    assert b"synergy_gym.agents.slot_policy" in pickled
+    assert not re.findall(rb"(?<!synergy_gym\.)\bagents\.[a-z_]+", pickled)
+
+
+@pytest.mark.slow
+def test_the_shipped_policies_load_outside_the_repository(tmp_path):
+    """Loaded where the repository is not on ``sys.path`` (as a user's script runs), they need no ``agents`` package."""
+    code = (
+        "import sys\n"
+        "from synergy_gym.agents import load_pretrained\n"
+        f"for name in {sorted(SHIPPED)!r}:\n"
+        "    load_pretrained(name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'agents'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
