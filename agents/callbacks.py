@@ -5,7 +5,9 @@
 env heuristics' scores to TensorBoard, appends to ``eval.csv``, saves
 ``best_model.zip`` whenever the mean JCT improves and stops training once the
 validation JCT stalls (:func:`validation_stalled`). :class:`EntropySchedule` moves
-``ent_coef`` linearly to ``ent_coef_final``. Importing this module imports
+``ent_coef`` linearly to ``ent_coef_final``. :class:`TrainingProgress` shows the steps
+with :class:`synergy_gym.cli.progress.Progress` (plain lines when the output is not a
+terminal). Importing this module imports
 Stable-Baselines3 (``synergy_gym.agents.train`` does so only when training starts).
 """
 
@@ -23,7 +25,30 @@ from synergy_gym.agents.baseline_scores import best_heuristic, heuristic_means
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.agents.wrappers import AgentPolicy
 from synergy_gym.cli.files import atomic_write_text
+from synergy_gym.cli.progress import Progress
 from synergy_gym.experiments.evaluation import evaluate
+
+
+class TrainingProgress(BaseCallback):
+    """The steps of this ``learn`` call as a :class:`synergy_gym.cli.progress.Progress` on stderr."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = 0
+        self.bar: Progress | None = None
+
+    def _on_training_start(self) -> None:
+        self.first = self.model.num_timesteps
+        self.bar = Progress("training", total=int(self.locals["total_timesteps"]) - self.first, unit="step")
+
+    def _on_step(self) -> bool:
+        if self.bar is not None:
+            self.bar.update(self.model.num_timesteps - self.first)
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 class EntropySchedule(BaseCallback):

@@ -2,14 +2,17 @@
 
 ``--baselines`` and ``--sim-policies`` pick the env heuristics and simulator
 policies (:func:`parse_baselines`, :func:`parse_sim_policies`); each ``--model``
-gets a row name (:func:`agent_labels`: its ``--label``, else ``agent`` or its run
-folder's name), and each policy that acts through the environment a decision log
-file (:func:`decisions_file_name`, :func:`decisions_files`).
+gets a row name (:func:`agent_labels`: its ``--label``, else the ``--model`` argument
+as given), and each policy that acts through the environment a decision log
+file (:func:`decisions_file_name`, :func:`decisions_files`). The row name is the
+agent's name everywhere: the table, ``results.csv``, ``results.json``, the CDF's
+legend, ``--jobs-csv`` and the decision log's file name.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from synergy_gym.errors import ConfigError, UnknownNameError
@@ -18,13 +21,14 @@ from synergy_gym.errors import ConfigError, UnknownNameError
 MEAN_AGENT = "agent"
 
 
-def agent_labels(models: list[Path], labels: list[str] | None) -> list[str]:
-    """Each model's row name: its ``--label``, else ``agent`` (one model) or its run folder's name.
+def agent_labels(models: Sequence[str | Path], labels: list[str] | None) -> list[str]:
+    """Each model's row name: its ``--label``, else the ``--model`` argument as given.
 
-    Default names that repeat (two models of one run folder) get the model's file
-    name (``run/best_model``), and then their position (``[i]``). Given labels must
-    be as many as the models, non-empty and distinct, and with several models none
-    may be ``agent`` (the models' mean row).
+    ``models`` are the arguments as typed (``pretrained:small-scarce``,
+    ``runs/x/best_model.zip``). A default name that repeats (one model given twice)
+    gets its position (``[i]``), as does, with several models, a model called
+    ``agent`` (the name of the models' mean row). Given labels must be as many as the
+    models, non-empty and distinct, and with several models none may be ``agent``.
     """
     if labels:
         if not models:
@@ -41,11 +45,9 @@ def agent_labels(models: list[Path], labels: list[str] | None) -> list[str]:
         if len(models) > 1 and MEAN_AGENT in labels:
             raise ConfigError(f"--label {MEAN_AGENT!r} is the name of the models' mean row; choose another label")
         return list(labels)
-    if len(models) <= 1:
-        return [MEAN_AGENT] * len(models)
-    names = [m.resolve().parent.name or m.stem for m in models]
-    names = [f"{n}/{m.stem}" if names.count(n) > 1 else n for n, m in zip(names, models)]
-    return [f"{n}[{i}]" if names.count(n) > 1 else n for i, n in enumerate(names)]
+    names = [str(m) for m in models]
+    return [f"{n}[{i}]" if names.count(n) > 1 or (len(names) > 1 and n == MEAN_AGENT) else n
+            for i, n in enumerate(names)]
 
 
 def decisions_file_name(label: str) -> str:

@@ -95,8 +95,9 @@ def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str) -> str:
     ref_label, ref = _reference(summary)
     seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 else \
         ", ".join(map(str, seeds))
+    width = max([16, *(len(str(p)) + 2 for p in summary["policy"])])  # long agent names widen the column
     lines = [f"{env_id}, workload seeds {seed_text} ({len(seeds)} episodes; all jobs of each episode)",
-             (f"{'policy':<16}{'source':<8}{'mean JCT h':>11}{'± 95% CI':>10}{'p99 h':>9}{'makespan h':>12}"
+             (f"{'policy':<{width}}{'source':<8}{'mean JCT h':>11}{'± 95% CI':>10}{'p99 h':>9}{'makespan h':>12}"
               f"{'vs ' + ref_label if ref_label else '':>20}{'wall s':>9}")]
     r: Any  # a row: one attribute per column
     for r in summary.itertuples():
@@ -105,7 +106,7 @@ def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str) -> str:
             ci += "*"
         ratio = f"{r.mean_jct_h / ref:.3f}×" if ref_label else ""
         flag = f"  ({r.truncated} truncated)" if r.truncated else ""
-        lines.append(f"{r.policy:<16}{r.source:<8}{r.mean_jct_h:>11.3f}{ci:>10}{r.p99_jct_h:>9.2f}{r.makespan_h:>12.1f}"
+        lines.append(f"{r.policy:<{width}}{r.source:<8}{r.mean_jct_h:>11.3f}{ci:>10}{r.p99_jct_h:>9.2f}{r.makespan_h:>12.1f}"
                      f"{ratio:>20}{r.wall_s:>9.1f}{flag}")
     if (summary["ci95_over"] == "models").any():
         lines.append("* the CI of the agents' mean is over models, the others' over episodes")

@@ -13,9 +13,9 @@ jobs and per-seed differences are paired. Three sources:
   fifo+opt, srtf+tune, tetris+greedy; ``--sim-policies``);
 * ``agent`` – each ``--model`` (optional; repeatable). Each model gets its own
   row, named by its ``--label`` (repeatable, one per ``--model``, in the same
-  order; default: ``agent`` for a single model, else the name of each model's
-  run folder, with the file name added where folders repeat); several models
-  also give a row ``agent``: their mean with a 95 % CI over the models.
+  order; default: the ``--model`` argument as given, e.g. ``pretrained:small-scarce``
+  or ``runs/x/best_model.zip``); several models also give a row ``agent``: their
+  mean with a 95 % CI over the models.
 
 ``--baselines`` picks the baselines: ``all`` (the default: every env heuristic
 and the ``--sim-policies``), ``env``, ``sim``, ``none``, or names separated by
@@ -28,12 +28,15 @@ episodes of the episode's mean JCT, with ``mean_jct_ci95_h`` the half-width of
 its t-based 95 % confidence interval over episodes; ``p99_jct_h`` and
 ``makespan_h`` are means over episodes. The table is sorted by mean JCT and
 names the best env heuristic. Written to ``--out`` (default
-``runs/evaluate-<timestamp>``): ``results.json`` (and ``--json FILE``), a list
-of rows ``{policy, source, episodes, mean_jct_h, mean_jct_ci95_h, p99_jct_h,
+``runs/evaluate-<timestamp>``): ``results.json`` (and ``--json FILE``),
+``{"results": [...], "meta": {...}}`` (:mod:`synergy_gym.cli.results_json`) with
+rows ``{policy, source, episodes, mean_jct_h, mean_jct_ci95_h, p99_jct_h,
 makespan_h, truncated, wall_s, ci95_over, per_seed: {seed: mean_jct_h}}``, agent rows
 also ``paired_vs_best_env`` (:func:`synergy_gym.agents.eval_summary.paired_vs_best_env`:
 the per-seed difference to the best env heuristic, its 95 % CI over seeds, and on how
-many seeds the agent is better); ``results.csv``, one row per policy and seed; ``jct_cdf.png``.
+many seeds the agent is better); ``results.csv``, one row per policy and seed;
+``jct_cdf.png``, the CDF of the agents, the best env heuristic, fifo+tune and the
+no-waiting bound (every policy with ``--plot-all``).
 
 Optional records: ``--decisions DIR`` writes, for every policy that acts
 through the environment (agents and env heuristics; simulator policies and the
@@ -87,6 +90,8 @@ from synergy_gym.agents.models import load_agent, resolve_device
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.cli.files import atomic_write_text, check_output_dir, check_output_file, require_file
+from synergy_gym.cli.progress import Progress
+from synergy_gym.cli.results_json import build_meta, utc_now
 from synergy_gym.errors import ConfigError, PathError
 from synergy_gym.experiments.evaluation import evaluate
 
@@ -94,8 +99,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.wrappers import AgentPolicy
 
 DEFAULT_EPISODES = 5
-#: Told (source, name) as each policy starts to run.
-Progress = Callable[[str, str], None]
+#: Told (source, name) as each policy starts to run; may return a callback told (episodes done, total) after each.
+PolicyProgress = Callable[[str, str], "Callable[[int, int], None] | None"]
 
 
 def run_policies(
@@ -105,7 +110,7 @@ def run_policies(
     env_names: tuple[str, ...] = (),
     sim_names: tuple[str, ...] = (),
     agents: list[AgentPolicy] | tuple = (),
-    progress: Progress | None = None,
+    progress: PolicyProgress | None = None,
     keep_jobs: bool = False,
     log_decisions: bool = False,
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], np.ndarray]]:
@@ -115,7 +120,8 @@ def run_policies(
     not depend on the other seeds evaluated. With ``keep_jobs`` a column ``jobs``
     holds each episode's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`), with
     ``log_decisions`` a column ``decision_log`` the first seed's decisions of the
-    agents and env heuristics (:mod:`synergy_gym.agents.eval_outputs`).
+    agents and env heuristics (:mod:`synergy_gym.agents.eval_outputs`). ``progress`` is told
+    each policy as it starts, and the callback it returns each finished episode.
     """
     from synergy_gym.baselines.env_heuristics import env_heuristics
     from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND, simulate_on_env
@@ -124,18 +130,22 @@ def run_policies(
     runs += [("env", n, None) for n in env_names] + [("sim", n, None) for n in sim_names]
     frames, jcts = [], {}
     for source, name, policy in runs:
-        if progress is not None:
-            progress(source, name)
+        episode = progress(source, name) if progress is not None else None
         if source == "sim":
-            df = simulate_on_env(name, env_id, seeds, keep_jcts=True, keep_jobs=keep_jobs, **env_kwargs)
+            df = simulate_on_env(name, env_id, seeds, keep_jcts=True, keep_jobs=keep_jobs, on_episode=episode,
+                                 **env_kwargs)
         elif source == "env" and name == "random":
-            df = pd.concat([evaluate(env_heuristics(seed)["random"], env_id, [seed], name=name, keep_jcts=True,
-                                     keep_jobs=keep_jobs, log_decisions=log_decisions and i == 0, **env_kwargs)
-                            for i, seed in enumerate(seeds)], ignore_index=True)
+            per_seed = []
+            for i, seed in enumerate(seeds):
+                per_seed.append(evaluate(env_heuristics(seed)["random"], env_id, [seed], name=name, keep_jcts=True,
+                                         keep_jobs=keep_jobs, log_decisions=log_decisions and i == 0, **env_kwargs))
+                if episode is not None:
+                    episode(i + 1, len(seeds))
+            df = pd.concat(per_seed, ignore_index=True)
         else:
             policy = policy if policy is not None else env_heuristics(0)[name]
             df = evaluate(policy, env_id, seeds, name=name, keep_jcts=True, keep_jobs=keep_jobs,
-                          log_decisions=log_decisions, **env_kwargs)
+                          log_decisions=log_decisions, on_episode=episode, **env_kwargs)
         df.insert(1, "source", "bound" if source == "sim" and name == NO_WAIT_BOUND else source)
         frames.append(df)
         jcts[(name, df["source"].iloc[0])] = np.concatenate([np.asarray(x, dtype=float) for x in df["jct_h"]])
@@ -158,7 +168,7 @@ def run_evaluation(
     device: str = "cpu",
     env_names: tuple[str, ...] | None = None,
     sim_names: tuple[str, ...] | None = None,
-    progress: Progress | None = None,
+    progress: PolicyProgress | None = None,
     labels: list[str] | None = None,
     keep_jobs: bool = False,
     log_decisions: bool = False,
@@ -174,9 +184,7 @@ def run_evaluation(
         env_names = all_env if env_names is None else env_names
         sim_names = all_sim if sim_names is None else sim_names
     configs = [run_config(m) for m in models]
-    base = next((c for c in configs if c is not None), None)
-    env_id = env_id or (base.env_id if base else "Synergy-small-v0")
-    kwargs = dict(base.env_kwargs) if base and env_kwargs is None else dict(env_kwargs or {})
+    env_id, kwargs = evaluation_env(models, env_id, env_kwargs)
     env_parts = env_space_parts(env_id, kwargs)  # an unknown id or kwarg fails here, before any run
     agents = []
     names = agent_labels(models, labels)
@@ -188,6 +196,13 @@ def run_evaluation(
     results, jcts = run_policies(env_id, kwargs, seeds, tuple(env_names), tuple(sim_names), agents, progress,
                                  keep_jobs=keep_jobs, log_decisions=log_decisions)
     return results, jcts, summarise(results)
+
+
+def evaluation_env(models: list[Path], env_id: str | None, env_kwargs: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The environment id and kwargs the evaluation runs: those given, else the first model run's, else the default."""
+    base = next((c for c in (run_config(m) for m in models) if c is not None), None)
+    env_id = env_id or (base.env_id if base else "Synergy-small-v0")
+    return env_id, dict(base.env_kwargs) if base and env_kwargs is None else dict(env_kwargs or {})
 
 
 # -- command line --------------------------------------------------------------------------------
@@ -202,8 +217,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "pretrained:small-scarce, pretrained:small); repeat for several models, each gets its own row "
                         "(and several their mean, 'agent', with a CI over models); without it only the baselines run")
     p.add_argument("--label", action="append", default=None,
-                   help="a model's row name; repeat: one per --model, in the same order (default: 'agent' for one "
-                        "model, else each model's run folder name)")
+                   help="a model's row name; repeat: one per --model, in the same order (default: the --model "
+                        "argument as given)")
     p.add_argument("--baselines", default="all",
                    help="all (default), env, sim, none, or names: fifo+tune,srtf+tune,sim:fifo+opt,env:tetris,…")
     p.add_argument("--sim-policies", default=None,
@@ -216,7 +231,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--env", dest="env_id", default=None, help="environment id (default: the run's, else Synergy-small-v0)")
     p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env kwargs (default: the run's)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (for --model)")
-    p.add_argument("--json", type=Path, default=None, help="also write the summary rows (results.json) here")
+    p.add_argument("--json", type=Path, default=None, help="also write results.json (the summary rows and meta) here")
     p.add_argument("--decisions", type=Path, default=None, metavar="DIR",
                    help="write DIR/<label>.jsonl per agent and env heuristic: one JSON line per decision of the first "
                         "seed's episode (round, time_h, job_id, slot, level, action, stop, invalid, n_valid, "
@@ -225,6 +240,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs-csv", type=Path, default=None, metavar="FILE",
                    help="write every job of every episode per policy: policy, source, seed, job_id, arrival_h, "
                         "start_h (first start), finish_h, jct_h, gpus, model")
+    p.add_argument("--plot-all", action="store_true",
+                   help="jct_cdf.png shows every policy (default: the agents, the best env heuristic, fifo+tune and "
+                        "the no-waiting bound)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/evaluate-<timestamp>)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(run=main)
@@ -252,8 +270,9 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
+    started = utc_now()
     models = [resolve_model_argument(m) for m in args.model or []]
-    labels = agent_labels(models, args.label)
+    labels = agent_labels(args.model or [], args.label)
     sims = parse_sim_policies(args.sim_policies) if args.sim_policies is not None else None
     env_names, sim_names = parse_baselines(args.baselines, sims)
     _check_record_paths(args, out, labels, env_names)
@@ -265,15 +284,24 @@ def main(args: argparse.Namespace) -> int:
         check_env_id(args.env_id)
     device = resolve_device(args.device) if models else "cpu"
 
-    def progress(source: str, name: str) -> None:
-        if not args.quiet:
-            print(f"running {source} {name} on {len(seeds)} episodes", file=sys.stderr, flush=True)
+    def progress(source: str, name: str) -> Callable[[int, int], None]:
+        bar = Progress(f"{source} {name}", total=len(seeds), unit="episode", enabled=not args.quiet)
+
+        def episode(done: int, total: int) -> None:
+            bar.update(done, total)
+            if done >= total:
+                bar.close()
+
+        return episode
 
     results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device, env_names, sim_names,
                                             progress, labels=labels, keep_jobs=args.jobs_csv is not None,
                                             log_decisions=args.decisions is not None)
     print(format_summary(summary, seeds, str(results["env"].iloc[0])))
-    write_outputs(results, jcts, summary, out, args.json)
+    env_id, kwargs = evaluation_env(models, args.env_id, env_kwargs)
+    meta = build_meta(args, seeds, started, env_id, kwargs,
+                      agents=[{"label": label, "model": model} for label, model in zip(labels, args.model or [])])
+    write_outputs(results, jcts, summary, out, args.json, meta, plot_all=args.plot_all)
     extra = [str(args.json)] if args.json is not None else []
     extra += _write_records(args, results, seeds)
     print(f"wrote {', '.join(OUTPUT_FILES)} to {out}" + "".join(f"; {e}" for e in extra))

@@ -50,7 +50,8 @@ candidate too), on validation workload seeds (from ``eval_seed_base`` = 2,000,00
 ``seed + rank``; results are reported on the held-out seeds 1,000,000 on with
 ``synergy-gym evaluate``, never on the seeds that chose the checkpoint). The console shows the run folder at the start
 and one line per evaluation (step, mean JCT, against the best heuristic, best so
-far), with or without the progress bar. With ``stop_on_stall_after`` N, training
+far), with or without the progress bar (on a terminal a bar; when the output is not a
+terminal, a plain line every 10 % of the steps, :mod:`synergy_gym.cli.progress`). With ``stop_on_stall_after`` N, training
 ends at the first evaluation from step N on at which the best validation JCT is
 older than the last third of the steps so far (evaluation step ≥ 1.5 × the best's).
 
@@ -218,16 +219,19 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
 def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame],
            fresh: bool, log: Log | None, callbacks: Sequence[Any]) -> None:
     """The warm start (a fresh model that imitates), then reinforcement learning with evaluations, once more at the end."""
-    from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation
+    from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, TrainingProgress
+    from synergy_gym.cli.progress import is_terminal
 
     bc = behaviour_clone(model, env, cfg) if fresh and cfg.imitates else None
     evaluation = HeldOutEvaluation(cfg, run_dir, baselines, bc, log=log)
     schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps)]
                 if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])
+    bar = cfg.progress_bar and is_terminal(sys.stdout)  # SB3's bar redraws in place: only on a terminal
+    lines = [TrainingProgress()] if cfg.progress_bar and not bar else []
     model.learn(
         total_timesteps=cfg.timesteps,
-        callback=[evaluation, *schedule, *callbacks],
-        progress_bar=cfg.progress_bar,
+        callback=[evaluation, *schedule, *lines, *callbacks],
+        progress_bar=bar,
         tb_log_name="run",
         reset_num_timesteps=fresh,
     )

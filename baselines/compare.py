@@ -12,15 +12,14 @@ table and writes to ``--out`` (default ``runs/compare-<timestamp>``):
 ``workloads/``    the jobs each synthetic case ran, replayable with ``--workload``
 
 ``--json FILE`` also writes ``{"results": [{policy, load, seed, mean_jct_h,
-median_jct_h, p99_jct_h, makespan_h, jobs_measured, wall_s, …}]}``. Inputs and
-output paths are all checked before anything runs, and files are written only after every run
-has finished, each one atomically.
+median_jct_h, p99_jct_h, makespan_h, jobs_measured, wall_s, …}], "meta": {…}}``
+(:mod:`synergy_gym.cli.results_json`). Inputs and output paths are all checked before
+anything runs, and files are written only after every run has finished, each one atomically.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -37,6 +36,8 @@ from synergy_gym.baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seed_list
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.cli.plots import jct_cdf_png
+from synergy_gym.cli.progress import Progress
+from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
 from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
@@ -140,21 +141,14 @@ def run_compare(spec: CompareSpec, show_progress: bool = True, cases: list[Workl
     """Run every policy of ``spec`` on every case (``spec.cases()`` unless given)."""
     policies = {name: make_policy(name) for name in spec.policies}
     cases = spec.cases() if cases is None else cases
-    bars = []
+    bars: list[Progress] = []
 
     def progress(case: WorkloadCase, policy: str) -> Callable[[int, int], None] | None:
         if not show_progress:
             return None
-        from tqdm.auto import tqdm
-
-        bar = tqdm(desc=f"{policy:<12} {case.label}", unit="job", leave=False, file=sys.stderr, mininterval=0.5)
+        bar = Progress(f"{policy:<12} {case.label}", unit="job", leave=False)
         bars.append(bar)
-
-        def update(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        return update
+        return bar.update
 
     def finished(run: CaseResult) -> None:
         if bars:
@@ -218,7 +212,9 @@ def format_table(results: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, json_path: Path | None = None) -> None:
+def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, json_path: Path | None = None,
+                  meta: dict[str, Any] | None = None) -> None:
+    """The files of :data:`OUTPUT_FILES` in ``out_dir``, and the results JSON (with ``meta``) to ``json_path``."""
     results = outcome.results
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_dir / "results.csv", results[["case", *JSON_FIELDS]].to_csv(index=False))
@@ -248,9 +244,7 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
             largest[label] = run
     for label, run in largest.items():
         atomic_write_text(out_dir / "workloads" / f"{label}.csv", workload_frame(run.workload, cluster).to_csv(index=False))
-    if json_path is not None:
-        records = [{k: _json_value(v) for k, v in row.items()} for row in results[list(JSON_FIELDS)].to_dict("records")]
-        atomic_write_text(json_path, json.dumps({"results": records}, indent=2) + "\n")
+    write_results_json([json_path], results[list(JSON_FIELDS)].to_dict("records"), meta or {})
 
 
 def measured_window_text(runs: Sequence[CaseResult]) -> str | None:
@@ -265,14 +259,6 @@ def measured_window_text(runs: Sequence[CaseResult]) -> str | None:
         return None
     (a, b), = windows
     return f"measured window: jobs {a}:{b} ({b - a} jobs)"
-
-
-def _json_value(value: object) -> object:
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    return value
 
 
 # -- command line ----------------------------------------------------------------------
@@ -379,11 +365,16 @@ def main(args: argparse.Namespace) -> int:
     check_output_dir(out_dir, "--out", OUTPUT_FILES, create_parents=args.out is None)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out_dir, "--out"),))
+    started = utc_now()
     spec, cases = spec_from_args(args)
     if not args.quiet:
         print(f"cluster: {spec.cluster.describe()}; policies: {', '.join(spec.policies)}", file=sys.stderr)
     outcome = run_compare(spec, show_progress=not args.quiet, cases=cases)
     print(format_table(outcome.results))
-    write_outputs(outcome, out_dir, spec.cluster, args.json)
+    seeds = dict.fromkeys(int(c.seed) for c in cases if c.seed is not None)
+    meta = build_meta(args, seeds, started, policies=list(spec.policies), sensitivities=list(spec.sensitivities),
+                      loads=sorted({c.load for c in cases if c.load is not None}), cluster=spec.cluster.describe(),
+                      workload=str(spec.workload_csv or spec.trace_csv or "") or None)
+    write_outputs(outcome, out_dir, spec.cluster, args.json, meta)
     print(f"wrote results.csv, jobs.csv, avg_jct.png, jct_cdf.png to {out_dir}")
     return 0

@@ -81,6 +81,7 @@ def simulate_on_env(
     seeds: Iterable[int] = (0,),
     keep_jcts: bool = False,
     keep_jobs: bool = False,
+    on_episode: Callable[[int, int], None] | None = None,
     **env_kwargs: Any,
 ) -> pd.DataFrame:
     """Run the simulator policy named ``policy`` on the env's workload of each seed; one row per seed.
@@ -90,7 +91,8 @@ def simulate_on_env(
     with ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs, with
     ``keep_jobs`` a column ``jobs`` each episode's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`
     of the simulator's job table; for the bound, each job starts at the first round boundary
-    at or after its arrival). A fresh policy object runs each seed.
+    at or after its arrival). A fresh policy object runs each seed. ``on_episode(done, total)``
+    is told after each seed (for a progress display).
     """
     import synergy_gym  # noqa: F401  (registers the environments)
 
@@ -100,7 +102,10 @@ def simulate_on_env(
     try:
         base = cast(SynergyEnv, env.unwrapped)
         rows: list[dict[str, Any]] = []
+        seeds = list(seeds)
         for seed in seeds:
+            if rows and on_episode is not None:
+                on_episode(len(rows), len(seeds))
             seed = int(seed)
             config = base.sim_config
             if base.cfg.sensitivity == "profiled":  # the episode's profiling draw comes from the env's np_random
@@ -129,6 +134,8 @@ def simulate_on_env(
             if keep_jobs:
                 row["jobs"] = job_frame(sim.jobs)
             rows.append(row)
+        if on_episode is not None:
+            on_episode(len(rows), len(seeds))
     finally:
         env.close()
     return pd.DataFrame(rows)

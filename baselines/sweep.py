@@ -19,9 +19,12 @@ duplicating results. At the end the folder gets
     95 % confidence interval over seeds (t-distribution) that the printed
     table gives as ``± CI95``; none with one seed;
 ``jct_cdf.png``
-    the CDF of measured JCTs, one panel per load.
+    the CDF of measured JCTs, one panel per load;
+``results.json`` (and ``--json FILE``)
+    the rows of ``results.csv`` as ``{"results": [...], "meta": {...}}``
+    (:mod:`synergy_gym.cli.results_json`).
 
-Inputs are checked (``--out``, policies, seeds, loads, ``--jobs``, cluster,
+Inputs are checked (``--out``, ``--json``, policies, seeds, loads, ``--jobs``, cluster,
 Ray address) before anything is written.
 """
 
@@ -47,8 +50,9 @@ import pandas as pd
 from synergy_gym.baselines.plots import CI_LABEL, describe_runs
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seed_list
-from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir
+from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.cli.plots import figure_png, jct_cdf_png, pyplot
+from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
 from synergy_gym.errors import Interrupted, SynergyGymError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
@@ -279,7 +283,9 @@ def avg_jct_vs_load_png(table: pd.DataFrame) -> bytes:
     return figure_png(make_avg_jct_vs_load_figure(table))
 
 
-def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path) -> list[str]:
+def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path, meta: dict | None = None,
+                  json_path: Path | None = None) -> list[str]:
+    """The sweep's files in ``out`` (results.json with ``meta``, also to ``json_path``); the names written."""
     written = ["results.csv"]
     atomic_write_text(out / "results.csv", table.to_csv(index=False))
     try:
@@ -299,7 +305,8 @@ def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path) -> list[str]
     title = (f"Sweep: CDF of job completion times, {len(policies)} {'policy' if len(policies) == 1 else 'policies'}\n"
              f"{describe_runs(table)}" + (", seeds pooled" if table["seed"].nunique() > 1 else ""))
     atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png({k: np.asarray(v) for k, v in jcts.items()}, title))
-    return written + ["avg_jct_vs_load.png", "jct_cdf.png"]
+    write_results_json([out / "results.json", json_path], table.to_dict("records"), meta or {})
+    return written + ["avg_jct_vs_load.png", "jct_cdf.png", "results.json"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -315,6 +322,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="output folder; re-use it to resume (default: runs/sweep-<timestamp>)")
     p.add_argument("--address", default=None, help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
     p.add_argument("--no-ray", action="store_true", help="run the cells in this process")
+    p.add_argument("--json", type=Path, default=None, help="also write the results (results.json) to this file")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(run=main)
 
@@ -330,12 +338,15 @@ def cells_from_args(args: argparse.Namespace) -> list[SweepCell]:
     return [SweepCell(p, load, seed, args.jobs, cluster) for load in loads for seed in seeds for p in policies]
 
 
-OUTPUT_FILES = ("cells/", "results.csv", "results.parquet", "avg_jct_vs_load.png", "jct_cdf.png")
+OUTPUT_FILES = ("cells/", "results.csv", "results.parquet", "avg_jct_vs_load.png", "jct_cdf.png", "results.json")
 
 
 def main(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
     check_output_dir(out, "--out", OUTPUT_FILES, create_parents=args.out is None)
+    if args.json is not None:
+        check_output_file(args.json, "--json", folders=((out, "--out"),))
+    started_at = utc_now()
     cells = cells_from_args(args)
     ray_module = None if args.no_ray else connect_ray(args.address)
     if ray_module is None and args.address and not args.no_ray:
@@ -352,9 +363,12 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         table, rows = run_sweep(cells, out, ray_module, on_cell=progress)
-        written = write_outputs(table, rows, out)
+        meta = build_meta(args, dict.fromkeys(c.seed for c in cells), started_at,
+                          policies=list(dict.fromkeys(c.policy for c in cells)),
+                          loads=list(dict.fromkeys(c.load for c in cells)), cluster=cells[0].cluster.describe())
+        written = write_outputs(table, rows, out, meta, args.json)
     except KeyboardInterrupt:  # Ctrl-C: the finished cells stay in <out>/cells
         raise Interrupted(interrupted_message(out, cells, same_out=args.out is not None)) from None
     print(format_seed_summary(seed_summary(table)))
-    print(f"wrote {', '.join(written)} to {out}")
+    print(f"wrote {', '.join(written)} to {out}" + (f"; {args.json}" if args.json is not None else ""))
     return 0

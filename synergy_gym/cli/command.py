@@ -4,7 +4,9 @@ Subcommands are plug-ins: each installed package that declares an entry point
 in the ``synergy_gym.commands`` group (``compare`` from ``baselines``, …)
 registers its own parser. The core thus runs every command without importing
 the packages built on it. Errors in user input print one line and exit with
-status 2; nothing is written.
+status 2; nothing is written. Every ``--help`` text is plain (:mod:`.help_text`), and
+each command finds the command line as given in ``args.command_line`` (for the
+``meta`` of its results, :mod:`.results_json`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import NoReturn, TextIO
 
+from synergy_gym.cli.help_text import plain_parser
 from synergy_gym.errors import Interrupted, SynergyGymError
 
 
@@ -32,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for ep in sorted(entry_points(group="synergy_gym.commands"), key=lambda e: e.name):
         ep.load()(sub)
-    return parser
+    return plain_parser(parser)
 
 
 def package_version() -> str:
@@ -70,7 +73,9 @@ def _one_line_warning(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.command_line = ["synergy-gym", *argv]
     if args.version:
         print(f"synergy-gym {package_version()}")
         return 0

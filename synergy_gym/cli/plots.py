@@ -1,4 +1,10 @@
-"""Figures shared by the commands: the CDF of job completion times."""
+"""Figures shared by the commands: the CDF of job completion times.
+
+Every curve gets its own look (:func:`curve_style`: colour and line style both change
+from one curve to the next, and no two of the first 40 curves share both; markers tell
+further ones apart), the same policy keeps its look in every panel, and each panel's
+legend sits outside its axes, to the right, so that it covers no curve.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +29,28 @@ def figure_png(fig) -> bytes:
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     pyplot().close(fig)
     return buf.getvalue()
+
+
+#: Colours and line styles of the curves, cycled by :func:`curve_style`.
+CURVE_COLOURS = tuple(f"C{i}" for i in range(10))
+CURVE_LINESTYLES = ("-", "--", "-.", ":")
+_MARKERS = (None, "o", "s", "^", "D", "v", "x", "+")
+
+
+def curve_style(i: int) -> dict[str, object]:
+    """The look of the ``i``-th curve: ``color``, ``linestyle`` and ``marker`` keyword arguments.
+
+    Colours cycle through the 10 of matplotlib's default cycle and line styles through 4,
+    shifted by one after 20 curves, so that neighbours differ in both and the first 40
+    curves are 40 distinct (colour, line style) pairs; from then on markers differ too.
+    """
+    n_colours, n_styles = len(CURVE_COLOURS), len(CURVE_LINESTYLES)
+    block = i // (n_colours * n_styles // 2)  # 20: gcd(10, 4) = 2, so each block of 20 pairs repeats after it
+    marker = _MARKERS[(i // (n_colours * n_styles)) % len(_MARKERS)]
+    style: dict[str, object] = {"color": CURVE_COLOURS[i % n_colours], "linestyle": CURVE_LINESTYLES[(i + block) % n_styles]}
+    if marker is not None:
+        style.update(marker=marker, markevery=0.1, markersize=4)
+    return style
 
 
 #: Tick multipliers per decade for log axes, coarsest first.
@@ -63,7 +91,9 @@ def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str |
     """The JCT CDF figure (see :func:`jct_cdf_png`), not yet saved; ``jobs`` says which jobs the JCTs are of."""
     plt = pyplot()
     loads = list(dict.fromkeys(load for _, load in jcts))
-    fig, axes = plt.subplots(1, len(loads), figsize=(max(7, 6 * len(loads)), 4.5), squeeze=False)
+    styles = {policy: curve_style(i) for i, policy in enumerate(dict.fromkeys(policy for policy, _ in jcts))}
+    fig, axes = plt.subplots(1, len(loads), figsize=(max(9.5, 8.5 * len(loads)), 4.5), squeeze=False,
+                             layout="constrained")
     for ax, load in zip(axes[0], loads):
         lo, hi = np.inf, 0.0
         for (policy, key_load), values in jcts.items():
@@ -73,7 +103,8 @@ def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str |
                 continue
             x = np.sort(values)
             lo, hi = min(lo, x[0]), max(hi, x[-1])
-            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{policy} ({x.size} jobs)")
+            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{policy} ({x.size} jobs)",
+                    linewidth=1.6, **styles[policy])
         if hi > 0:
             if hi <= lo * 1.05:
                 lo, hi = lo / 1.5, hi * 1.5
@@ -81,7 +112,7 @@ def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str |
             ax.set_xscale("log")
             ax.set_xlim(lo / pad, hi * pad)
             label_log_axis(ax.xaxis, lo / pad, hi * pad)
-            ax.legend(loc="lower right")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
         else:
             ax.text(0.5, 0.5, f"no {jobs}", transform=ax.transAxes, ha="center", va="center")
         ax.set_ylim(0, 1.02)
@@ -94,7 +125,6 @@ def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str |
         ax.grid(alpha=0.3)
         ax.grid(which="minor", alpha=0.1)
     fig.suptitle(title or f"CDF of job completion times ({jobs})")
-    fig.tight_layout()
     return fig
 
 

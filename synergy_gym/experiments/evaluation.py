@@ -107,6 +107,7 @@ def evaluate(
     keep_jcts: bool = False,
     keep_jobs: bool = False,
     log_decisions: bool = False,
+    on_episode: Callable[[int, int], None] | None = None,
     **env_kwargs: Any,
 ) -> pd.DataFrame:
     """Run one episode per seed; one row per seed with the episode's JCT summary.
@@ -125,7 +126,8 @@ def evaluate(
     With ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs (finished jobs);
     with ``keep_jobs`` a column ``jobs`` each episode's :func:`job_frame` (at the episode's end);
     with ``log_decisions`` a column ``decision_log`` the first seed's decisions (a list of
-    :func:`decision_record` dicts; None in the other rows).
+    :func:`decision_record` dicts; None in the other rows). ``on_episode(done, total)``
+    is told after each episode (for a progress display).
 
     ``policy`` needs ``predict(obs, ..., deterministic=..., [action_masks=...])``
     returning ``(action, state)`` – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
@@ -138,6 +140,7 @@ def evaluate(
     label = name or getattr(policy, "name", None) or type(policy).__name__
     masks = _accepts_masks(policy)
     rows = []
+    seeds = list(seeds)
     env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
     base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its mask and simulator)
     try:
@@ -174,6 +177,8 @@ def evaluate(
             if log_decisions:
                 row["decision_log"] = log
             rows.append(row)
+            if on_episode is not None:
+                on_episode(len(rows), len(seeds))
     finally:
         env.close()
     return pd.DataFrame(rows)

@@ -298,16 +298,15 @@ def test_train_writes_checkpoints_config_and_tensorboard_tags(trained, algo):
 def test_evaluate_scores_a_trained_agent_beside_the_heuristics(trained, tmp_path):
     js = tmp_path / "r.json"
     # On the validation seeds the run selected its checkpoint on (reported results use held-out seeds).
-    assert main(["evaluate", "--model", str(trained["maskable_ppo"] / "best_model.zip"), "--seeds", "2000000..2000001",
+    model = str(trained["maskable_ppo"] / "best_model.zip")
+    assert main(["evaluate", "--model", model, "--seeds", "2000000..2000001",
                  "--baselines", "env", "--out", str(tmp_path / "ev"), "--json", str(js), "--device", "cpu",
                  "--quiet"]) == 0
-    data = json.loads(js.read_text())
-    rows = data["results"] if isinstance(data, dict) else data
-    by_policy = {r["policy"]: r for r in rows}
-    assert {"agent", "fifo+tune", "srtf+tune"} <= set(by_policy)
+    by_policy = {r["policy"]: r for r in json.loads(js.read_text())["results"]}
+    assert {model, "fifo+tune", "srtf+tune"} <= set(by_policy)  # the agent is named by its --model argument
     # The agent's evaluation in training used these seeds and the same env kwargs (from the run's config.json).
     best = pd.read_csv(trained["maskable_ppo"] / "eval.csv")["mean_jct_h"].min()
-    assert by_policy["agent"]["mean_jct_h"] == pytest.approx(best)
+    assert by_policy[model]["mean_jct_h"] == pytest.approx(best)
 
 
 @pytest.mark.slow

@@ -28,9 +28,9 @@ SMALL = ["--env", "Synergy-small-v0"]
 
 
 def rows_by_key(path: Path) -> dict[tuple[str, str], dict]:
-    rows = json.loads(path.read_text())
-    assert isinstance(rows, list)
-    return {(r["policy"], r["source"]): r for r in rows}
+    data = json.loads(path.read_text())
+    assert set(data) == {"results", "meta"} and isinstance(data["results"], list)
+    return {(r["policy"], r["source"]): r for r in data["results"]}
 
 
 def test_evaluate_without_a_model_runs_env_heuristics_and_simulator_policies(tmp_path, capsys, monkeypatch):
@@ -107,7 +107,7 @@ def test_random_is_seeded_per_episode(tmp_path, capsys):
                                 "--seeds", seeds, "--json", str(path), "--out", str(tmp_path / path.stem), "--quiet"],
                                capsys)
         assert code == 0, err
-    assert json.loads(a.read_text())[0]["per_seed"]["1"] == json.loads(b.read_text())[0]["per_seed"]["1"]
+    assert json.loads(a.read_text())["results"][0]["per_seed"]["1"] == json.loads(b.read_text())["results"][0]["per_seed"]["1"]
 
 
 def test_baseline_names_pick_sources():
@@ -174,11 +174,11 @@ def test_models_join_the_table_and_a_mismatched_model_is_refused(tmp_path, capsy
     code, out, err = run_cli([*argv, "--out", str(tmp_path / "e"), "--json", str(tmp_path / "r.json")], capsys)
     assert code == 0, err
     rows = rows_by_key(tmp_path / "r.json")
-    # The same model twice: named by its run folder and file, then by position.
-    assert {("m/model[0]", "agent"), ("m/model[1]", "agent"), ("agent", "agent"), ("fifo+tune", "env"),
-            ("fifo+tune", "sim")} == set(rows)
+    # The same model twice: named by the --model argument as given, then by position.
+    first, second = f"{model}[0]", f"{model}[1]"
+    assert {(first, "agent"), (second, "agent"), ("agent", "agent"), ("fifo+tune", "env"), ("fifo+tune", "sim")} == set(rows)
     assert rows[("agent", "agent")]["ci95_over"] == "models" and rows[("agent", "agent")]["models"] == 2
-    assert rows[("m/model[0]", "agent")]["per_seed"] == rows[("m/model[1]", "agent")]["per_seed"]
+    assert rows[(first, "agent")]["per_seed"] == rows[(second, "agent")]["per_seed"]
     # The same model on an environment with fewer slots: its spaces do not fit.
     code, out, err = run_cli([*argv, "max_queue=8"], capsys)
     assert code == 2 and err.count("\n") == 1 and out == "", err

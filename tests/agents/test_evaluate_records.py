@@ -162,7 +162,7 @@ def test_several_models_each_get_a_row_labels_and_decision_logs(tmp_path, capsys
                               "--out", str(tmp_path / "e"), "--decisions", str(tmp_path / "d"),
                               "--jobs-csv", str(tmp_path / "j.csv")], capsys)
     assert code == 0, err
-    rows = {(r["policy"], r["source"]): r for r in json.loads((tmp_path / "e" / "results.json").read_text())}
+    rows = {(r["policy"], r["source"]): r for r in json.loads((tmp_path / "e" / "results.json").read_text())["results"]}
     assert set(rows) == {("ppo one", "agent"), ("b/2", "agent"), ("agent", "agent"), ("fifo+tune", "env")}
     assert rows[("agent", "agent")]["ci95_over"] == "models" and rows[("agent", "agent")]["models"] == 2
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["b_2.jsonl", "fifo+tune.jsonl", "ppo_one.jsonl"]
@@ -176,19 +176,21 @@ def test_several_models_each_get_a_row_labels_and_decision_logs(tmp_path, capsys
         check_decision_lines(lines, layout.n_levels, layout.stop, seed=0)
     jobs = pd.read_csv(tmp_path / "j.csv")
     assert len(jobs) == 10 * 2 * 3 and set(jobs["policy"]) == {"ppo one", "b/2", "fifo+tune"}
-    # Without --label: each model is named by its run folder; one model alone is "agent".
+    # Without --label: each model is named by its --model argument as given; several give the mean row "agent".
     code, _, err = run_cli([*common, "--model", str(a), "--model", str(b), "--out", str(tmp_path / "e2")], capsys)
     assert code == 0, err
-    policies = {r["policy"] for r in json.loads((tmp_path / "e2" / "results.json").read_text())}
-    assert policies == {"run-a", "run-b", "agent", "fifo+tune"}
+    policies = {r["policy"] for r in json.loads((tmp_path / "e2" / "results.json").read_text())["results"]}
+    assert policies == {str(a), str(b), "agent", "fifo+tune"}
 
 
 def test_default_labels_and_file_names():
-    assert agent_labels([], None) == [] and agent_labels([Path("r/best_model.zip")], None) == ["agent"]
-    assert agent_labels([Path("r1/best_model.zip"), Path("r2/best_model.zip")], None) == ["r1", "r2"]
-    assert agent_labels([Path("r/best_model.zip"), Path("r/last_model.zip"), Path("q/m.zip")], None) == \
-        ["r/best_model", "r/last_model", "q"]
-    assert agent_labels([Path("r/m.zip"), Path("r/m.zip")], None) == ["r/m[0]", "r/m[1]"]
+    # The default name is the --model argument as given: a shipped policy's name or the path as typed.
+    assert agent_labels([], None) == [] and agent_labels(["pretrained:small-scarce"], None) == ["pretrained:small-scarce"]
+    assert agent_labels([Path("r/best_model.zip")], None) == ["r/best_model.zip"]
+    assert agent_labels(["r1/best_model.zip", "./r2/best_model.zip"], None) == ["r1/best_model.zip", "./r2/best_model.zip"]
+    # Repeats, and a model called like the models' mean row, get their position.
+    assert agent_labels(["r/m.zip", "r/m.zip", "q.zip"], None) == ["r/m.zip[0]", "r/m.zip[1]", "q.zip"]
+    assert agent_labels(["agent"], None) == ["agent"] and agent_labels(["agent", "b"], None) == ["agent[0]", "b"]
     assert agent_labels([Path("a.zip")], ["mine"]) == ["mine"]
     for labels, words in ((["x"], "1 label(s) for 2 --model"), (["x", "y", "z"], "3 label(s) for 2 --model"),
                           (["x", "x"], "'x' is given twice"), (["agent", "y"], "the models' mean row"),
@@ -197,6 +199,7 @@ def test_default_labels_and_file_names():
             agent_labels([Path("a.zip"), Path("b.zip")], labels)
     assert decisions_file_name("fifo+tune") == "fifo+tune.jsonl"
     assert decisions_file_name("run/best [1]") == "run_best__1_.jsonl" and decisions_file_name("..") == "policy.jsonl"
+    assert decisions_file_name("pretrained:small-scarce") == "pretrained_small-scarce.jsonl"
 
 
 # -- bad input: one line, exit 2, nothing written -------------------------------------------------
@@ -254,3 +257,14 @@ def test_decisions_inside_a_new_out_folder_and_help(tmp_path, capsys):
     for words in ("--decisions DIR", "--jobs-csv FILE", "--label", "simulator policies and the bound make no env decisions",
                   "one per --model"):
         assert words in text, words
+
+
+def test_agents_show_progress_per_episode_as_the_baselines_do(tmp_path, capsys):
+    model = _save_ppo(tmp_path / "run" / "model")
+    code, _, err = run_cli(["evaluate", *ENV, "--env-kwargs", "num_jobs=10", "max_rounds=300", "--seeds", "0,1",
+                            "--baselines", "env:fifo+tune,sim:fifo+fair", "--device", "cpu", "--model", str(model),
+                            "--out", str(tmp_path / "e")], capsys)
+    assert code == 0, err
+    assert "\r" not in err  # captured output is not a terminal: plain lines
+    for name in (f"agent {model}", "env fifo+tune", "sim fifo+fair"):
+        assert f"{name}:   0% (0/2 episodes)\n" in err and f"{name}: 100% (2/2 episodes)\n" in err, err

@@ -71,9 +71,12 @@ def test_evaluate_takes_a_pretrained_model(tmp_path, capsys):
                               "--baselines", "srtf+price", "--seeds", "1000000", "--env-kwargs", "num_jobs=40",
                               "--out", str(tmp_path / "ev"), "--quiet"], capsys)
     assert code == 0, err
-    rows = {r["policy"]: r for r in json.loads((tmp_path / "ev" / "results.json").read_text())}
-    assert rows["agent"]["source"] == "agent" and rows["srtf+price"]["source"] == "env"
-    assert rows["agent"]["episodes"] == 1 and rows["agent"]["mean_jct_h"] > 0
+    data = json.loads((tmp_path / "ev" / "results.json").read_text())
+    rows = {r["policy"]: r for r in data["results"]}
+    agent = rows["pretrained:small-scarce"]  # named by its --model argument
+    assert agent["source"] == "agent" and rows["srtf+price"]["source"] == "env"
+    assert agent["episodes"] == 1 and agent["mean_jct_h"] > 0
+    assert data["meta"]["agents"] == [{"label": "pretrained:small-scarce", "model": "pretrained:small-scarce"}]
 
 
 @pytest.mark.slow

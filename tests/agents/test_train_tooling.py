@@ -93,6 +93,20 @@ def test_console_shows_the_run_folder_first_and_one_line_per_evaluation(short_ru
     assert "(best heuristic)" in lines[-2] and lines[-1] == f"run folder: {out}"
 
 
+def test_progress_into_a_log_is_plain_lines(tmp_path, capsys):
+    """Output that is not a terminal gets a plain line at the start and the end of training, not a redrawn bar."""
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY)
+    fast = [a for a in FAST if a != "--no-progress"]
+    assert main(["train", "--env", ENV, "--timesteps", "128", "--n-envs", "1", "--eval-freq", "64",
+                 "--config", str(config), "--out", str(tmp_path / "run"), *fast]) == 0
+    out, err = capsys.readouterr()
+    assert "\r" not in out + err
+    progress = [line for line in err.splitlines() if line.startswith("training: ")]
+    assert progress[0] == "training:   0% (0/128 steps)" and progress[-1] == "training: 100% (128/128 steps)"
+    assert len(progress) <= 12
+
+
 def test_help_shows_every_default(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["train", "--help"])

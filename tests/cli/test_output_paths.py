@@ -67,7 +67,7 @@ COMMANDS = {
               "--env-kwargs", "num_jobs=20", "--eval-episodes", "1", "--no-progress", "--device", "cpu"],
     "evaluate": ["evaluate", "--model", "model.zip", "--episodes", "1", "--device", "cpu"],
 }
-JSON_COMMANDS = ("compare", "evaluate")
+JSON_COMMANDS = ("compare", "evaluate", "sweep")
 
 # (flag, path, words the message must contain)
 BAD_OUT = [
