@@ -141,7 +141,10 @@ def test_determinism_across_processes():
 
     ray.init(ignore_reinit_error=True, include_dashboard=False, num_cpus=2, log_to_driver=False, logging_level="ERROR")
     args = (RandomValid(3), "Synergy-small-v0", [5, 6])
-    remote = ray.get(ray.remote(evaluate).remote(*args, keep_jcts=True, **kwargs))
+    try:
+        remote = ray.get(ray.remote(evaluate).remote(*args, keep_jcts=True, **kwargs))
+    finally:
+        ray.shutdown()  # no Ray left running for the tests that follow
     local = evaluate(*args, keep_jcts=True, **kwargs)
     assert remote["jct_h"].tolist() == local["jct_h"].tolist()
 
