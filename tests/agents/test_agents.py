@@ -54,7 +54,8 @@ def test_train_runs_on_every_environment(env_id, tmp_path, capsys):
         assert (out / name).is_file(), name
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+# The paper's large id in the full suite only (the slowest; the others keep the quick subset's coverage).
+@pytest.mark.parametrize("env_id", [pytest.param(e, marks=pytest.mark.slow) if e == "Synergy-v0" else e for e in ENV_IDS])
 def test_minimal_masked_ppo_runs_on_every_environment(env_id):
     from synergy_gym.agents.ppo_masked_minimal import main as minimal
 

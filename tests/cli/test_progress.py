@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from synergy_gym.cli.progress import Progress, is_terminal
 
 PROGRESS_LINE = re.compile(r": +\d+% \([\d,]+/[\d,]+ \w+\)$")
@@ -57,6 +59,7 @@ def test_quiet_shows_nothing_and_a_terminal_gets_a_bar():
     assert "10/10" in screen.getvalue()
 
 
+@pytest.mark.slow
 def test_compare_into_a_pipe_logs_plain_bounded_progress(tmp_path):
     argv = ["compare", "--jobs", "400", "--load", "30", "--cluster", "small", "--policies", "fifo+fair,fifo+tune",
             "--out", str(tmp_path / "c")]

@@ -114,7 +114,8 @@ COMPILE_ONE = (
 )
 
 
-@pytest.mark.parametrize("setting", ["folder", pytest.param("off", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", ["folder", "off"])
 def test_compiled_kernels_are_cached_outside_the_package(tmp_path, setting):
     package = Path(kernels.__file__).resolve().parents[1]
     before = _compiled_files(package)
