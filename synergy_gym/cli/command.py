@@ -19,6 +19,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import NoReturn, TextIO
 
 from synergy_gym.cli.help_text import plain_parser
+from synergy_gym.cli.staging import sigterm_as_interrupt
 from synergy_gym.errors import Interrupted, SynergyGymError
 
 
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(command_list(parser), file=sys.stderr)
         return 2
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), sigterm_as_interrupt():
             warnings.showwarning = _one_line_warning
             return int(args.run(args) or 0)
     except SynergyGymError as exc:

@@ -1,0 +1,105 @@
+"""A command's output files appear all together or not at all.
+
+:func:`staged_outputs` gives a command a temporary folder beside its output folder to write
+everything into; when the block ends normally the files move into place, and when it ends with an
+error, Ctrl-C or SIGTERM (:func:`sigterm_as_interrupt` turns SIGTERM into Ctrl-C for the duration
+of a command) the temporary folder is removed, so "nothing written" is true:
+
+* an output folder that does not exist yet is created by renaming the temporary folder (one
+  atomic step);
+* into an existing output folder (``--out`` naming an empty or reused folder) each file moves by
+  an atomic rename, after everything has been written: the window in which only some of them are
+  there is a handful of renames, not the run.
+
+A file the command writes outside its folder (``--json FILE``) is staged beside its target and
+moved in the same final step.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+
+class Staging:
+    """Where a command writes its outputs before they move into place (see :func:`staged_outputs`)."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = Path(target)
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        #: The temporary folder standing in for ``target``.
+        self.folder = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", suffix=".partial", dir=self.target.parent))
+        self._extra: list[tuple[Path, Path]] = []  # (staged file, final path) outside the folder
+
+    def file(self, final: Path) -> Path:
+        """A staged path for ``final``: inside the folder when ``final`` is in ``target``, else beside ``final``."""
+        final = Path(final)
+        try:
+            return self.folder / final.resolve().relative_to(self.target.resolve())
+        except ValueError:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            fd, staged = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent)
+            os.close(fd)
+            self._extra.append((Path(staged), final))
+            return Path(staged)
+
+    def commit(self) -> None:
+        """Move every staged file into place."""
+        if not self.target.exists():
+            os.replace(self.folder, self.target)
+        else:
+            for path in sorted(self.folder.rglob("*")):
+                if path.is_file():
+                    final = self.target / path.relative_to(self.folder)
+                    final.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(path, final)
+            shutil.rmtree(self.folder, ignore_errors=True)
+        for staged, final in self._extra:
+            os.replace(staged, final)
+
+    def discard(self) -> None:
+        """Remove everything staged."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+        for staged, _ in self._extra:
+            staged.unlink(missing_ok=True)
+
+
+@contextmanager
+def staged_outputs(target: Path) -> Iterator[Staging]:
+    """Stage a command's outputs for the folder ``target``; they move into place only if the block succeeds."""
+    staging = Staging(target)
+    try:
+        yield staging
+    except BaseException:
+        staging.discard()
+        raise
+    staging.commit()
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises KeyboardInterrupt (as Ctrl-C does), so clean-up code runs.
+
+    Outside the main thread, or where the process ignores SIGTERM, nothing changes.
+    """
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        yield
+        return
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,61 @@
+"""Staged outputs: everything moves into place at the end, or nothing does; SIGTERM counts as Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from synergy_gym.cli.staging import sigterm_as_interrupt, staged_outputs
+
+
+def _write(staging, relative: str, text: str = "x") -> None:
+    path = staging.file(staging.target / relative)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_a_new_folder_appears_whole_and_a_file_outside_it_too(tmp_path):
+    out, extra = tmp_path / "out", tmp_path / "elsewhere" / "results.json"
+    with staged_outputs(out) as staging:
+        _write(staging, "a.csv")
+        _write(staging, "sub/b.csv")
+        staging.file(extra).write_text("{}")
+        assert not out.exists() and not extra.exists()  # nothing in place while the command runs
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == ["a.csv", "sub/b.csv"]
+    assert extra.read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "out"]  # no staging left
+    assert [p.name for p in extra.parent.iterdir()] == ["results.json"]
+
+
+def test_into_an_existing_folder_the_files_join_what_is_there(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with staged_outputs(out) as staging:
+        _write(staging, "a.csv", "new")
+    assert (out / "keep.txt").read_text() == "mine" and (out / "a.csv").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_an_error_or_ctrl_c_leaves_nothing(tmp_path, error):
+    out, extra = tmp_path / "out", tmp_path / "results.json"
+    with pytest.raises(type(error)):
+        with staged_outputs(out) as staging:
+            _write(staging, "a.csv")
+            staging.file(extra).write_text("{}")
+            raise error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_is_ctrl_c_inside_the_block_and_restored_after(tmp_path):
+    before = signal.getsignal(signal.SIGTERM)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        with sigterm_as_interrupt(), staged_outputs(out) as staging:
+            _write(staging, "a.csv")
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is before
