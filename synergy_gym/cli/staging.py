@@ -88,7 +88,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
     Outside the main thread, or where the process ignores SIGTERM, nothing changes.
     """
-    def interrupt(signum: int, frame: FrameType | None) -> None:
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
