@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from synergy_gym.env.calls import shown
 from synergy_gym.env.levels import LEVEL_KINDS
 from synergy_gym.env.masks import INVALID_ACTION_MODES
 from synergy_gym.errors import ConfigError, UnknownNameError
-from synergy_gym.sim.cluster import ClusterSpec, load_cluster
+from synergy_gym.sim.cluster import ClusterSpec, load_cluster, preset_names
 from synergy_gym.sim.config import SimulationConfig, Timing, kernels_removed
 from synergy_gym.sim.ledger import Placement
 from synergy_gym.sim.profiling import ProfilerConfig
@@ -20,6 +21,8 @@ from synergy_gym.sim.validation import check_positive
 from synergy_gym.sim.workload import MAX_JOBS
 
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
+#: The most slots (``max_queue``) an environment offers.
+MAX_QUEUE = 4096
 #: Keyword arguments that were removed, and why.
 REMOVED: dict[str, str] = {"kernels": kernels_removed()}
 
@@ -36,7 +39,10 @@ class EnvConfig:
     num_jobs: int = 1000
     #: GPU counts from the Philly trace's mix instead of one GPU per job.
     multigpu: bool = False
-    #: Vision/language/speech weights of the generated workload.
+    #: Vision/language/speech weights of the generated workload (and of a trace's models):
+    #: three non-negative numbers with a positive sum, or a string like ``"20/70/10"`` (or
+    #: ``"20,70,10"``) read as those three weights, as the command line's ``--split`` is (which also
+    #: asks for percentages that sum to 100; the environment takes any weights). Stored as floats.
     class_split: tuple = (20.0, 70.0, 10.0)
     #: Fixed jobs instead of the generator: a replay CSV path, a :class:`Workload`, or a
     #: workload source (an object with ``seeded`` and ``workload(seed)``, see :mod:`.source`).
@@ -58,7 +64,7 @@ class EnvConfig:
     #: Allocation levels per job: ``"default"`` (fair, demand and three cheaper points) or
     #: ``"grid"`` (all 45 grid points); see :mod:`synergy_gym.env.levels`.
     levels: str = "default"
-    #: Slots: waiting jobs (that fit now, by arrival) offered to the agent.
+    #: Slots: waiting jobs (that fit now, by arrival) offered to the agent, at most :data:`MAX_QUEUE`.
     max_queue: int = 32
     #: Round (lease) length in seconds.
     round_s: float = 300.0
@@ -72,8 +78,12 @@ class EnvConfig:
     sensitivity: str = "true"
     #: Relative measurement noise of optimistic profiling.
     profile_noise: float = 0.0
-    #: ``None``, ``"ansi"`` or ``"rgb_array"``.
+    #: ``None``, ``"ansi"`` or ``"rgb_array"`` (there is no ``"human"`` window: show the
+    #: ``rgb_array`` frames yourself; ``gym.make`` refuses ``"human"`` too).
     render_mode: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "class_split", class_split_of(self.class_split))
 
     def simulation_config(self, profile_seed: int = 0) -> SimulationConfig:
         """The simulator settings these kwargs ask for (the env keeps no round log)."""
@@ -101,7 +111,10 @@ class EnvConfig:
 
         for name in ("multigpu", "preemptive", "agent_orders", "debug"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ConfigError(f"env kwarg {name} must be true or false, got {getattr(self, name)!r}")
+                raise ConfigError(f"env kwarg {name} must be true or false, got {shown(getattr(self, name))}")
+        for name in ("invalid_action", "levels", "placement", "timing", "sensitivity"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"env kwarg {name} must be a name (a string), got {shown(getattr(self, name))}")
         if self.invalid_action not in INVALID_ACTION_MODES:
             raise UnknownNameError("invalid_action", str(self.invalid_action), INVALID_ACTION_MODES)
         if self.levels not in LEVEL_KINDS:
@@ -113,8 +126,16 @@ class EnvConfig:
         positive("max_rounds", integer=True)
         positive("reward_scale")
         positive("max_queue", integer=True)
+        if self.max_queue > MAX_QUEUE:
+            raise ConfigError(f"env kwarg max_queue {self.max_queue!r} exceeds the maximum of {MAX_QUEUE:,}")
         positive("round_s")
-        self.simulation_config()  # validates placement, timing, sensitivity and profile noise
+        noise = self.profile_noise
+        if isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.integer, np.floating)) \
+                or not 0 <= noise < 1:
+            raise ConfigError(f"env kwarg profile_noise must be a number in [0, 1), got {shown(noise)}")
+        self.simulation_config()  # validates placement, timing and sensitivity
+        if self.render_mode is not None and not isinstance(self.render_mode, str):
+            raise ConfigError(f"env kwarg render_mode must be None, 'ansi' or 'rgb_array', got {shown(self.render_mode)}")
         if self.render_mode not in (None, *RENDER_MODES):
             raise UnknownNameError("render_mode", str(self.render_mode), RENDER_MODES)
         if self.workload is not None and self.trace is not None:
@@ -128,5 +149,37 @@ def as_cluster(value: Any) -> ClusterSpec:
     if isinstance(value, Mapping):
         return ClusterSpec.from_mapping(value, source="env kwarg cluster")
     if isinstance(value, (str, Path)):
+        text, path = str(value), Path(value)
+        if text not in preset_names():
+            if path.is_dir() and text.strip():
+                raise ConfigError(f"env kwarg cluster {text!r} is a folder, not a TOML file")
+            if not path.is_file():
+                raise ConfigError(f"env kwarg cluster {text!r} is neither a preset ({', '.join(preset_names())}) nor a file")
         return load_cluster(value)
-    raise ConfigError(f"env kwarg cluster must be a preset name, a TOML path, a mapping or a ClusterSpec, got {value!r}")
+    raise ConfigError(f"env kwarg cluster must be a preset name, a TOML path, a mapping or a ClusterSpec, got {shown(value)}")
+
+
+def class_split_of(value: Any) -> tuple[float, float, float]:
+    """The ``class_split`` kwarg as three float weights: from three numbers or a string like ``"20/70/10"``."""
+    example = "like (20, 70, 10) or '20/70/10'"
+    if isinstance(value, str):
+        try:
+            numbers: list[Any] = [float(part) for part in value.replace(",", "/").split("/")]
+        except ValueError:
+            raise ConfigError(
+                f"env kwarg class_split {shown(value)} must be three numbers (vision/language/speech weights) {example}"
+            ) from None
+    elif isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (bytes, bytearray)):
+        numbers = list(value)
+    else:
+        raise ConfigError(f"env kwarg class_split must be three numbers (vision, language, speech weights) {example}, "
+                          f"got {shown(value)}")
+    ok = len(numbers) == 3 and all(
+        isinstance(w, (int, float, np.integer, np.floating)) and not isinstance(w, (bool, np.bool_))
+        and bool(np.isfinite(w)) and w >= 0 for w in numbers
+    )
+    if not ok or not np.isfinite(sum(float(w) for w in numbers)) or sum(float(w) for w in numbers) <= 0:
+        raise ConfigError(f"env kwarg class_split must be three non-negative numbers with a positive sum "
+                          f"(vision, language, speech weights) {example}, got {shown(value)}")
+    a, b, c = (float(w) for w in numbers)
+    return a, b, c

@@ -9,6 +9,16 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from synergy_gym.env.calls import (
+    EnvCallError,
+    before_reset,
+    check_job_index,
+    check_reset_options,
+    check_seed,
+    check_workload_seed,
+    episode_ended,
+    shown,
+)
 from synergy_gym.env.config import EnvConfig, as_cluster
 from synergy_gym.env.levels import LevelTable
 from synergy_gym.env.masks import ActionLayout
@@ -65,7 +75,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     ``invalid_action="fallback"`` (default) a masked action falls back to a valid one (an
     empty slot → the last filled slot; an invalid level → the nearest valid level of that
     slot; see :mod:`synergy_gym.env.masks`), counted in ``info["invalid_action"]``. With
-    ``invalid_action="raise"`` it raises ``ValueError``.
+    ``invalid_action="raise"`` it raises :class:`~synergy_gym.env.calls.EnvCallError` (a ``ValueError``).
 
     ## Observation Space
 
@@ -115,6 +125,12 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     ``Synergy-v0``, ``Synergy-small-v0``, ``Synergy-scarce-v0``, ``Synergy-small-scarce-v0``
     (see ``synergy_gym.SCENARIOS``).
 
+    ## Misuse
+
+    One-line errors naming the call (:mod:`synergy_gym.env.calls`): ``ResetNeeded`` for ``step``,
+    ``action_masks``, ``episode_summary``, ``level_of`` or ``state`` before ``reset()`` and for
+    ``step`` after the end; ``EnvCallError`` for a bad ``seed``, ``options``, action or job index.
+
     ## Version History
 
     * v0: scheduling actions (slot × allocation level, and stop), non-preemptive by default.
@@ -123,6 +139,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        if config is not None and not isinstance(config, Mapping):
+            raise EnvCallError(f"SynergyEnv(config): config must be None or a mapping of env kwargs, got {shown(config)}")
         self.cfg = cfg = EnvConfig.from_kwargs({**dict(config or {}), **kwargs})
         self.render_mode = cfg.render_mode
         self.cluster = as_cluster(cfg.cluster)
@@ -141,6 +159,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     # -- gymnasium API --------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        seed, options = check_seed(seed), check_reset_options(options)  # before anything changes
         super().reset(seed=seed)
         workload = episode_workload(self.source, self.np_random, options)
         config = self.sim_config
@@ -161,11 +180,9 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         return self._observation(), {}
 
     def step(self, action):
-        s = self._state
-        if s is None:
-            raise RuntimeError("call reset() before step()")
+        s = self._episode("env.step()")
         if s.ended:
-            raise RuntimeError("the episode has ended; call reset()")
+            raise episode_ended("env.step()")
         a = self.layout.parse(action)
         slot, level, invalid = self.layout.resolve(a, s.slot_valid)
         s.decisions += 1
@@ -192,12 +209,16 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             info.update(self.episode_summary())
         return self._observation(), float(reward), terminated, truncated, info
 
+    def _episode(self, call: str) -> EpisodeState:
+        """The current episode's state, or :class:`~synergy_gym.env.calls.ResetNeeded` naming ``call``."""
+        if self._state is None:
+            raise before_reset(call)
+        return self._state
+
     @property
     def state(self) -> EpisodeState:
         """The current episode's state (:class:`~synergy_gym.env.types.EpisodeState`); ``reset()`` first."""
-        if self._state is None:
-            raise RuntimeError("the environment has no episode yet: call reset() first")
-        return self._state
+        return self._episode("access env.state")
 
     @property
     def sim(self) -> Simulator | None:
@@ -210,18 +231,26 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         return self._state.slots.copy() if self._state is not None else NO_JOBS.copy()
 
     def level_of(self, j: int) -> int:
-        """The level job ``j`` was last admitted at (−1: never admitted)."""
-        return int(self.state.level[j])
+        """The level job ``j`` (an index into ``sim.jobs``) was last admitted at (−1: never admitted)."""
+        s = self._episode("env.level_of()")
+        return int(s.level[check_job_index(j, s.level.size)])
 
     def workload_for_seed(self, seed: int) -> Workload:
-        """The jobs ``reset(options={"workload_seed": seed})`` runs (any seed, for a fixed workload)."""
-        return self.source.workload(seed)
+        """The jobs ``reset(options={"workload_seed": seed})`` runs (any seed, for a fixed workload); no reset needed."""
+        return self.source.workload(check_workload_seed(seed))
 
     def action_masks(self) -> np.ndarray:
-        """Valid actions (for sb3-contrib's MaskablePPO): filled slots' honourable levels, and stop."""
-        return self.state.mask > 0
+        """Valid actions (for sb3-contrib's MaskablePPO): filled slots' honourable levels, and stop.
+
+        After the episode has ended: only stop (the final observation's ``action_mask``).
+        """
+        return self._episode("env.action_masks()").mask > 0
 
     def render(self):
+        """The cluster as text (``ansi``) or an RGB image (``rgb_array``); None without a render mode.
+
+        Before ``reset()`` it shows the empty cluster (``"(not reset)"`` as text).
+        """
         s = self._state
         finished = s.meter.finished if s is not None else 0
         job = int(s.slots[0]) if s is not None and s.slots.size else -1
@@ -241,7 +270,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def episode_summary(self) -> dict[str, float]:
         """JCT statistics of the episode so far (see :func:`synergy_gym.env.summary.episode_summary`)."""
-        s = self.state
+        s = self._episode("env.episode_summary()")
         return {**episode_summary(s.sim), "decisions": s.decisions, "invalid_actions": s.invalid}
 
     # -- the decision loop ----------------------------------------------------------------
@@ -347,3 +376,13 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         return self.obs_builder.build(
             s.sim, s.slots, s.waiting, s.fits, held, s.was_running, mask.copy(), time_fraction
         )
+
+
+def make_synergy_env(**kwargs: Any) -> SynergyEnv:
+    """The registered ids' entry point: ``SynergyEnv(**kwargs)``.
+
+    A function (with no ``metadata``) rather than the class, so that ``gym.make(...,
+    render_mode="human")`` reaches the constructor, which refuses it naming the render modes
+    there are, instead of Gymnasium wrapping the environment in a pygame window.
+    """
+    return SynergyEnv(**kwargs)

@@ -15,13 +15,16 @@ replaced by a valid one (:meth:`ActionLayout.resolve`):
 So a masked action always admits a job (an agent without masking starts out
 admitting jobs, not idling the cluster); only the stop action stops.
 
-With ``invalid_action="raise"`` a masked action raises ``ValueError``.
+With ``invalid_action="raise"`` a masked action raises
+:class:`~synergy_gym.env.calls.EnvCallError` (a ``ValueError``), as does an action that is not
+an integer of the space.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from synergy_gym.env.calls import EnvCallError, shown
 from synergy_gym.errors import UnknownNameError
 
 INVALID_ACTION_MODES: tuple[str, ...] = ("fallback", "raise")
@@ -53,16 +56,22 @@ class ActionLayout:
         return np.array(sorted(others, key=lambda k: (abs(k // n_mem - ci) + abs(k % n_mem - mi), k)))
 
     def parse(self, action) -> int:
-        """``action`` as an int in ``[0, n)``, or ``ValueError``."""
-        if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+        """``action`` as an int in ``[0, n)``, or :class:`~synergy_gym.env.calls.EnvCallError`."""
+        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
             a = int(action)
         else:
-            arr = np.asarray(action)
-            if arr.size != 1 or arr.dtype.kind not in "iuf" or not float(arr.reshape(())).is_integer():
-                raise ValueError(f"action {action!r} is not a single integer")
+            try:
+                arr = np.asarray(action)
+                single = arr.size == 1 and arr.dtype.kind in "iuf" and float(arr.reshape(())).is_integer()
+            except (TypeError, ValueError, OverflowError):  # ragged sequences, objects NumPy cannot hold
+                single = False
+            if not single:
+                raise EnvCallError(
+                    f"env.step(): action {shown(action)} is not a single integer (the action space is 0..{self.n - 1})"
+                )
             a = int(arr.reshape(()))
         if not 0 <= a < self.n:
-            raise ValueError(f"action {a} is out of range: the action space is 0..{self.n - 1}")
+            raise EnvCallError(f"env.step(): action {shown(a)} is out of range: the action space is 0..{self.n - 1}")
         return a
 
     def resolve(self, a: int, valid_levels: np.ndarray) -> tuple[int, int, bool]:
@@ -77,7 +86,7 @@ class ActionLayout:
         if slot < min(filled, self.slots_offered) and valid_levels[slot, level]:
             return slot, level, False
         if self.raise_on_invalid:
-            raise ValueError(self._describe_invalid(a, slot, level, filled, valid_levels))
+            raise EnvCallError(self._describe_invalid(a, slot, level, filled, valid_levels))
         if filled == 0:  # pragma: no cover - the environment asks only while a job fits
             return -1, -1, True
         slot = min(slot, filled - 1) if self.agent_orders else 0
@@ -95,4 +104,4 @@ class ActionLayout:
         else:
             valid = np.flatnonzero(valid_levels[slot]).tolist()
             why = f"level {level} can never be honoured for slot {slot}'s job (valid levels: {valid})"
-        return f"action {a} is masked: {why}; action {self.stop} stops"
+        return f"env.step(): action {a} is masked: {why}; action {self.stop} stops"

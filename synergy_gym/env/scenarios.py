@@ -71,4 +71,4 @@ def register_envs() -> None:
 
     for env_id, scenario in SCENARIOS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point="synergy_gym.env:SynergyEnv", kwargs=dict(scenario.kwargs))
+            gymnasium.register(id=env_id, entry_point="synergy_gym.env:make_synergy_env", kwargs=dict(scenario.kwargs))

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from synergy_gym.env.calls import check_reset_options
 from synergy_gym.errors import ConfigError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.generator import SyntheticWorkload
@@ -73,23 +74,15 @@ class FixedWorkload:
         return self.jobs
 
 
-RESET_OPTIONS: tuple[str, ...] = ("workload_seed",)
-
-
 def episode_workload(source: WorkloadSource, np_random: np.random.Generator, options: dict | None) -> Workload:
     """The workload of a new episode: for ``options["workload_seed"]`` if given, else for a seed from ``np_random``.
 
-    A source that is not seeded is not asked for a seed (and ``np_random`` is not drawn from).
+    ``options`` are checked (:func:`~synergy_gym.env.calls.check_reset_options`). A source that
+    is not seeded is not asked for a seed (and ``np_random`` is not drawn from).
     """
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(RESET_OPTIONS))
-    if unknown:
-        raise ConfigError(f"unknown reset option {unknown[0]!r}; valid: {', '.join(RESET_OPTIONS)}")
+    options = check_reset_options(options)
     if "workload_seed" in options:
-        seed = options["workload_seed"]
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ConfigError(f"reset option workload_seed must be a non-negative integer, got {seed!r}")
-        return source.workload(int(seed))
+        return source.workload(options["workload_seed"])
     return source.workload(int(np_random.integers(0, 2**31 - 1)) if source.seeded else None)
 
 
@@ -123,6 +116,8 @@ def source_from_config(cfg: Any, cluster: ClusterSpec, zoo: ModelZoo) -> Workloa
             )
         jobs, where = _reader("replay")(Path(given)), str(given)
     else:
+        if not isinstance(cfg.trace, (str, Path)):
+            raise ConfigError(f"env kwarg trace must be the path of a trace file or folder, got {cfg.trace!r}")
         where = str(cfg.trace)
         jobs = _reader("trace")(Path(cfg.trace), class_split=tuple(cfg.class_split), max_jobs=int(cfg.num_jobs))
     jobs.check_fits(cluster, where)

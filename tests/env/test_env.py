@@ -622,7 +622,7 @@ def test_bad_kwargs_fail_in_the_constructor(kwargs, message):
 
 def test_step_before_reset_and_after_the_end_are_errors():
     env = SynergyEnv(**{**SMALL, "num_jobs": 3})
-    with pytest.raises(RuntimeError, match="call reset"):
+    with pytest.raises(RuntimeError, match=r"^Cannot call env\.step\(\) before calling env\.reset\(\)$"):
         env.step(0)
     run_episode(env, seed=0, actions=DEMAND_LEVEL)
     with pytest.raises(RuntimeError, match="the episode has ended"):

@@ -202,7 +202,8 @@ def test_raise_mode_refuses_masked_actions_naming_them_and_keeps_the_state(kwarg
         mask = env.action_masks()
         masked = np.flatnonzero(~mask)
         for a in rng.choice(masked, size=min(3, masked.size), replace=False):
-            with pytest.raises(ValueError, match=rf"^action {a} is masked: .*; action {env.action_space.n - 1} stops$"):
+            stops = env.action_space.n - 1
+            with pytest.raises(ValueError, match=rf"^env\.step\(\): action {a} is masked: .*; action {stops} stops$"):
                 env.step(int(a))
             refused += 1
         valid = np.flatnonzero(mask)
