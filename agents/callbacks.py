@@ -4,7 +4,8 @@
 ``eval_freq`` steps (and, after a warm start, at step 0), logs ``eval/*`` and the
 env heuristics' scores to TensorBoard, appends to ``eval.csv``, saves
 ``best_model.zip`` whenever the mean JCT improves and stops training once the
-validation JCT stalls (:func:`validation_stalled`). :class:`EntropySchedule` moves
+validation JCT stalls (:func:`validation_stalled`). :class:`PeriodicCheckpoints` saves a checkpoint
+every ``checkpoint_freq`` steps (:mod:`synergy_gym.agents.checkpoints`). :class:`EntropySchedule` moves
 ``ent_coef`` linearly to ``ent_coef_final``. :class:`TrainingProgress` shows the steps
 with :class:`synergy_gym.cli.progress.Progress` (plain lines when the output is not a
 terminal). Importing this module imports
@@ -22,6 +23,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from synergy_gym.agents.baseline_scores import best_heuristic, heuristic_means
+from synergy_gym.agents.checkpoints import save_checkpoint, save_model, save_stats
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.agents.wrappers import AgentPolicy
 from synergy_gym.cli.files import atomic_write_text
@@ -52,12 +54,17 @@ class TrainingProgress(BaseCallback):
 
 
 class EntropySchedule(BaseCallback):
-    """``ent_coef`` from ``start`` to ``final``, linear in the steps of this ``learn`` call."""
+    """``ent_coef`` from ``start`` to ``final``, linear over ``total_timesteps`` steps from step ``first``.
 
-    def __init__(self, start: float, final: float, total_timesteps: int) -> None:
+    ``first`` None: from the step this ``learn`` call starts at; a run passes 0, so that a resumed run
+    continues the schedule where the checkpoint left it.
+    """
+
+    def __init__(self, start: float, final: float, total_timesteps: int, first: int | None = None) -> None:
         super().__init__()
         self.start, self.final, self.total = float(start), float(final), int(total_timesteps)
-        self.first = 0
+        self.fixed_first = first
+        self.first = first or 0
 
     def value(self, timesteps: int) -> float:
         progress = min(1.0, max(0.0, (timesteps - self.first) / self.total))
@@ -69,13 +76,40 @@ class EntropySchedule(BaseCallback):
         self.model.ent_coef = ent_coef
 
     def _on_training_start(self) -> None:
-        self.first = self.num_timesteps
-        self._set(self.start)
+        self.first = self.num_timesteps if self.fixed_first is None else self.fixed_first
+        self._set(self.value(self.num_timesteps))
 
     def _on_rollout_end(self) -> None:  # before the policy update that uses this rollout
         ent_coef = self.value(self.num_timesteps)
         self._set(ent_coef)
         self.logger.record("train/ent_coef", ent_coef)
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class PeriodicCheckpoints(BaseCallback):
+    """Every ``freq`` steps, save the model and its statistics to ``<run>/checkpoints/`` (the latest kept).
+
+    Saved when a rollout starts, after the policy update of the previous one, so that a checkpoint's
+    step count is exactly the experience its weights were trained on
+    (:func:`synergy_gym.agents.checkpoints.save_checkpoint`: atomic, statistics first).
+    """
+
+    def __init__(self, run_dir: Path, freq: int) -> None:
+        super().__init__()
+        self.run_dir, self.freq = Path(run_dir), int(freq)
+        self.next_save = self.freq
+        self.saved: list[int] = []
+
+    def _on_training_start(self) -> None:
+        self.next_save = (self.num_timesteps // self.freq + 1) * self.freq
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps >= self.next_save:
+            self.next_save = (self.num_timesteps // self.freq + 1) * self.freq
+            save_checkpoint(self.model, self.run_dir)
+            self.saved.append(self.num_timesteps)
 
     def _on_step(self) -> bool:
         return True
@@ -99,7 +133,8 @@ class HeldOutEvaluation(BaseCallback):
     """
 
     def __init__(self, cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame],
-                 bc: dict[str, float] | None = None, log: Callable[[str], None] | None = None) -> None:
+                 bc: dict[str, float] | None = None, log: Callable[[str], None] | None = None,
+                 history: list[dict[str, Any]] | None = None) -> None:
         super().__init__()
         self.cfg, self.run_dir, self.bc, self.log = cfg, run_dir, bc, log
         self.means = heuristic_means(baselines)
@@ -108,7 +143,12 @@ class HeldOutEvaluation(BaseCallback):
         self.best = float("inf")
         self.best_step = 0
         self.next_eval = cfg.eval_freq
-        self.history: list[dict[str, Any]] = []
+        #: Every evaluation's row; ``history``: those of the run before a resume in its own folder (the best of
+        #: them is what ``best_model.zip`` holds).
+        self.history: list[dict[str, Any]] = list(history or [])
+        if self.history:
+            best = min(self.history, key=lambda row: row["mean_jct_h"])
+            self.best, self.best_step = float(best["mean_jct_h"]), int(best["timesteps"])
 
     def _on_training_start(self) -> None:
         # A resumed run starts at its checkpoint's step count.
@@ -167,9 +207,9 @@ class HeldOutEvaluation(BaseCallback):
         if improved:
             self.best = row["mean_jct_h"]
             self.best_step = self.num_timesteps
-            self.model.save(self.run_dir / "best_model.zip")
-            if vec_norm is not None:
-                vec_norm.save(str(self.run_dir / "best_vecnormalize.pkl"))
+            if vec_norm is not None:  # the statistics first: the model is never newer than its statistics
+                save_stats(vec_norm, self.run_dir / "best_vecnormalize.pkl")
+            save_model(self.model, self.run_dir / "best_model.zip")
         if self.log is not None:
             versus = f"{row['jct_vs_best_heuristic']:.3f}× {self.best_name}" if self.best_name is not None else "–"
             self.log(f"eval  step {self.num_timesteps:>10,}  mean JCT {row['mean_jct_h']:8.3f} h  {versus}  "

@@ -10,14 +10,16 @@ A config file (``--config FILE``, TOML or YAML) sets any of the fields of
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from synergy_gym.agents.hyperparameters import check_hyperparameters
 from synergy_gym.cli.files import require_file
-from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 from synergy_gym.sim.validation import check_positive
 
 if sys.version_info >= (3, 11):
@@ -27,6 +29,8 @@ else:  # pragma: no cover
 
 ALGOS: tuple[str, ...] = ("maskable_ppo", "ppo", "a2c", "dqn")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+#: A further CUDA device by number (PyTorch's ``cuda:1``); the device must exist.
+CUDA_INDEX = re.compile(r"cuda:\d+")
 #: ``reward`` settings: the environment's own, or relative to an env heuristic on the same workload.
 REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
 #: ``action_head`` settings: SB3's linear layer over the latent vector, or one shared scorer per slot
@@ -139,6 +143,11 @@ class TrainConfig:
     # (no improvement over the last third of the run); None: run all timesteps.
     stop_on_stall_after: int | None = None
     progress_bar: bool = True
+    # Fault tolerance: every checkpoint_freq steps the model and its normalisation statistics are
+    # saved to checkpoints/ in the run folder (atomically, the latest kept: synergy_gym.agents.checkpoints),
+    # so that a run killed outright (SIGKILL, a power cut) resumes with --resume RUN_DIR losing at most
+    # that many steps; 0: no periodic checkpoints.
+    checkpoint_freq: int = 20_000
 
     def __post_init__(self) -> None:
         self.validate()
@@ -155,10 +164,12 @@ class TrainConfig:
     def validate(self) -> None:
         if self.algo not in ALGOS:
             raise UnknownNameError("algorithm", str(self.algo), ALGOS)
-        if self.device not in DEVICES:
-            raise UnknownNameError("device", str(self.device), DEVICES)
+        check_device(self.device)
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError(f"env_kwargs must be a table of env keyword arguments, got {self.env_kwargs!r}")
+        for key in self.env_kwargs:
+            if not isinstance(key, str):
+                raise ConfigError(f"env_kwargs: a keyword argument's name must be text, got {key!r}")
         for name in ("timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "target_update_interval",
                      "train_freq", "global_dim", "slot_dim", "eval_freq", "eval_episodes", "bc_epochs"):
             setattr(self, name, check_positive(name, getattr(self, name), integer=True))
@@ -196,7 +207,7 @@ class TrainConfig:
             check_positive("ent_coef_final", self.ent_coef_final, allow_zero=True)
             if self.algo == "dqn":
                 raise ConfigError("ent_coef_final (entropy schedule) needs an actor-critic algorithm, not dqn")
-        for name in ("seed", "learning_starts", "bc_steps", "eval_seed_base"):
+        for name in ("seed", "learning_starts", "bc_steps", "eval_seed_base", "checkpoint_freq"):
             setattr(self, name, check_positive(name, getattr(self, name), integer=True, allow_zero=True))
         if self.imitates and self.algo == "dqn":
             raise ConfigError("bc_steps (imitation warm start) needs an actor-critic algorithm, not dqn")
@@ -206,8 +217,15 @@ class TrainConfig:
             if getattr(self, name) > 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {getattr(self, name)!r}")
         check_positive("ent_coef", self.ent_coef, allow_zero=True)
-        if not (isinstance(self.net_arch, list) and all(isinstance(x, int) and x > 0 for x in self.net_arch)):
+        if not (isinstance(self.net_arch, list)
+                and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in self.net_arch)):
             raise ConfigError(f"net_arch must be a list of positive layer sizes, got {self.net_arch!r}")
+        for name in ("normalize_obs", "normalize_reward", "progress_bar"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.env_id, str):
+            raise ConfigError(f"env_id must be an environment id such as Synergy-small-v0, got {self.env_id!r}")
+        check_hyperparameters(self)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,6 +239,13 @@ class TrainConfig:
         return cls(**dict(values))
 
 
+def check_device(device: object) -> str:
+    """``device`` if it is one of :data:`DEVICES` or ``cuda:N``; else an error naming the valid ones."""
+    if not (isinstance(device, str) and (device in DEVICES or CUDA_INDEX.fullmatch(device))):
+        raise UnknownNameError("device", str(device), (*DEVICES, "cuda:N"))
+    return device
+
+
 def heuristic_names() -> tuple[str, ...]:
     """The env heuristics (:func:`synergy_gym.baselines.env_heuristics.env_heuristics`) by name."""
     from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
@@ -229,10 +254,16 @@ def heuristic_names() -> tuple[str, ...]:
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The settings in a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file, or a saved ``config.json``."""
+    """The settings in a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file, or a saved ``config.json``.
+
+    Whatever is wrong with the file (unreadable, not UTF-8 text, malformed, not a table) is one
+    :class:`ConfigError` naming it.
+    """
     path = require_file(path, "config file", ConfigError)
-    text = path.read_text(encoding="utf-8")
     suffix = path.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml", ".json"):
+        raise ConfigError(f"config file {path}: use .toml, .yaml/.yml or .json")
+    text = read_text_file(path, "config file")
     try:
         if suffix == ".toml":
             data = tomllib.loads(text)
@@ -240,20 +271,34 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             import yaml
 
             data = yaml.safe_load(text)
-        elif suffix == ".json":
-            data = json.loads(text)
         else:
-            raise ConfigError(f"config file {path}: use .toml, .yaml/.yml or .json")
-    except ConfigError:
-        raise
+            data = json.loads(text)
     except Exception as exc:  # the parsers raise their own error types
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"config file {path} is malformed: {first}") from None
+        raise ConfigError(f"config file {path} is malformed: {first_line(exc)}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a table of settings")
     return data
+
+
+def read_text_file(path: Path, kind: str) -> str:
+    """The UTF-8 text of ``path``; a file that cannot be read or is not UTF-8 text is a :class:`ConfigError` naming it."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{kind} {path} cannot be read: {exc.strerror or type(exc).__name__}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{kind} {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                          "is it the right file?") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, first line only (its type when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
@@ -271,5 +316,12 @@ def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
 
 
 def load_run_config(path: str | Path) -> TrainConfig:
-    """A run's saved ``config.json`` (or any config file) as a :class:`TrainConfig`; errors name the file."""
-    return TrainConfig.from_mapping(load_config_file(path), source=str(path))
+    """A run's saved ``config.json`` (or any config file) as a :class:`TrainConfig`; every error names the file."""
+    values = load_config_file(path)
+    try:
+        return TrainConfig.from_mapping(values, source=str(path))
+    except ConfigError as exc:
+        message = str(exc)
+        raise ConfigError(message if message.startswith(str(path)) else f"{path}: {message}") from None
+    except SynergyGymError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

@@ -7,28 +7,40 @@ summary rows (:func:`synergy_gym.agents.eval_summary.summary_records`) with the 
 times (:func:`cdf_curves`: the agents, the best env heuristic, fifo+tune and the
 no-waiting bound; every policy with ``--plot-all``). :func:`write_decisions` writes the
 ``--decisions`` logs and :func:`jobs_table` the ``--jobs-csv`` table (:data:`JOBS_FIELDS`).
+
+All of them appear together or none does: :func:`staged_writer` stages every file
+(:func:`synergy_gym.cli.staging.staged_outputs`) and moves them into place once all are written; an
+error, Ctrl-C or SIGTERM while writing leaves nothing. :func:`check_record_paths` checks the
+``--decisions`` and ``--jobs-csv`` paths before any work.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from synergy_gym.agents.eval_policies import decisions_file_name
+from synergy_gym.agents.eval_policies import decisions_file_name, decisions_files
 from synergy_gym.agents.eval_summary import summary_records
-from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text
+from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.cli.results_json import write_results_json
+from synergy_gym.cli.staging import staged_outputs
+from synergy_gym.errors import PathError
 
 #: One row per policy and seed in ``results.csv``.
 FIELDS = ("policy", "source", "seed", "load", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h",
           "jobs_finished", "jobs_total", "terminated", "decisions", "invalid_actions", "wall_s")
 #: What ``--out`` holds.
 OUTPUT_FILES = ("results.csv", "results.json", "jct_cdf.png")
+#: Where a file of the run is written: told its final path, gives the (staged) path to write.
+Stage = Callable[[Path], Path]
 #: Columns of ``--jobs-csv``: one row per job, episode and policy.
 JOBS_FIELDS = ("policy", "source", "seed", "job_id", "arrival_h", "start_h", "finish_h", "jct_h", "gpus", "model")
 
@@ -46,10 +58,13 @@ def jobs_table(results: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[list(JOBS_FIELDS)]
 
 
-def write_decisions(results: pd.DataFrame, folder: Path) -> list[Path]:
-    """``--decisions``: ``folder/<label>.jsonl`` per policy with a decision log (the first seed's episode)."""
+def write_decisions(results: pd.DataFrame, folder: Path, stage: Stage | None = None) -> list[Path]:
+    """``--decisions``: ``folder/<label>.jsonl`` per policy with a decision log (the first seed's episode).
+
+    ``stage``: where each file is written instead (:func:`staged_writer`); the paths returned are the final ones.
+    """
     written = []
-    folder.mkdir(parents=True, exist_ok=True)
+    place = stage or _in_place
     row: Any  # a row: one attribute per column
     for row in results.itertuples(index=False):
         log = getattr(row, "decision_log", None)
@@ -57,7 +72,7 @@ def write_decisions(results: pd.DataFrame, folder: Path) -> list[Path]:
             continue
         lines = [json.dumps({"seed": int(row.seed), **record}, allow_nan=False) for record in log]
         path = folder / decisions_file_name(str(row.policy))
-        atomic_write_text(path, "".join(line + "\n" for line in lines))
+        atomic_write_text(place(path), "".join(line + "\n" for line in lines))
         written.append(path)
     return written
 
@@ -85,11 +100,16 @@ def cdf_curves(jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame,
 
 
 def write_outputs(results: pd.DataFrame, jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame, out: Path,
-                  json_path: Path | None, meta: dict[str, Any] | None = None, plot_all: bool = False) -> None:
-    """``--out``: ``results.csv``, ``results.json`` with ``meta`` (also to ``json_path`` if given) and ``jct_cdf.png``."""
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "results.csv", results[list(FIELDS)].to_csv(index=False))
-    write_results_json([out / "results.json", json_path], summary_records(summary), meta or {})
+                  json_path: Path | None, meta: dict[str, Any] | None = None, plot_all: bool = False,
+                  stage: Stage | None = None) -> None:
+    """``--out``: ``results.csv``, ``results.json`` with ``meta`` (also to ``json_path`` if given) and ``jct_cdf.png``.
+
+    ``stage``: where each file is written instead (:func:`staged_writer`).
+    """
+    place = stage or _in_place
+    atomic_write_text(place(out / "results.csv"), results[list(FIELDS)].to_csv(index=False))
+    write_results_json([place(out / "results.json"), place(json_path) if json_path is not None else None],
+                       summary_records(summary), meta or {})
     load = results["load"].iloc[0]
     curves = cdf_curves(jcts, summary, plot_all)
     cdf = {(label, load): values for label, values in curves.items()}
@@ -99,4 +119,63 @@ def write_outputs(results: pd.DataFrame, jcts: dict[tuple[str, str], np.ndarray]
     else:
         shown = f"{len(cdf)} {'policy' if len(cdf) == 1 else 'policies'}"
     title = f"CDF of job completion times, every job of the evaluation episodes\n{shown}"
-    atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png(cdf, title, jobs="jobs of the episodes"))
+    atomic_write_bytes(place(out / "jct_cdf.png"), jct_cdf_png(cdf, title, jobs="jobs of the episodes"))
+
+
+def _in_place(path: Path) -> Path:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return Path(path)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return os.path.abspath(path).startswith(os.path.abspath(folder) + os.sep)
+
+
+@contextmanager
+def staged_writer(out: Path, decisions: Path | None = None) -> Iterator[Stage]:
+    """A :data:`Stage` for the files of one evaluation: they move into place together when the block ends.
+
+    ``out`` is staged as a folder; the ``decisions`` folder too, when it is not inside ``out`` (a folder
+    that did not exist is then not left behind empty); other files (``--json``, ``--jobs-csv``) are
+    staged beside their place. A file that cannot be written (a full disk) is one line saying that nothing was.
+    """
+    try:
+        with ExitStack() as stack:
+            main = stack.enter_context(staged_outputs(out))
+            logs = (stack.enter_context(staged_outputs(decisions))
+                    if decisions is not None and not _inside(decisions, out) else None)
+
+            def stage(path: Path) -> Path:
+                staging = logs if logs is not None and decisions is not None and _inside(path, decisions) else main
+                staged = staging.file(path)
+                staged.parent.mkdir(parents=True, exist_ok=True)
+                return staged
+
+            yield stage
+    except OSError as exc:  # the staged files are gone already
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise PathError(f"writing the results failed: {exc.strerror or exc}{where}; nothing written") from None
+
+
+def check_record_paths(out: Path, json_path: Path | None, decisions: Path | None, jobs_csv: Path | None,
+                       labels: list[str], env_names: tuple[str, ...]) -> None:
+    """``--decisions`` and ``--jobs-csv`` may be written and overwrite none of the other files the run writes."""
+    written = {os.path.abspath(out / name): "--out" for name in OUTPUT_FILES}  # files the run writes, by flag
+    if json_path is not None:
+        written[os.path.abspath(json_path)] = "--json"
+    folders: tuple[tuple[Path, str], ...] = ((out, "--out"),)
+    if decisions is not None:
+        names = decisions_files(labels, env_names)
+        inside_out = os.path.abspath(decisions.parent) == os.path.abspath(out)  # out/DIR: created with --out
+        check_output_dir(decisions, "--decisions", tuple(names), create_parents=inside_out)
+        for name in names:
+            path = os.path.abspath(decisions / name)
+            if path in written:
+                raise PathError(f"--decisions {decisions}: {name} would overwrite the {written[path]} file {path}")
+            written[path] = "--decisions"
+        folders += ((decisions, "--decisions"),)
+    if jobs_csv is not None:
+        check_output_file(jobs_csv, "--jobs-csv", folders=folders)
+        other = written.get(os.path.abspath(jobs_csv))
+        if other is not None:
+            raise PathError(f"--jobs-csv {jobs_csv}: is also a file that {other} writes")

@@ -56,8 +56,8 @@ started / did not finish in an episode cut off at ``max_rounds``).
 
 ``--model pretrained:NAME`` takes a policy shipped with the package
 (:mod:`synergy_gym.agents.pretrained_policies`: ``small-scarce``, ``small``). With
-``--model`` the environment and its kwargs come from the model's run
-folder (``config.json``) unless given; a model whose spaces do not fit the
+``--model`` the environment and its kwargs come from the model's run (``config.json``,
+RL Zoo's ``args.yml``) unless given; a model whose spaces do not fit the
 environment is refused (:mod:`synergy_gym.agents.model_checks`). Seeds: ``--seeds``
 (``1000000..1000019`` or ``a,b,c``), else ``--episodes`` held-out seeds from 1,000,000
 (default: the run's ``eval_episodes``, or 5).
@@ -71,7 +71,6 @@ summarises the results and :mod:`synergy_gym.agents.eval_outputs` writes them.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -81,18 +80,37 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from synergy_gym.agents.config import EVAL_SEED_BASE, parse_env_kwargs
-from synergy_gym.agents.eval_outputs import FIELDS, OUTPUT_FILES, jobs_table, write_decisions, write_outputs
-from synergy_gym.agents.eval_policies import agent_labels, decisions_files, parse_baselines, parse_sim_policies
+from synergy_gym.agents.config import EVAL_SEED_BASE, check_device, parse_env_kwargs
+from synergy_gym.agents.eval_outputs import (
+    FIELDS,
+    OUTPUT_FILES,
+    Stage,
+    check_record_paths,
+    jobs_table,
+    staged_writer,
+    write_decisions,
+    write_outputs,
+)
+from synergy_gym.agents.eval_policies import agent_labels, parse_baselines, parse_sim_policies
+from synergy_gym.agents.eval_size import evaluation_estimate
 from synergy_gym.agents.eval_summary import format_summary, summarise
-from synergy_gym.agents.model_checks import check_agent_fits, check_env_id, effective_env_kwargs, env_space_parts, run_config
-from synergy_gym.agents.models import load_agent, resolve_device
+from synergy_gym.agents.model_checks import (
+    check_agent_fits,
+    check_env_id,
+    check_trained_env,
+    effective_env_kwargs,
+    env_space_parts,
+)
+from synergy_gym.agents.models import check_model_zip, load_agent, resolve_device
+from synergy_gym.agents.normalization import resolve_stats
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
+from synergy_gym.agents.provenance import run_config, trained_on
 from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.cli.files import atomic_write_text, check_output_dir, check_output_file, require_file
+from synergy_gym.cli.guards import check_size, quiet_notice
 from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
-from synergy_gym.errors import ConfigError, PathError
+from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.evaluation import evaluate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -172,24 +190,41 @@ def run_evaluation(
     labels: list[str] | None = None,
     keep_jobs: bool = False,
     log_decisions: bool = False,
+    stats: list[Path | None] | None = None,
+    normalize: bool = True,
+    allow_env_mismatch: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], np.ndarray], pd.DataFrame]:
     """Per-seed results of every model and baseline, their pooled JCTs, and the per-policy summary.
 
     ``env_names`` / ``sim_names`` None: every env heuristic and the default simulator policies.
     ``labels``: the models' row names (:func:`synergy_gym.agents.eval_policies.agent_labels`).
-    ``keep_jobs`` / ``log_decisions``: see :func:`run_policies`.
+    ``keep_jobs`` / ``log_decisions``: see :func:`run_policies`. ``stats``: each model's normalisation
+    statistics (None: found beside it; :mod:`synergy_gym.agents.normalization`), ``normalize`` false to run
+    every model on unnormalised observations. A model trained on another environment id or kwargs is
+    refused unless ``allow_env_mismatch`` (then ``say`` is told the difference).
     """
     if env_names is None or sim_names is None:
         all_env, all_sim = parse_baselines("all")
         env_names = all_env if env_names is None else env_names
         sim_names = all_sim if sim_names is None else sim_names
-    configs = [run_config(m) for m in models]
     env_id, kwargs = evaluation_env(models, env_id, env_kwargs)
     env_parts = env_space_parts(env_id, kwargs)  # an unknown id or kwarg fails here, before any run
+    given = list(stats or [None] * len(models))
+    if len(given) != len(models):
+        raise ConfigError(f"--vecnormalize: give one per --model ({len(models)}), got {len(given)}")
+    checked = []
+    for path, stats_path in zip(models, given):  # every model's file and records first, then the (slower) loading
+        check_model_zip(path)
+        note = check_trained_env(path, trained_on(path), env_id, kwargs, allow=allow_env_mismatch)
+        if note is not None and say is not None:
+            say(note)
+        checked.append(resolve_stats(path, stats_path, normalize))
     agents = []
     names = agent_labels(models, labels)
-    for path, cfg, name in zip(models, configs, names):
-        agents.append(load_agent(path, cfg, device, name))
+    for path, stats_path, name in zip(models, checked, names):
+        cfg = run_config(path)
+        agents.append(load_agent(path, cfg, device, name, stats=stats_path, normalize=stats_path is not None))
         check_agent_fits(path, agents[-1], cfg, env_id, kwargs, env_parts)
     if not agents and not env_names and not sim_names:
         raise ConfigError("nothing to evaluate: give --model or some --baselines")
@@ -199,9 +234,11 @@ def run_evaluation(
 
 
 def evaluation_env(models: list[Path], env_id: str | None, env_kwargs: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
-    """The environment id and kwargs the evaluation runs: those given, else the first model run's, else the default."""
-    base = next((c for c in (run_config(m) for m in models) if c is not None), None)
-    env_id = env_id or (base.env_id if base else "Synergy-small-v0")
+    """The environment id and kwargs the evaluation runs: those given, else what the first model with records was trained
+    on (its run's ``config.json``, RL Zoo's ``args.yml``: :func:`~synergy_gym.agents.provenance.trained_on`), else the
+    default."""
+    base = next((r for r in (trained_on(m) for m in models) if r is not None and r.env_id is not None), None)
+    env_id = env_id or (base.env_id if base and base.env_id else "Synergy-small-v0")
     return env_id, dict(base.env_kwargs) if base and env_kwargs is None else dict(env_kwargs or {})
 
 
@@ -230,7 +267,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default=None, help="workload seeds: 1000000..1000019 or a,b,c")
     p.add_argument("--env", dest="env_id", default=None, help="environment id (default: the run's, else Synergy-small-v0)")
     p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env kwargs (default: the run's)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda (for --model)")
+    p.add_argument("--vecnormalize", action="append", type=Path, default=None, metavar="FILE",
+                   help="a model's normalisation statistics (VecNormalize pickle); repeat: one per --model, in the same "
+                        "order (default: found beside the model, or in RL Zoo's <run>/<env>/vecnormalize.pkl; a model "
+                        "whose statistics are missing is refused)")
+    p.add_argument("--no-normalize", action="store_true",
+                   help="evaluate the models on unnormalised observations on purpose (default: with their statistics)")
+    p.add_argument("--allow-env-mismatch", action="store_true",
+                   help="evaluate a model on another environment id or kwargs than its run was trained on "
+                        "(default: refused, naming both)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (for --model)")
     p.add_argument("--json", type=Path, default=None, help="also write results.json (the summary rows and meta) here")
     p.add_argument("--decisions", type=Path, default=None, metavar="DIR",
                    help="write DIR/<label>.jsonl per agent and env heuristic: one JSON line per decision of the first "
@@ -245,6 +291,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "the no-waiting bound)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/evaluate-<timestamp>)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--allow-large", action="store_true",
+                   help="run an evaluation estimated to need over an hour or too much memory (default: refused)")
     p.set_defaults(run=main)
 
 
@@ -275,14 +323,19 @@ def main(args: argparse.Namespace) -> int:
     labels = agent_labels(args.model or [], args.label)
     sims = parse_sim_policies(args.sim_policies) if args.sim_policies is not None else None
     env_names, sim_names = parse_baselines(args.baselines, sims)
-    _check_record_paths(args, out, labels, env_names)
+    check_record_paths(out, args.json, args.decisions, args.jobs_csv, labels, env_names)
     for m in models:
         require_file(m, "model file", ConfigError)
+    stats = _stats_files(args, models)
     seeds = _seeds(args, models)
     env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else None
     if args.env_id is not None:
         check_env_id(args.env_id)
-    device = resolve_device(args.device) if models else "cpu"
+    device = resolve_device(args.device) if models else check_device(args.device)  # a bad name is refused either way
+    size = evaluation_estimate(effective_env_kwargs(*evaluation_env(models, args.env_id, env_kwargs)), len(seeds),
+                               len(models), env_names, sim_names)
+    check_size(size, args.allow_large)
+    quiet_notice("evaluate", size, args.quiet)
 
     def progress(source: str, name: str) -> Callable[[int, int], None]:
         bar = Progress(f"{source} {name}", total=len(seeds), unit="episode", enabled=not args.quiet)
@@ -296,50 +349,45 @@ def main(args: argparse.Namespace) -> int:
 
     results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device, env_names, sim_names,
                                             progress, labels=labels, keep_jobs=args.jobs_csv is not None,
-                                            log_decisions=args.decisions is not None)
+                                            log_decisions=args.decisions is not None, stats=stats,
+                                            normalize=not args.no_normalize,
+                                            allow_env_mismatch=args.allow_env_mismatch, say=_note)
     print(format_summary(summary, seeds, str(results["env"].iloc[0])))
     env_id, kwargs = evaluation_env(models, args.env_id, env_kwargs)
     meta = build_meta(args, seeds, started, env_id, kwargs,
                       agents=[{"label": label, "model": model} for label, model in zip(labels, args.model or [])])
-    write_outputs(results, jcts, summary, out, args.json, meta, plot_all=args.plot_all)
-    extra = [str(args.json)] if args.json is not None else []
-    extra += _write_records(args, results, seeds)
+    with staged_writer(out, args.decisions) as stage:  # every file appears together, or none does
+        write_outputs(results, jcts, summary, out, args.json, meta, plot_all=args.plot_all, stage=stage)
+        extra = [str(args.json)] if args.json is not None else []
+        extra += _write_records(args, results, seeds, stage)
     print(f"wrote {', '.join(OUTPUT_FILES)} to {out}" + "".join(f"; {e}" for e in extra))
     return 0
 
 
-def _check_record_paths(args: argparse.Namespace, out: Path, labels: list[str], env_names: tuple[str, ...]) -> None:
-    """``--decisions`` and ``--jobs-csv`` may be written and overwrite none of the other files the run writes."""
-    written = {os.path.abspath(out / name): "--out" for name in OUTPUT_FILES}  # files the run writes, by flag
-    if args.json is not None:
-        written[os.path.abspath(args.json)] = "--json"
-    folders: tuple[tuple[Path, str], ...] = ((out, "--out"),)
-    if args.decisions is not None:
-        names = decisions_files(labels, env_names)
-        inside_out = os.path.abspath(args.decisions.parent) == os.path.abspath(out)  # out/DIR: created with --out
-        check_output_dir(args.decisions, "--decisions", tuple(names), create_parents=inside_out)
-        for name in names:
-            path = os.path.abspath(args.decisions / name)
-            if path in written:
-                raise PathError(f"--decisions {args.decisions}: {name} would overwrite the {written[path]} file {path}")
-            written[path] = "--decisions"
-        folders += ((args.decisions, "--decisions"),)
-    if args.jobs_csv is not None:
-        check_output_file(args.jobs_csv, "--jobs-csv", folders=folders)
-        other = written.get(os.path.abspath(args.jobs_csv))
-        if other is not None:
-            raise PathError(f"--jobs-csv {args.jobs_csv}: is also a file that {other} writes")
+def _stats_files(args: argparse.Namespace, models: list[Path]) -> list[Path | None] | None:
+    """``--vecnormalize``: one file per ``--model`` (None: found beside each model)."""
+    if args.vecnormalize is None:
+        return None
+    if args.no_normalize:
+        raise ConfigError("--vecnormalize and --no-normalize contradict each other: give one of them")
+    if len(args.vecnormalize) != len(models):
+        raise ConfigError(f"--vecnormalize: give one per --model ({len(models)} given), got {len(args.vecnormalize)}")
+    return [require_file(path, "--vecnormalize", ConfigError) for path in args.vecnormalize]
 
 
-def _write_records(args: argparse.Namespace, results: pd.DataFrame, seeds: list[int]) -> list[str]:
+def _note(line: str) -> None:
+    print(f"synergy-gym evaluate: note: {line}", file=sys.stderr)
+
+
+def _write_records(args: argparse.Namespace, results: pd.DataFrame, seeds: list[int], stage: Stage) -> list[str]:
     """Write the ``--decisions`` logs and the ``--jobs-csv`` table asked for; what was written, for the last line."""
     extra = []
     if args.decisions is not None:
-        logs = write_decisions(results, args.decisions)
+        logs = write_decisions(results, args.decisions, stage)
         extra.append(f"{len(logs)} decision logs (seed {seeds[0]}) to {args.decisions}")
     if args.jobs_csv is not None:
         table = jobs_table(results)
-        atomic_write_text(args.jobs_csv, table.to_csv(index=False))
+        atomic_write_text(stage(args.jobs_csv), table.to_csv(index=False))
         extra.append(f"{len(table)} job rows to {args.jobs_csv}")
     return extra
 

@@ -24,10 +24,11 @@ def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
 
     from synergy_gym.agents.config import HELD_OUT_SEED_BASE, load_run_config
     from synergy_gym.agents.models import load_agent
+    from synergy_gym.agents.provenance import run_folder
     from synergy_gym.experiments.evaluation import evaluate
 
     model_zip = Path(model_zip)
-    run = model_zip.parent
+    run = run_folder(model_zip)
     cfg = load_run_config(run / "config.json")
     history = pd.read_csv(run / "eval.csv")
     chosen = history.iloc[history["mean_jct_h"].argmin()] if model_zip.name.startswith("best") else history.iloc[-1]

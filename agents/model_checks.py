@@ -5,7 +5,10 @@ action spaces (:func:`spaces_parts`), not on their bounds, so a model can be
 evaluated on another load or cluster of the same shape. :func:`check_agent_fits`
 refuses a model, or its normalisation statistics, whose spaces differ from the
 environment's, naming the env settings behind the difference (read from the
-run's ``config.json``, :func:`run_config`). :func:`check_env_id` and
+run's ``config.json``, :func:`synergy_gym.agents.provenance.run_config`).
+:func:`check_trained_env` refuses, unless allowed, a model trained on another
+environment id or kwargs than the evaluation's (what it was trained on:
+:mod:`synergy_gym.agents.provenance`). :func:`check_env_id` and
 :func:`env_space_parts` check the environment itself first.
 """
 
@@ -18,19 +21,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from synergy_gym.agents.config import TrainConfig, load_run_config
+from synergy_gym.agents.config import TrainConfig
+from synergy_gym.agents.provenance import TrainedOn
 from synergy_gym.errors import ConfigError, SynergyGymError
 
 if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.wrappers import AgentPolicy
-
-
-def run_config(model_path: Path) -> TrainConfig | None:
-    """The config of the run the model comes from: ``config.json`` beside it (None if absent)."""
-    saved = model_path.parent / "config.json"
-    if not saved.is_file():
-        return None
-    return load_run_config(saved)
 
 
 def space_parts(space: gym.Space, prefix: str = "") -> dict[str, str]:
@@ -127,29 +123,79 @@ def _mismatch_cause(cfg: TrainConfig | None, model_parts: dict[str, str], env_id
 
 
 def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
-                       env_parts: dict[str, str]) -> None:
+                       env_parts: dict[str, str], flag: str = "--model") -> None:
     """Refuse a model whose spaces differ from the environment's, naming the env kwargs behind the difference."""
     model_parts = spaces_parts(model.observation_space, model.action_space)
     differ = [k for k in dict.fromkeys([*model_parts, *env_parts]) if model_parts.get(k) != env_parts.get(k)]
     if differ:
         k = differ[0]
         what = "action space" if k == "action" else f"observation {k!r}"
-        raise ConfigError(f"--model {path}: {_mismatch_cause(cfg, model_parts, env_id, kwargs)} "
+        raise ConfigError(f"{flag} {path}: {_mismatch_cause(cfg, model_parts, env_id, kwargs)} "
                           f"({what}: {model_parts.get(k, 'absent')} in the model vs {env_parts.get(k, 'absent')})")
+
+
+def check_stats_spaces(path: Path, vec_normalize: Any, model: Any, cfg: TrainConfig | None, env_id: str,
+                       kwargs: dict[str, Any], env_parts: dict[str, str], flag: str = "--model") -> None:
+    """Refuse normalisation statistics whose observation shapes differ from the environment's (another env's)."""
+    rms = getattr(vec_normalize, "obs_rms", None)
+    if rms is None:
+        return
+    model_parts = spaces_parts(model.observation_space, model.action_space)
+    for key, stats in (rms.items() if isinstance(rms, dict) else [("observation", rms)]):
+        want = env_parts.get(key, "absent")
+        mean = getattr(stats, "mean", None)
+        have = f"Box{tuple(np.shape(mean)) if mean is not None else '()'}"
+        if want != have:
+            raise ConfigError(f"{flag} {path}: its normalisation statistics do not fit the environment "
+                              f"({_mismatch_cause(cfg, model_parts, env_id, kwargs)}; observation {key!r}: "
+                              f"{have} in the statistics vs {want})")
 
 
 def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
                      env_parts: dict[str, str]) -> None:
     """Refuse a model (:func:`check_model_spaces`) or its normalisation statistics whose spaces differ from the env's."""
     check_model_spaces(path, agent.model, cfg, env_id, kwargs, env_parts)
-    rms = getattr(agent.vec_normalize, "obs_rms", None)
-    if rms is None:
-        return
-    model_parts = spaces_parts(agent.model.observation_space, agent.model.action_space)
-    for key, stats in (rms.items() if isinstance(rms, dict) else [("observation", rms)]):
-        want = env_parts.get(key, "absent")
-        have = f"Box{tuple(np.shape(stats.mean))}"
-        if want != have:
-            raise ConfigError(f"--model {path}: its normalisation statistics do not fit the environment "
-                              f"({_mismatch_cause(cfg, model_parts, env_id, kwargs)}; observation {key!r}: "
-                              f"{have} in the statistics vs {want})")
+    check_stats_spaces(path, agent.vec_normalize, agent.model, cfg, env_id, kwargs, env_parts)
+
+def env_differences(record: TrainedOn, env_id: str, kwargs: dict[str, Any]) -> tuple[str, str] | None:
+    """How the environment ``record`` was trained on differs from ``env_id`` with ``kwargs`` (both described); None if alike.
+
+    Kwargs are compared by their effective values (given over registered over defaults), so
+    ``num_jobs=300`` where 300 is the default is no difference. With different ids only the
+    kwargs given on either side are named (the ids' registered settings differ anyway).
+    """
+    if record.env_id is None:
+        return None
+    trained = effective_env_kwargs(record.env_id, record.env_kwargs)
+    wanted = effective_env_kwargs(env_id, kwargs)
+    if record.env_id == env_id:
+        keys = [k for k in dict.fromkeys([*trained, *wanted]) if trained.get(k) != wanted.get(k)]
+        if not keys:
+            return None
+    else:
+        keys = [k for k in dict.fromkeys([*record.env_kwargs, *kwargs]) if trained.get(k) != wanted.get(k)]
+
+    def describe(name: str, values: dict[str, Any]) -> str:
+        shown = ", ".join(f"{k}={values.get(k)}" for k in keys)
+        return f"{name} ({shown})" if shown else name
+
+    return describe(record.env_id, trained), describe(env_id, wanted)
+
+
+def check_trained_env(path: Path | str, record: TrainedOn | None, env_id: str, kwargs: dict[str, Any],
+                      allow: bool = False) -> str | None:
+    """Refuse a model trained on another environment id or kwargs than ``env_id`` with ``kwargs``, naming both.
+
+    With ``allow`` (``--allow-env-mismatch``) the difference is returned instead (a line to show);
+    None when the model's records say nothing of its environment, or it is the same.
+    """
+    if record is None:
+        return None
+    differ = env_differences(record, env_id, kwargs)
+    if differ is None:
+        return None
+    trained, wanted = differ
+    if allow:
+        return f"--model {path} was trained on {trained}; evaluating it on {wanted} (--allow-env-mismatch)"
+    raise ConfigError(f"--model {path} was trained on {trained} ({record.source}) but the evaluation runs {wanted}; "
+                      "give --allow-env-mismatch to evaluate it there anyway")

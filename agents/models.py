@@ -3,9 +3,10 @@
 :func:`build_model` makes a new model as a :class:`~synergy_gym.agents.config.TrainConfig`
 says (the :class:`~synergy_gym.agents.features.SynergyExtractor` features, SB3's linear
 or the per-slot action head of :mod:`synergy_gym.agents.slot_policy`); :func:`load_model`
-reads a saved model zip, :func:`resume_model` one to continue training in the given
-environments, and :func:`load_agent` one with its normalisation statistics as a
-policy for :func:`synergy_gym.evaluate`. Stable-Baselines3 and PyTorch are imported
+reads a saved model zip (a file that is not a whole model zip is one line naming it),
+:func:`resume_model` one to continue training in the given environments, and :func:`load_agent`
+one with its normalisation statistics (:mod:`synergy_gym.agents.normalization`) as a policy
+for :func:`synergy_gym.evaluate`. Stable-Baselines3 and PyTorch are imported
 only when a model is built or loaded.
 """
 
@@ -14,7 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synergy_gym.agents.config import ALGOS, TrainConfig
+from synergy_gym.agents.config import ALGOS, TrainConfig, check_device, first_line
+from synergy_gym.agents.normalization import find_stats, read_stats, resolve_stats
+from synergy_gym.cli.files import require_file
 from synergy_gym.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,12 +39,16 @@ def algorithm_class(algo: str) -> type[BaseAlgorithm]:
     return classes[algo]
 
 
-def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` where PyTorch sees a CUDA device, else ``cpu``; ``cuda`` without one is an error."""
+def resolve_device(device: str, flag: str = "--device") -> str:
+    """``auto`` → ``cuda`` where PyTorch sees a CUDA device, else ``cpu``; a name that is no device, or a CUDA
+    device PyTorch does not see, is a one-line error (checked before any model is loaded)."""
     import torch
 
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: PyTorch sees no CUDA device on this machine (use --device auto or cpu)")
+    check_device(device)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"{flag} {device}: PyTorch sees no CUDA device on this machine (use --device auto or cpu)")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise ConfigError(f"{flag} {device}: PyTorch sees {torch.cuda.device_count()} CUDA device(s), numbered from 0")
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
@@ -80,14 +87,9 @@ def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None)
 
 
 def load_model(path: Path, algo: str | None, device: str, env: VecEnv | None = None) -> BaseAlgorithm:
-    """An SB3 model from ``path``; ``algo`` None tries each algorithm."""
-    import zipfile
-
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"model file {str(path)!r} does not exist")
-    if not zipfile.is_zipfile(path) or "data" not in zipfile.ZipFile(path).namelist():
-        raise ConfigError(f"{path} is not a Stable-Baselines3 model zip")
+    """An SB3 model from ``path``; ``algo`` None tries each algorithm. What is wrong with the file is one line naming it."""
+    path = require_file(path, "model file", ConfigError)
+    check_model_zip(path)
     candidates = [algo] if algo else list(ALGOS)
     last_error: Exception | None = None
     for name in candidates:
@@ -99,12 +101,36 @@ def load_model(path: Path, algo: str | None, device: str, env: VecEnv | None = N
                 raise ConfigError(
                     f"{path} was trained on other observation/action spaces than the environment has now; train a new model"
                 ) from None
-    raise ConfigError(f"{path} could not be loaded as a {'/'.join(candidates)} model: {str(last_error).splitlines()[0]}")
+    raise ConfigError(f"{path} could not be loaded as a {'/'.join(candidates)} model: "
+                      f"{first_line(last_error) if last_error else 'no algorithm'}")
 
 
-def normalization_stats_path(model_path: Path) -> Path:
-    """The ``VecNormalize`` statistics saved with a checkpoint (``best_vecnormalize.pkl`` for ``best_*.zip``)."""
-    return model_path.parent / ("best_vecnormalize.pkl" if model_path.name.startswith("best") else "vecnormalize.pkl")
+def check_model_zip(path: Path) -> None:
+    """Refuse a file that is not a whole Stable-Baselines3 model zip: unreadable, not a zip (or truncated), damaged, or
+    a zip of something else."""
+    import zipfile
+
+    truncated = f"{path} is not a Stable-Baselines3 model zip (not a zip file, or a truncated one)"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            # A model cut short can still open as the zip stored inside it (a .pth member is a zip itself): its
+            # members then start past the file's beginning.
+            inner = bool(names) and min(info.header_offset for info in archive.infolist()) > 0
+            damaged = archive.testzip()  # reads every member: CRC errors show here
+    except OSError as exc:
+        raise ConfigError(f"model file {path} cannot be read: {exc.strerror or first_line(exc)}") from None
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError):
+        raise ConfigError(truncated) from None
+    except Exception as exc:  # zlib errors of a damaged member
+        raise ConfigError(f"model file {path} is damaged: {first_line(exc)}") from None
+    if inner and "data" not in names:
+        raise ConfigError(truncated)
+    if "data" not in names or not any(n.endswith(".pth") for n in names):
+        raise ConfigError(f"{path} is not a Stable-Baselines3 model zip (a zip of {', '.join(names[:3]) or 'nothing'}"
+                          f"{', …' if len(names) > 3 else ''})")
+    if damaged is not None:
+        raise ConfigError(f"model file {path} is damaged: its member {damaged} fails its checksum")
 
 
 def resume_model(path: Path, cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path) -> BaseAlgorithm:
@@ -112,29 +138,25 @@ def resume_model(path: Path, cfg: TrainConfig, env: VecEnv, device: str, tb_dir:
     from stable_baselines3.common.vec_env import VecNormalize
 
     model = load_model(path, cfg.algo, device, env=env)
-    stats = normalization_stats_path(path)
-    if stats.is_file() and isinstance(env, VecNormalize):
-        loaded = VecNormalize.load(str(stats), env.venv)
+    stats = find_stats(path)
+    if stats is not None and isinstance(env, VecNormalize):
+        loaded = read_stats(stats)
         env.obs_rms, env.ret_rms = loaded.obs_rms, loaded.ret_rms
     model.tensorboard_log = str(tb_dir)
     return model
 
 
-def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str) -> AgentPolicy:
-    """The model at ``model_path`` with the normalisation statistics beside it, as a policy named ``name``."""
-    import pickle
+def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str, stats: Path | None = None,
+               normalize: bool = True) -> AgentPolicy:
+    """The model at ``model_path`` with its normalisation statistics, as a policy named ``name``.
 
-    from stable_baselines3.common.vec_env import VecNormalize
-
+    The statistics are ``stats``, else those found beside the model (:mod:`synergy_gym.agents.normalization`);
+    missing ones are an error unless the model's records say it was trained without them, or ``normalize`` is
+    false (run it on unnormalised observations on purpose).
+    """
     from synergy_gym.agents.wrappers import AgentPolicy
 
+    stats_path = resolve_stats(model_path, stats, normalize)
     model = load_model(model_path, cfg.algo if cfg else None, device)
-    stats = normalization_stats_path(model_path)
-    vec_norm = None
-    if stats.is_file():
-        with open(stats, "rb") as fh:
-            vec_norm = pickle.load(fh)
-        if not isinstance(vec_norm, VecNormalize):
-            raise ConfigError(f"{stats} does not hold VecNormalize statistics")
-        vec_norm.training = False
+    vec_norm = read_stats(stats_path) if stats_path is not None else None
     return AgentPolicy(model, vec_norm, name=name)

@@ -22,8 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synergy_gym.agents.config import TrainConfig, load_run_config
-from synergy_gym.agents.models import load_agent, load_model, normalization_stats_path
+from synergy_gym.agents.config import TrainConfig, first_line, load_run_config, read_text_file
+from synergy_gym.agents.models import load_agent, load_model
+from synergy_gym.agents.normalization import find_stats, stats_candidates
+from synergy_gym.agents.provenance import run_folder
 from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.errors import ConfigError, UnknownNameError
 
@@ -71,8 +73,15 @@ def resolve_model_argument(text: str | Path) -> Path:
 
 
 def pretrained_card(name: str) -> dict[str, Any]:
-    """The policy's ``card.json``: its provenance and validation figures."""
-    return json.loads((pretrained_model_path(name).parent / "card.json").read_text(encoding="utf-8"))
+    """The policy's ``card.json``: its provenance and validation figures (a damaged card is one line naming it)."""
+    path = pretrained_model_path(name).parent / "card.json"
+    try:
+        card = json.loads(read_text_file(path, "card"))
+    except ValueError as exc:
+        raise ConfigError(f"card {path} is malformed: {first_line(exc)}") from None
+    if not isinstance(card, dict):
+        raise ConfigError(f"card {path} must hold a table")
+    return card
 
 
 def load_pretrained(name: str, device: str = "cpu") -> AgentPolicy:
@@ -101,9 +110,11 @@ def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path
     are unchanged. ``card`` is written as ``card.json``.
     """
     model_zip = Path(model_zip)
-    run = model_zip.parent
-    stats = normalization_stats_path(model_zip)
-    for needed in (model_zip, stats, run / "config.json"):
+    run = run_folder(model_zip)
+    stats = find_stats(model_zip)
+    if stats is None:
+        raise ConfigError(f"export: {stats_candidates(model_zip)[0]} does not exist")
+    for needed in (model_zip, run / "config.json"):
         if not needed.is_file():
             raise ConfigError(f"export: {needed} does not exist")
     cfg = load_run_config(run / "config.json")

@@ -23,7 +23,7 @@ from synergy_gym.cli.files import atomic_write_text
 
 #: What a run folder holds (see ``synergy_gym.agents.train``); checked before training starts.
 RUN_FILES = ("config.json", "versions.json", "baselines.json", "tb/", "eval.csv", "best_model.zip",
-             "best_vecnormalize.pkl", "last_model.zip", "vecnormalize.pkl")
+             "best_vecnormalize.pkl", "last_model.zip", "vecnormalize.pkl", "checkpoints/")
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:

@@ -43,6 +43,16 @@ A run folder (``--out``, default ``runs/<env>__<algo>__<seed>__<time>``) holds
                       ``best_vecnormalize.pkl``
 ``last_model.zip``    the final checkpoint, with ``vecnormalize.pkl``; also written
                       when training is interrupted with Ctrl-C (exit status 130)
+``checkpoints/``      the latest periodic checkpoint, every ``checkpoint_freq`` steps
+                      (``rl_model_<step>_steps.zip`` with ``rl_model_vecnormalize_<step>_steps.pkl``)
+
+Every model and statistics file is written atomically (:mod:`synergy_gym.agents.checkpoints`), so
+a run killed outright (SIGKILL) leaves whole files and ``--resume RUN_DIR`` continues it from its
+latest checkpoint, losing at most ``checkpoint_freq`` steps. ``--resume`` (a checkpoint zip or a run
+folder, :mod:`synergy_gym.agents.resume`) trains up to ``timesteps`` in all ("resuming at step
+13,108 of 20,000"); nothing is written before the config, the checkpoint and the environment have
+been checked, and hyper-parameters that cannot work together are refused
+(:mod:`synergy_gym.agents.hyperparameters`).
 
 Evaluation runs every ``eval_freq`` steps, once at the end and, after a warm
 start, once before reinforcement learning (step 0: the imitation is a checkpoint
@@ -78,6 +88,7 @@ import gymnasium as gym
 import pandas as pd
 
 from synergy_gym.agents.baseline_scores import best_heuristic, describe_baselines, evaluate_baselines, heuristic_means
+from synergy_gym.agents.checkpoints import remove_partial_files, save_model, save_stats
 from synergy_gym.agents.config import (
     ACTION_HEADS,
     ALGOS,
@@ -86,14 +97,15 @@ from synergy_gym.agents.config import (
     REWARDS,
     VEC_ENVS,
     TrainConfig,
-    load_config_file,
-    parse_env_kwargs,
 )
+from synergy_gym.agents.hyperparameters import inert_settings
 from synergy_gym.agents.imitation import behaviour_clone
 from synergy_gym.agents.models import build_model, resolve_device, resume_model
+from synergy_gym.agents.resume import check_resume, kept_history, resume_target, resumes_in_place
 from synergy_gym.agents.run_folder import RUN_FILES, default_run_dir, write_baselines, write_run_records
+from synergy_gym.agents.train_options import config_from_args
 from synergy_gym.agents.vec_envs import check_env_kwargs, close_vec_env, make_vec_env
-from synergy_gym.cli.files import check_input_file, check_output_dir
+from synergy_gym.cli.files import check_output_dir
 from synergy_gym.env.scenarios import SCENARIOS
 from synergy_gym.errors import Interrupted, SynergyGymError
 
@@ -107,26 +119,35 @@ Log = Callable[[str], None]
 
 def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None, log: Log | None = print,
           callbacks: Sequence[Any] = ()) -> Path:
-    """Train as ``cfg`` says (continuing the checkpoint ``resume`` if given); returns the run folder.
+    """Train as ``cfg`` says (continuing the checkpoint or run folder ``resume`` if given); returns the run folder.
 
-    ``log`` gets one line at the start (the run folder, the heuristics' scores) and one per
+    Every input – the config, the output folder, the device, the environment, the checkpoint to resume
+    (:func:`synergy_gym.agents.resume.check_resume`) – is checked before anything is written. A resumed
+    run trains up to ``cfg.timesteps`` in all. ``log`` gets one line at the start (the run folder, the
+    heuristics' scores, what trains where, a resume's step, settings without effect) and one per
     evaluation (None: silent). ``callbacks``: further SB3 callbacks. Ctrl-C (KeyboardInterrupt)
     during training saves ``last_model.zip`` (and ``vecnormalize.pkl``) and raises
     :class:`synergy_gym.errors.Interrupted` saying so.
     """
-    if resume is not None:
-        resume = check_input_file(resume, "--resume")
+    checkpoint = resume_target(resume) if resume is not None else None
     run_dir = check_output_dir(
         Path(out) if out is not None else default_run_dir(cfg), "--out", RUN_FILES, create_parents=out is None
     )
     device = resolve_device(cfg.device)
     check_env_kwargs(cfg)
+    start = check_resume(checkpoint, cfg) if checkpoint is not None else 0
+    history = kept_history(run_dir, start) if checkpoint is not None and resumes_in_place(checkpoint, run_dir) else None
     say = log or (lambda line: None)
+    remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
     write_run_records(run_dir, cfg)
     with torch_training_settings(torch_threads(cfg, device)):
         say(f"run folder: {run_dir}")
         baselines, relative_to = _score_baselines(cfg, run_dir, device, say)
-        _train_and_save(cfg, run_dir, device, baselines, relative_to, resume, log, callbacks)
+        if checkpoint is not None:
+            say(f"resuming at step {start:,} of {cfg.timesteps:,} from {checkpoint}")
+        for note in inert_settings(cfg):
+            say(f"note: {note}")
+        _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history)
     return run_dir
 
 
@@ -189,7 +210,8 @@ def _describe_run(cfg: TrainConfig, device: str, relative_to: str | None) -> str
 
 
 def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dict[str, pd.DataFrame],
-                    relative_to: str | None, resume: Path | None, log: Log | None, callbacks: Sequence[Any]) -> None:
+                    relative_to: str | None, resume: Path | None, log: Log | None, callbacks: Sequence[Any],
+                    history: list[dict[str, Any]] | None = None) -> None:
     """Build the environments and the model (or resume), learn, and save the last model; Ctrl-C saves, then says so."""
     env: VecEnv | None = None
     model: BaseAlgorithm | None = None
@@ -201,7 +223,7 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
         else:
             model = build_model(cfg, env, device, run_dir / "tb")
         try:
-            _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks)
+            _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks, history)
         except KeyboardInterrupt:
             interrupted = True
         saved = _save_last_model(model, run_dir)
@@ -217,20 +239,23 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
 
 
 def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame],
-           fresh: bool, log: Log | None, callbacks: Sequence[Any]) -> None:
-    """The warm start (a fresh model that imitates), then reinforcement learning with evaluations, once more at the end."""
-    from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, TrainingProgress
+           fresh: bool, log: Log | None, callbacks: Sequence[Any], history: list[dict[str, Any]] | None = None) -> None:
+    """The warm start (a fresh model that imitates), then reinforcement learning up to ``cfg.timesteps`` in all
+    (a resumed model continues from its step count) with evaluations, once more at the end, and checkpoints."""
+    from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, PeriodicCheckpoints, TrainingProgress
     from synergy_gym.cli.progress import is_terminal
 
     bc = behaviour_clone(model, env, cfg) if fresh and cfg.imitates else None
-    evaluation = HeldOutEvaluation(cfg, run_dir, baselines, bc, log=log)
-    schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps)]
+    evaluation = HeldOutEvaluation(cfg, run_dir, baselines, bc, log=log, history=history)
+    schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps, first=0)]
                 if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])
+    checkpoints = [PeriodicCheckpoints(run_dir, cfg.checkpoint_freq)] if cfg.checkpoint_freq else []
     bar = cfg.progress_bar and is_terminal(sys.stdout)  # SB3's bar redraws in place: only on a terminal
     lines = [TrainingProgress()] if cfg.progress_bar and not bar else []
     model.learn(
-        total_timesteps=cfg.timesteps,
-        callback=[evaluation, *schedule, *lines, *callbacks],
+        # SB3 adds the model's step count to total_timesteps when it is not reset: the steps left
+        total_timesteps=cfg.timesteps if fresh else max(1, cfg.timesteps - model.num_timesteps),
+        callback=[evaluation, *schedule, *checkpoints, *lines, *callbacks],
         progress_bar=bar,
         tb_log_name="run",
         reset_num_timesteps=fresh,
@@ -240,14 +265,14 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
 
 
 def _save_last_model(model: BaseAlgorithm, run_dir: Path) -> list[str]:
-    """Save ``last_model.zip`` and the normalisation statistics (``vecnormalize.pkl``); the names of the files."""
-    model.save(run_dir / "last_model.zip")
-    saved = ["last_model.zip"]
+    """Save ``last_model.zip`` and the normalisation statistics (``vecnormalize.pkl``), atomically; the files' names."""
+    saved = []
     vec_norm = model.get_vec_normalize_env()
-    if vec_norm is not None:
-        vec_norm.save(str(run_dir / "vecnormalize.pkl"))
+    if vec_norm is not None:  # the statistics first: the model is never newer than its statistics
+        save_stats(vec_norm, run_dir / "vecnormalize.pkl")
         saved.append("vecnormalize.pkl")
-    return saved
+    save_model(model, run_dir / "last_model.zip")
+    return ["last_model.zip", *saved]
 
 
 # -- command line --------------------------------------------------------------------------
@@ -302,48 +327,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-episodes", type=int, default=None,
                    help=f"evaluation seeds per evaluation, from {d.eval_seed_base:,} on (default: {d.eval_episodes})")
     p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<env>__<algo>__<seed>__<time>)")
-    p.add_argument("--resume", type=Path, default=None,
-                   help="continue from a checkpoint zip; its run's config applies (default: none)")
+    p.add_argument("--resume", type=Path, default=None, metavar="CHECKPOINT|RUN_DIR",
+                   help="continue a run up to --timesteps in all: from a checkpoint zip (best_model.zip, last_model.zip, "
+                        "checkpoints/rl_model_<step>_steps.zip), or from a run folder's latest checkpoint, continuing "
+                        "in that folder unless --out says otherwise (after a crash or kill: --resume RUN_DIR); the "
+                        "run's config.json applies, the options here override it (default: none)")
+    p.add_argument("--checkpoint-freq", type=int, default=None, metavar="N",
+                   help="save the model and its normalisation statistics to RUN_DIR/checkpoints every N steps (the "
+                        f"latest kept; a killed run loses at most N steps); 0: none (default: {d.checkpoint_freq:,})")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar; the evaluation lines are printed either way (default: progress bar on)")
     p.set_defaults(run=main)
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The run's config: TrainConfig's defaults, under ``--resume``'s ``config.json``, ``--config``, then the options."""
-    values: dict[str, Any] = {}
-    if args.resume is not None:
-        saved = Path(args.resume).parent / "config.json"
-        if saved.is_file():
-            values.update(load_config_file(saved))
-    if args.config is not None:
-        values.update(load_config_file(args.config))
-    overrides = {
-        "algo": args.algo, "env_id": args.env_id, "timesteps": args.timesteps, "n_envs": args.n_envs,
-        "seed": args.seed, "device": args.device, "eval_freq": args.eval_freq, "eval_episodes": args.eval_episodes,
-        "bc_policy": args.bc_policy, "bc_steps": args.bc_steps, "torch_threads": getattr(args, "torch_threads", None),
-        "reward": getattr(args, "reward", None), "relative_to": getattr(args, "relative_to", None),
-        "shared_workload": getattr(args, "shared_workload", None), "ent_coef_final": getattr(args, "ent_coef_final", None),
-        "stop_on_stall_after": getattr(args, "stop_on_stall_after", None), "gamma": getattr(args, "gamma", None),
-        "action_head": getattr(args, "action_head", None), "vec_env": getattr(args, "vec_env", None),
-    }
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    if args.env_kwargs is not None:
-        values["env_kwargs"] = {**values.get("env_kwargs", {}), **parse_env_kwargs(args.env_kwargs)}
-    if args.no_progress:
-        values["progress_bar"] = False
-    return TrainConfig.from_mapping(values, source=str(args.config) if args.config else "train")
-
-
 def main(args: argparse.Namespace) -> int:
     """``synergy-gym train``: train, then print the validation JCT against the heuristics and the run folder."""
-    if args.resume is not None:
-        check_input_file(args.resume, "--resume")
-    cfg = config_from_args(args)
-    out = check_output_dir(args.out or default_run_dir(cfg), "--out", RUN_FILES, create_parents=args.out is None)
+    checkpoint = resume_target(args.resume) if args.resume is not None else None
+    cfg = config_from_args(args, checkpoint)
+    in_place = args.out is None and args.resume is not None and Path(args.resume).is_dir()  # --resume RUN_DIR
+    out = args.resume if in_place else args.out  # None: train() makes the default runs/… folder (and runs/ itself)
     started = time.perf_counter()
     try:
-        run_dir = train(cfg, out=out, resume=args.resume)
+        run_dir = train(cfg, out=out, resume=checkpoint)
     except gym.error.Error as exc:
         raise SynergyGymError(str(exc).splitlines()[0]) from None
     history = pd.read_csv(run_dir / "eval.csv")

@@ -14,7 +14,10 @@ table and writes to ``--out`` (default ``runs/compare-<timestamp>``):
 ``--json FILE`` also writes ``{"results": [{policy, load, seed, mean_jct_h,
 median_jct_h, p99_jct_h, makespan_h, jobs_measured, wall_s, …}], "meta": {…}}``
 (:mod:`synergy_gym.cli.results_json`). Inputs and output paths are all checked before
-anything runs, and files are written only after every run has finished, each one atomically.
+anything runs, and so is the run's size: past the memory or time limits of
+:mod:`synergy_gym.cli.guards` it is refused unless ``--allow-large`` is given. The files are
+written after every run has finished, into a staging folder, and appear together or not at all
+(:mod:`synergy_gym.cli.staging`): Ctrl-C while they are written leaves none.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import argparse
 import math
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,161 +33,31 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synergy_gym.baselines.compare_runs import DEFAULT_POLICIES, CompareOutcome, CompareSpec, run_compare
 from synergy_gym.baselines.plots import avg_jct_png, describe_runs
-from synergy_gym.baselines.registry import make_policy, parse_policy_list
-from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seed_list
+from synergy_gym.baselines.registry import parse_policy_list
+from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seeds
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
+from synergy_gym.cli.guards import ALLOW_FLAG, Estimate, check_size, compare_estimate, format_duration, quiet_notice
 from synergy_gym.cli.plots import jct_cdf_png
-from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
+from synergy_gym.cli.staging import staged_outputs
 from synergy_gym.errors import SynergyGymError, UnknownNameError
-from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
+from synergy_gym.experiments.harness import CaseResult, WorkloadCase
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.config import TIMINGS, SimulationConfig
-from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.ledger import PLACEMENTS
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.sim.workload import MAX_JOBS, Workload
-from synergy_gym.traces.loader import FORMATS, load_trace
-from synergy_gym.traces.replay import read_workload_csv, workload_frame
-from synergy_gym.traces.trace_jobs import sample_workload, to_workload
+from synergy_gym.sim.workload import MAX_JOBS
+from synergy_gym.traces.loader import FORMATS
+from synergy_gym.traces.replay import workload_frame
 
-DEFAULT_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+greedy", "fifo+tune")
 JSON_FIELDS = (
     "policy", "sensitivity", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h",
     "speedup_vs_fair", "jobs_measured", "jobs_finished", "mean_gpu_util", "mean_cpu_util",
     "mean_mem_util", "mean_throughput", "simulated_h", "rounds_planned", "wall_s", "profiling_gpu_min_per_job",
 )
-
-
-@dataclass(frozen=True)
-class CompareSpec:
-    """Everything a comparison runs; validated when built from arguments."""
-
-    policies: tuple[str, ...] = DEFAULT_POLICIES
-    loads: tuple[float, ...] = (9.0,)
-    seeds: tuple[int, ...] = (42,)
-    num_jobs: int | None = None
-    window: tuple[int, int] | None = None
-    multigpu: bool = False
-    class_split: tuple[float, float, float] = DEFAULT_SPLIT
-    workload_csv: Path | None = None
-    trace_csv: Path | None = None
-    trace_format: str = "auto"
-    #: "real": the trace's own submit times; "sampled": (GPUs, duration) drawn from it, Poisson arrivals.
-    trace_mode: str = "real"
-    arrival_scale: float = 1.0
-    cluster: ClusterSpec = field(default_factory=ClusterSpec)
-    config: SimulationConfig = field(default_factory=SimulationConfig)
-    #: Run every policy with each sensitivity: "true" (measured) and/or "profiled".
-    sensitivities: tuple[str, ...] = ("true",)
-    profile_noise: float = 0.0
-
-    def configs(self) -> list[SimulationConfig]:
-        return [
-            replace(self.config, sensitivity=s, profiler=replace(self.config.profiler, noise=self.profile_noise))
-            for s in self.sensitivities
-        ]
-
-    def cases(self) -> list[WorkloadCase]:
-        if self.workload_csv is not None:
-            w = read_workload_csv(self.workload_csv)
-            w.check_window(str(self.workload_csv))
-            w.check_fits(self.cluster, str(self.workload_csv))
-            return [WorkloadCase(label=self.workload_csv.name, make=_fixed(w))]
-        if self.trace_csv is not None:
-            trace = load_trace(self.trace_csv, self.trace_format)
-            if self.trace_mode == "real":
-                w = to_workload(trace, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window,
-                                arrival_scale=self.arrival_scale)
-                w.check_fits(self.cluster, str(self.trace_csv))
-                return [WorkloadCase(label=self.trace_csv.name, make=_fixed(w))]
-            cases = []
-            for load in self.loads:
-                for seed in self.seeds:
-                    w = sample_workload(trace, self.num_jobs or 1000, load, seed, class_split=self.class_split,
-                                        window=self.window)
-                    w.check_fits(self.cluster, str(self.trace_csv))
-                    cases.append(WorkloadCase(label=f"{self.trace_csv.stem}_load{load:g}_seed{seed}",
-                                              make=_fixed(w), load=load, seed=seed))
-            return cases
-        cases = []
-        for load in self.loads:
-            for seed in self.seeds:
-                spec = SyntheticWorkload(
-                    jobs_per_hour=load,
-                    seed=seed,
-                    class_split=self.class_split,
-                    multigpu=self.multigpu,
-                    max_gpus=self.cluster.total_gpus,
-                    num_jobs=self.num_jobs,
-                    window=self.window,
-                )
-                cases.append(WorkloadCase(label=f"load{load:g}_seed{seed}", make=spec.stream, load=load, seed=seed))
-        return cases
-
-
-def _fixed(workload: Workload) -> Callable[[], tuple[Workload, None]]:
-    """A :attr:`WorkloadCase.make` that returns ``workload`` and no further jobs."""
-    return lambda: (workload, None)
-
-
-@dataclass(frozen=True)
-class CompareOutcome:
-    runs: list[CaseResult]
-    results: pd.DataFrame  # one row per run, columns JSON_FIELDS
-
-
-def run_compare(spec: CompareSpec, show_progress: bool = True, cases: list[WorkloadCase] | None = None) -> CompareOutcome:
-    """Run every policy of ``spec`` on every case (``spec.cases()`` unless given)."""
-    policies = {name: make_policy(name) for name in spec.policies}
-    cases = spec.cases() if cases is None else cases
-    bars: list[Progress] = []
-
-    def progress(case: WorkloadCase, policy: str) -> Callable[[int, int], None] | None:
-        if not show_progress:
-            return None
-        bar = Progress(f"{policy:<12} {case.label}", unit="job", leave=False)
-        bars.append(bar)
-        return bar.update
-
-    def finished(run: CaseResult) -> None:
-        if bars:
-            bars.pop().close()
-        if show_progress:
-            s = run.result.summary
-            print(
-                f"  {run.policy:<12} {run.case.label:<16} mean JCT {s.mean_jct_h:8.2f} h  ({s.wall_s:.1f} s)",
-                file=sys.stderr,
-            )
-
-    runs = []
-    for config in spec.configs():
-        runs += run_cases(cases, policies, spec.cluster, config, progress=progress, on_done=finished)
-    return CompareOutcome(runs=runs, results=results_table(runs))
-
-
-def results_table(runs: Sequence[CaseResult]) -> pd.DataFrame:
-    rows = []
-    for run in runs:
-        s = run.result.summary.as_dict()
-        s.pop("policy")
-        rows.append({"policy": run.policy, "load": run.case.load, "seed": run.case.seed, "case": run.case.label, **s})
-    frame = pd.DataFrame(rows)
-    frame["speedup_vs_fair"] = [_speedup(frame, row) for row in frame.itertuples()]
-    return frame
-
-
-def _speedup(frame: pd.DataFrame, row: Any) -> float:
-    """Mean JCT of the same ordering's ``fair`` run (else ``fifo+fair``) over this run's."""
-    order = row.policy.partition("+")[0]
-    same_case = frame[(frame["case"] == row.case) & (frame["sensitivity"] == row.sensitivity)]
-    for ref in (f"{order}+fair", "fifo+fair"):
-        match = same_case[same_case["policy"] == ref]
-        if len(match):
-            return float(match["mean_jct_h"].iloc[0] / row.mean_jct_h)
-    return float("nan")
 
 
 def _missing(value: object) -> bool:
@@ -213,11 +85,15 @@ def format_table(results: pd.DataFrame) -> str:
 
 
 def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, json_path: Path | None = None,
-                  meta: dict[str, Any] | None = None) -> None:
-    """The files of :data:`OUTPUT_FILES` in ``out_dir``, and the results JSON (with ``meta``) to ``json_path``."""
+                  meta: dict[str, Any] | None = None, stage: Callable[[Path], Path] | None = None) -> None:
+    """The files of :data:`OUTPUT_FILES` in ``out_dir``, and the results JSON (with ``meta``) to ``json_path``.
+
+    ``stage`` (:meth:`synergy_gym.cli.staging.Staging.file`) gives, for each final path, the path to write
+    instead, so that the files appear together once all are written; without it each is written in place.
+    """
+    place = stage or (lambda path: path)
     results = outcome.results
-    out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out_dir / "results.csv", results[["case", *JSON_FIELDS]].to_csv(index=False))
+    atomic_write_text(place(out_dir / "results.csv"), results[["case", *JSON_FIELDS]].to_csv(index=False))
     job_frames = []
     for run in outcome.runs:
         jobs = run.result.jobs.copy()
@@ -225,9 +101,9 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
         jobs.insert(0, "sensitivity", run.result.summary.sensitivity)
         jobs.insert(0, "policy", run.policy)
         job_frames.append(jobs)
-    atomic_write_text(out_dir / "jobs.csv", pd.concat(job_frames, ignore_index=True).to_csv(index=False))
+    atomic_write_text(place(out_dir / "jobs.csv"), pd.concat(job_frames, ignore_index=True).to_csv(index=False))
     window = measured_window_text(outcome.runs)
-    atomic_write_bytes(out_dir / "avg_jct.png", avg_jct_png(results, window))
+    atomic_write_bytes(place(out_dir / "avg_jct.png"), avg_jct_png(results, window))
     jcts: dict[tuple[str, object], list[np.ndarray]] = {}
     for run in outcome.runs:
         label = run.policy if run.result.summary.sensitivity == "true" else f"{run.policy} (profiled)"
@@ -236,15 +112,18 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
     policies = list(dict.fromkeys(results["policy"]))
     title = (f"CDF of job completion times: {len(policies)} {'policy' if len(policies) == 1 else 'policies'}\n"
              f"{describe_runs(results, window)}" + (", seeds pooled" if results["seed"].nunique() > 1 else ""))
-    atomic_write_bytes(out_dir / "jct_cdf.png", jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}, title))
+    cdf = jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}, title)
+    atomic_write_bytes(place(out_dir / "jct_cdf.png"), cdf)
     largest: dict[str, CaseResult] = {}
     for run in outcome.runs:
         label = run.case.label
         if run.case.load is not None and (label not in largest or len(run.workload) > len(largest[label].workload)):
             largest[label] = run
     for label, run in largest.items():
-        atomic_write_text(out_dir / "workloads" / f"{label}.csv", workload_frame(run.workload, cluster).to_csv(index=False))
-    write_results_json([json_path], results[list(JSON_FIELDS)].to_dict("records"), meta or {})
+        frame = workload_frame(run.workload, cluster)
+        atomic_write_text(place(out_dir / "workloads" / f"{label}.csv"), frame.to_csv(index=False))
+    write_results_json([None if json_path is None else place(json_path)], results[list(JSON_FIELDS)].to_dict("records"),
+                       meta or {})
 
 
 def measured_window_text(runs: Sequence[CaseResult]) -> str | None:
@@ -310,11 +189,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/compare-<timestamp>)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument(ALLOW_FLAG, action="store_true",
+                   help="run even when the estimated memory or time is past the limits (see docs: reliability)")
     p.set_defaults(run=main)
 
 
-def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[WorkloadCase]]:
-    """The comparison the arguments ask for, and its workloads (all loaded and checked)."""
+def spec_from_args(args: argparse.Namespace) -> CompareSpec:
+    """The comparison the arguments ask for, checked; its workloads are built later (:meth:`CompareSpec.cases`)."""
     sources = [name for name, value in (("--workload", args.workload), ("--trace", args.trace)) if value is not None]
     if len(sources) > 1:
         raise SynergyGymError("--workload and --trace cannot be combined")
@@ -336,12 +217,12 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
     for sens in sensitivities or ("",):
         if sens not in SENSITIVITIES:
             raise UnknownNameError("sensitivity", sens, SENSITIVITIES)
-    spec = CompareSpec(
+    return CompareSpec(
         policies=parse_policy_list(args.policies),
         sensitivities=sensitivities,
         profile_noise=ProfilerConfig(noise=args.profile_noise).noise,
         loads=parse_float_list(args.load, "--load") if args.load is not None else (9.0,),
-        seeds=parse_seed_list(args.seed, "--seed") if args.seed is not None else (42,),
+        seeds=parse_seeds(args.seed, "--seed") if args.seed is not None else (42,),
         num_jobs=args.jobs,
         window=parse_window(args.window) if args.window is not None else None,
         multigpu=args.multigpu,
@@ -354,10 +235,32 @@ def spec_from_args(args: argparse.Namespace) -> tuple[CompareSpec, list[Workload
         cluster=cluster,
         config=config,
     )
-    return spec, spec.cases()
+
+
+def checked_cases(spec: CompareSpec, allow_large: bool, quiet: bool) -> tuple[list[WorkloadCase], Estimate]:
+    """The workloads, built only once the run's size is estimated and allowed (:mod:`synergy_gym.cli.guards`).
+
+    Synthetic and sampled workloads are sized from the arguments before any is drawn; a fixed one
+    (``--workload``, ``--trace``) once its file is read.
+    """
+    def estimate(jobs: int) -> Estimate:
+        size = compare_estimate(spec.policies, spec.case_count(), jobs, spec.cluster.num_servers,
+                                spec.config.placement, len(spec.sensitivities))
+        check_size(size, allow_large)
+        return size
+
+    jobs = spec.jobs_per_case()
+    size = estimate(jobs) if jobs is not None else None
+    cases = spec.cases()
+    if size is None:
+        size = estimate(max(len(case.make()[0]) for case in cases))
+    quiet_notice("compare", size, quiet)
+    return cases, size
 
 
 OUTPUT_FILES = ("results.csv", "jobs.csv", "avg_jct.png", "jct_cdf.png", "workloads/")
+#: Rows of ``jobs.csv`` from which writing the files is announced (a few seconds of work).
+ANNOUNCE_ROWS = 200_000
 
 
 def main(args: argparse.Namespace) -> int:
@@ -366,15 +269,21 @@ def main(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out_dir, "--out"),))
     started = utc_now()
-    spec, cases = spec_from_args(args)
+    spec = spec_from_args(args)
+    cases, size = checked_cases(spec, args.allow_large, args.quiet)
     if not args.quiet:
-        print(f"cluster: {spec.cluster.describe()}; policies: {', '.join(spec.policies)}", file=sys.stderr)
+        took = f"; about {format_duration(size.seconds)}" if size.seconds > 60 else ""
+        print(f"cluster: {spec.cluster.describe()}; policies: {', '.join(spec.policies)}{took}", file=sys.stderr)
     outcome = run_compare(spec, show_progress=not args.quiet, cases=cases)
     print(format_table(outcome.results))
     seeds = dict.fromkeys(int(c.seed) for c in cases if c.seed is not None)
     meta = build_meta(args, seeds, started, policies=list(spec.policies), sensitivities=list(spec.sensitivities),
                       loads=sorted({c.load for c in cases if c.load is not None}), cluster=spec.cluster.describe(),
                       workload=str(spec.workload_csv or spec.trace_csv or "") or None)
-    write_outputs(outcome, out_dir, spec.cluster, args.json, meta)
+    rows = sum(len(run.result.jobs) for run in outcome.runs)
+    if not args.quiet and rows >= ANNOUNCE_ROWS:
+        print(f"writing {rows:,} job rows and the figures to {out_dir}", file=sys.stderr, flush=True)
+    with staged_outputs(out_dir) as staging:  # every file appears together, or none does
+        write_outputs(outcome, out_dir, spec.cluster, args.json, meta, stage=staging.file)
     print(f"wrote results.csv, jobs.csv, avg_jct.png, jct_cdf.png to {out_dir}")
     return 0

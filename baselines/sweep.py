@@ -24,21 +24,28 @@ duplicating results. At the end the folder gets
     the rows of ``results.csv`` as ``{"results": [...], "meta": {...}}``
     (:mod:`synergy_gym.cli.results_json`).
 
+These final files are staged and appear together or not at all
+(:mod:`synergy_gym.cli.staging`); Ctrl-C while they are written leaves the cells only.
+On Ray a cell whose worker process dies is run again (up to
+:data:`~synergy_gym.baselines.sweep_cells.CELL_RETRIES` times), so a killed worker
+costs that cell's time, not the sweep.
+
 Inputs are checked (``--out``, ``--json``, policies, seeds, loads, ``--jobs``, cluster,
-Ray address) before anything is written.
+Ray address) before anything is written, and so is the sweep's size: past the memory or
+time limits of :mod:`synergy_gym.cli.guards` (time divided among the Ray workers) it is
+refused unless ``--allow-large`` is given.
 """
+
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
+import importlib.util
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -48,161 +55,38 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.baselines.plots import CI_LABEL, describe_runs
-from synergy_gym.baselines.registry import make_policy, parse_policy_list
-from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seed_list
+from synergy_gym.baselines.registry import parse_policy_list
+from synergy_gym.baselines.sweep_cells import (
+    CellFailed,
+    SweepCell,
+    connect_ray,
+    finished_cells,
+    interrupted_message,
+    run_cell,
+    run_sweep,
+)
+from synergy_gym.cli.args import SeedList, check_job_count, parse_float_list, parse_seeds
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
+from synergy_gym.cli.guards import (
+    ALLOW_FLAG,
+    Estimate,
+    check_size,
+    format_duration,
+    open_ended_jobs,
+    quiet_notice,
+    sweep_estimate,
+)
 from synergy_gym.cli.plots import figure_png, jct_cdf_png, pyplot
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
+from synergy_gym.cli.staging import staged_outputs
 from synergy_gym.errors import Interrupted, SynergyGymError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
-from synergy_gym.sim.config import SimulationConfig
-from synergy_gym.sim.generator import SyntheticWorkload
-from synergy_gym.sim.simulator import Simulator
+from synergy_gym.sim.generator import DEFAULT_WINDOW, SyntheticWorkload
 from synergy_gym.sim.workload import MAX_JOBS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-
-@dataclass(frozen=True)
-class SweepCell:
-    """One simulation of a sweep."""
-
-    policy: str
-    load: float
-    seed: int
-    num_jobs: int | None = None
-    cluster: ClusterSpec = field(default_factory=ClusterSpec)
-    config: SimulationConfig = field(default_factory=SimulationConfig)
-
-    @property
-    def key(self) -> str:
-        return f"{self.policy}__load{self.load:g}__seed{self.seed}"
-
-
-def run_cell(cell: SweepCell) -> dict:
-    """Simulate one cell; returns its summary and the measured jobs' JCTs (a JSON-ready dict)."""
-    spec = SyntheticWorkload(
-        jobs_per_hour=cell.load, seed=cell.seed, num_jobs=cell.num_jobs, max_gpus=cell.cluster.total_gpus
-    )
-    workload, more = spec.stream()
-    result = Simulator(cell.cluster, workload, make_policy(cell.policy), cell.config, more_jobs=more).run()
-    summary = result.summary.as_dict()
-    summary.pop("policy")
-    return {
-        "policy": cell.policy,
-        "load": cell.load,
-        "seed": cell.seed,
-        **summary,
-        "jct_h": result.measured_jct_h().tolist(),
-    }
-
-
-def _cell_path(out: Path, cell: SweepCell) -> Path:
-    return out / "cells" / f"{cell.key}.json"
-
-
-def finished_cells(out: Path, cells: Iterable[SweepCell]) -> dict[str, dict]:
-    """Cells of ``cells`` whose result file is already in ``out`` (unreadable files count as missing)."""
-    done = {}
-    for cell in cells:
-        path = _cell_path(out, cell)
-        if path.is_file():
-            try:
-                done[cell.key] = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-    return done
-
-
-def interrupted_message(out: Path, cells: list[SweepCell], same_out: bool) -> str:
-    """What an interrupted sweep kept, and how to resume it (``same_out``: ``--out`` was given)."""
-    kept = len(finished_cells(out, cells))
-    if not kept:
-        return "no cell had finished; nothing written"
-    again = "re-run the same command to resume" if same_out else f"re-run it with --out {out} to resume"
-    return f"{kept} of {len(cells)} cells kept in {out / 'cells'}; {again}"
-
-
-def connect_ray(address: str | None) -> ModuleType | None:
-    """The ``ray`` module, initialised locally or at ``address``; errors are one line."""
-    try:
-        import ray
-    except ImportError:
-        return None
-    if address and address != "auto" and not address.startswith("ray://"):
-        _check_reachable(address)
-    try:
-        with _quiet_stderr():  # Ray's C++ client logs every retry to stderr; the error below says it in one line
-            if address:
-                ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, logging_level=logging.ERROR)
-            else:
-                ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-    except Exception as exc:  # ConnectionError, RuntimeError, ValueError depending on the failure
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SynergyGymError(f"--address {address!r}: cannot connect to Ray: {first}") from None
-    return ray
-
-
-def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
-    """Fail fast, in one line, when nothing listens at HOST:PORT (Ray would retry for 20 s)."""
-    import socket
-
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
-            return
-    except ValueError:
-        raise SynergyGymError(f"--address {address!r}: expected auto or HOST:PORT") from None
-    except OSError as exc:
-        raise SynergyGymError(f"--address {address!r}: cannot connect to Ray: {exc.strerror or exc}") from None
-
-
-@contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Send file descriptor 2 to /dev/null (native libraries write there directly)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def run_sweep(
-    cells: list[SweepCell],
-    out: Path,
-    ray_module: ModuleType | None = None,
-    on_cell: Callable[[dict, int, int], None] | None = None,
-) -> tuple[pd.DataFrame, list[dict]]:
-    """Run the cells not yet in ``out`` (on Ray if given), write each as it finishes, return the table."""
-    done = finished_cells(out, cells)
-    todo = [c for c in cells if c.key not in done]
-    total = len(cells)
-
-    def record(cell: SweepCell, row: dict) -> None:
-        atomic_write_text(_cell_path(out, cell), json.dumps(row) + "\n")
-        done[cell.key] = row
-        if on_cell is not None:
-            on_cell(row, len(done), total)
-
-    if ray_module is not None and todo:
-        remote = ray_module.remote(run_cell)
-        pending = {remote.remote(c): c for c in todo}
-        while pending:
-            ready, _ = ray_module.wait(list(pending), num_returns=1)
-            cell = pending.pop(ready[0])
-            record(cell, ray_module.get(ready[0]))
-    else:
-        for cell in todo:
-            record(cell, run_cell(cell))
-    rows = [done[c.key] for c in cells]
-    return pd.DataFrame([{k: v for k, v in r.items() if k != "jct_h"} for r in rows]), rows
 
 
 def seed_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -284,28 +168,34 @@ def avg_jct_vs_load_png(table: pd.DataFrame) -> bytes:
 
 
 def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path, meta: dict | None = None,
-                  json_path: Path | None = None) -> list[str]:
-    """The sweep's files in ``out`` (results.json with ``meta``, also to ``json_path``); the names written."""
+                  json_path: Path | None = None, stage: Callable[[Path], Path] | None = None) -> list[str]:
+    """The sweep's files in ``out`` (results.json with ``meta``, also to ``json_path``); the names written.
+
+    ``stage`` (:meth:`synergy_gym.cli.staging.Staging.file`) gives the path to write each file to
+    instead, so that they appear together.
+    """
+    place = stage or (lambda path: path)
     written = ["results.csv"]
-    atomic_write_text(out / "results.csv", table.to_csv(index=False))
+    atomic_write_text(place(out / "results.csv"), table.to_csv(index=False))
     try:
         import io
 
         buf = io.BytesIO()
         table.to_parquet(buf, index=False)
-        atomic_write_bytes(out / "results.parquet", buf.getvalue())
+        atomic_write_bytes(place(out / "results.parquet"), buf.getvalue())
         written.append("results.parquet")
     except ImportError:
         pass
-    atomic_write_bytes(out / "avg_jct_vs_load.png", avg_jct_vs_load_png(table))
+    atomic_write_bytes(place(out / "avg_jct_vs_load.png"), avg_jct_vs_load_png(table))
     jcts: dict[tuple[str, object], list] = {}
     for r in rows:
         jcts.setdefault((r["policy"], r["load"]), []).extend(r["jct_h"])
     policies = list(dict.fromkeys(table["policy"]))
     title = (f"Sweep: CDF of job completion times, {len(policies)} {'policy' if len(policies) == 1 else 'policies'}\n"
              f"{describe_runs(table)}" + (", seeds pooled" if table["seed"].nunique() > 1 else ""))
-    atomic_write_bytes(out / "jct_cdf.png", jct_cdf_png({k: np.asarray(v) for k, v in jcts.items()}, title))
-    write_results_json([out / "results.json", json_path], table.to_dict("records"), meta or {})
+    atomic_write_bytes(place(out / "jct_cdf.png"), jct_cdf_png({k: np.asarray(v) for k, v in jcts.items()}, title))
+    paths = [place(out / "results.json"), None if json_path is None else place(json_path)]
+    write_results_json(paths, table.to_dict("records"), meta or {})
     return written + ["avg_jct_vs_load.png", "jct_cdf.png", "results.json"]
 
 
@@ -324,21 +214,73 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-ray", action="store_true", help="run the cells in this process")
     p.add_argument("--json", type=Path, default=None, help="also write the results (results.json) to this file")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument(ALLOW_FLAG, action="store_true",
+                   help="run even when the estimated memory or time is past the limits (see docs: reliability)")
     p.set_defaults(run=main)
 
 
-def cells_from_args(args: argparse.Namespace) -> list[SweepCell]:
+#: A sweep of more cells than this is sized (and refused) before its cells are listed.
+LISTED_CELLS = 1_000_000
+OUTPUT_FILES = ("cells/", "results.csv", "results.parquet", "avg_jct_vs_load.png", "jct_cdf.png", "results.json")
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What the arguments ask for, checked, before any cell is listed."""
+
+    policies: tuple[str, ...]
+    loads: tuple[float, ...]
+    seeds: SeedList
+    num_jobs: int | None
+    cluster: ClusterSpec
+
+    @property
+    def size(self) -> int:
+        return len(self.policies) * len(self.loads) * len(self.seeds)
+
+    def cells(self) -> list[SweepCell]:
+        return [SweepCell(p, load, seed, self.num_jobs, self.cluster)
+                for load in self.loads for seed in self.seeds for p in self.policies]
+
+    def estimate(self, cells: int, workers: int, ray: str) -> Estimate:
+        """The size of ``cells`` of this plan's cells (:func:`synergy_gym.cli.guards.sweep_estimate`)."""
+        jobs = self.num_jobs or open_ended_jobs(DEFAULT_WINDOW[1])
+        measured = max(1, self.num_jobs // 2) if self.num_jobs else DEFAULT_WINDOW[1] - DEFAULT_WINDOW[0]
+        return sweep_estimate(self.policies, cells, jobs, measured, self.cluster.num_servers, workers, ray)
+
+
+def plan_from_args(args: argparse.Namespace) -> SweepPlan:
+    """The sweep the arguments ask for, checked; no cell is listed yet."""
     policies = parse_policy_list(args.policies)
     loads = parse_float_list(args.load, "--load")
-    seeds = parse_seed_list(args.seed, "--seed")
+    seeds = parse_seeds(args.seed, "--seed")
     check_job_count(args.jobs, "--jobs")
     cluster = load_cluster(args.cluster)
     for load in loads:  # validate the workload settings once per load
         SyntheticWorkload(jobs_per_hour=load, num_jobs=args.jobs, max_gpus=cluster.total_gpus)
-    return [SweepCell(p, load, seed, args.jobs, cluster) for load in loads for seed in seeds for p in policies]
+    return SweepPlan(policies, loads, seeds, args.jobs, cluster)
 
 
-OUTPUT_FILES = ("cells/", "results.csv", "results.parquet", "avg_jct_vs_load.png", "jct_cdf.png", "results.json")
+def checked_cells(plan: SweepPlan, out: Path, workers: int, ray: str, allow_large: bool) -> tuple[list[SweepCell], Estimate]:
+    """The plan's cells, listed once the size of those still to run (not yet in ``out``) is estimated and allowed.
+
+    A plan of more than :data:`LISTED_CELLS` cells is sized whole before any is listed.
+    """
+    if plan.size > LISTED_CELLS:
+        check_size(plan.estimate(plan.size, workers, ray), allow_large)
+    cells = plan.cells()
+    size = plan.estimate(max(1, len(cells) - len(finished_cells(out, cells))), workers, ray)
+    check_size(size, allow_large)
+    return cells, size
+
+
+def _workers(ray_module: ModuleType | None, on_ray: bool) -> tuple[int, str]:
+    """Cells run at a time, and where: ``"none"``, ``"local"`` or ``"remote"`` (``ray_module`` connected to a cluster)."""
+    if not on_ray:
+        return 1, "none"
+    if ray_module is not None:
+        return max(1, int(ray_module.cluster_resources().get("CPU", 1))), "remote"
+    return os.cpu_count() or 1, "local"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -347,28 +289,42 @@ def main(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
     started_at = utc_now()
-    cells = cells_from_args(args)
-    ray_module = None if args.no_ray else connect_ray(args.address)
-    if ray_module is None and args.address and not args.no_ray:
+    plan = plan_from_args(args)
+    on_ray = not args.no_ray and importlib.util.find_spec("ray") is not None
+    if args.address and not args.no_ray and not on_ray:
         raise SynergyGymError("--address given but Ray is not installed (pip install 'synergy-gym[ray]')")
+    # A Ray cluster is joined first (its CPUs size the run); a local Ray starts only once the run is allowed.
+    ray_module = connect_ray(args.address) if on_ray and args.address else None
+    workers, where = _workers(ray_module, on_ray)
+    cells, size = checked_cells(plan, out, workers, where, args.allow_large)
+    quiet_notice("sweep", size, args.quiet)
+    if on_ray and ray_module is None:
+        ray_module = connect_ray(None)
     started = time.perf_counter()
-    where = "in this process" if ray_module is None else "on Ray"
     if not args.quiet:
-        print(f"sweep: {len(cells)} cells {where}; results in {out}", file=sys.stderr)
+        took = f" (about {format_duration(size.seconds)})" if size.seconds > 60 else ""
+        print(f"sweep: {len(cells)} cells {'in this process' if ray_module is None else 'on Ray'}{took}; results in {out}",
+              file=sys.stderr)
 
     def progress(row: dict, done: int, total: int) -> None:
         if not args.quiet:
             print(f"  [{done}/{total}] {row['policy']:<12} load {row['load']:g} seed {row['seed']}: "
                   f"mean JCT {row['mean_jct_h']:.2f} h ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
+    def kept() -> str:
+        return interrupted_message(out, cells, same_out=args.out is not None)
+
     try:
-        table, rows = run_sweep(cells, out, ray_module, on_cell=progress)
+        table, rows = run_sweep(cells, out, ray_module, on_cell=progress, cell_fn=run_cell)
         meta = build_meta(args, dict.fromkeys(c.seed for c in cells), started_at,
                           policies=list(dict.fromkeys(c.policy for c in cells)),
                           loads=list(dict.fromkeys(c.load for c in cells)), cluster=cells[0].cluster.describe())
-        written = write_outputs(table, rows, out, meta, args.json)
+        with staged_outputs(out) as staging:  # the final files appear together, or none does
+            written = write_outputs(table, rows, out, meta, args.json, stage=staging.file)
     except KeyboardInterrupt:  # Ctrl-C: the finished cells stay in <out>/cells
-        raise Interrupted(interrupted_message(out, cells, same_out=args.out is not None)) from None
+        raise Interrupted(kept()) from None
+    except CellFailed as exc:  # a cell's Ray worker died on every attempt
+        raise CellFailed(f"{exc}; {kept()}") from None
     print(format_seed_summary(seed_summary(table)))
     print(f"wrote {', '.join(written)} to {out}" + (f"; {args.json}" if args.json is not None else ""))
     return 0

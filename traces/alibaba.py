@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from synergy_gym.cli.files import require_file
 from synergy_gym.errors import WorkloadError
+from synergy_gym.traces.csv_table import parse_csv, read_file
 from synergy_gym.traces.trace_jobs import TraceJobs
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -33,26 +33,50 @@ TASK_COLUMNS = (
 )
 
 
-def _read(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
-    require_file(path, "trace file", WorkloadError)
+def _read(path: Path, columns: tuple[str, ...], what: str, kind: str = "trace file") -> pd.DataFrame:
+    """The table at ``path``, with a header row or – if its first row is not one – headerless in ``columns`` order."""
+    data = read_file(path, kind)
+    first = parse_csv(path, data, header=None, nrows=1, dtype=str, keep_default_na=False)
+    cells = [str(c) for c in first.iloc[0]] if len(first) else []
+    if columns[0] in cells:
+        frame = parse_csv(path, data)
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise WorkloadError(f"{path}: not {what}: missing column(s) {', '.join(missing)}")
+        return frame
+    times = [cells[columns.index(c)] for c in ("start_time", "end_time")] if len(cells) == len(columns) else []
+    if len(cells) != len(columns) or not all(_number_or_empty(t) for t in times):
+        shown = ", ".join(cells[:6]) + (", …" if len(cells) > 6 else "")
+        raise WorkloadError(
+            f"{path}: not {what}: no header naming {', '.join(columns)}, and its first row ({shown}) "
+            f"is not a headerless row of those {len(columns)} columns"
+        )
+    return parse_csv(path, data, header=None, names=list(columns))
+
+
+def _number_or_empty(cell: str) -> bool:
     try:
-        head = pd.read_csv(path, nrows=0)
-        has_header = columns[0] in head.columns
-        frame = pd.read_csv(path) if has_header else pd.read_csv(path, header=None, names=list(columns))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise WorkloadError(f"{path}: not a readable CSV: {str(exc).splitlines()[0]}") from None
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise WorkloadError(f"{path}: missing column(s) {', '.join(missing)}")
-    return frame
+        float(cell or 0)
+    except ValueError:
+        return False
+    return True
 
 
 def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) -> TraceJobs:
     """``task_table`` defaults to ``pai_task_table.csv`` beside the job table."""
     job_table = Path(job_table)
-    task_table = Path(task_table) if task_table is not None else job_table.with_name("pai_task_table.csv")
-    jobs = _read(job_table, JOB_COLUMNS)
-    tasks = _read(task_table, TASK_COLUMNS)
+    if task_table is None:  # pai_task_table.csv, compressed like the job table
+        name = job_table.name
+        task_table = job_table.with_name(
+            "pai_task_table" + name[len("pai_job_table"):] if name.startswith("pai_job_table") else "pai_task_table.csv"
+        )
+    task_table = Path(task_table)
+    jobs = _read(job_table, JOB_COLUMNS, "an Alibaba PAI job table")
+    if not jobs.shape[0]:
+        raise WorkloadError(f"{job_table}: no jobs (the file has only its header row)")
+    if not task_table.exists():
+        raise WorkloadError(f"{job_table}: its Alibaba PAI task table {str(task_table)!r} does not exist")
+    tasks = _read(task_table, TASK_COLUMNS, "an Alibaba PAI task table", "Alibaba PAI task table")
     for col in ("inst_num", "plan_cpu", "plan_mem", "plan_gpu"):
         tasks[col] = pd.to_numeric(tasks[col], errors="coerce")
     tasks["gpus"] = tasks["inst_num"] * tasks["plan_gpu"] / 100.0

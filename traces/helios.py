@@ -24,7 +24,7 @@ REQUIRED = ("submit_time", "gpu_num", "cpu_num")
 
 def read_helios(path: str | Path) -> TraceJobs:
     path = Path(path)
-    frame = read_job_table(path, REQUIRED, "trace file")
+    frame = read_job_table(path, REQUIRED, "trace file", "a Helios trace")
     submit_t = pd.to_datetime(frame["submit_time"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
     submit = (submit_t - submit_t.min()).dt.total_seconds().to_numpy()
     if "duration" in frame.columns:
@@ -34,7 +34,7 @@ def read_helios(path: str | Path) -> TraceJobs:
         end = pd.to_datetime(frame["end_time"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
         duration = (end - start).dt.total_seconds().to_numpy()
     else:
-        raise WorkloadError(f"{path}: missing column(s) duration (or start_time and end_time)")
+        raise WorkloadError(f"{path}: not a Helios trace: missing column(s) duration (or start_time and end_time)")
     gpus = pd.to_numeric(frame["gpu_num"], errors="coerce").to_numpy(dtype=float)
     cpus = pd.to_numeric(frame["cpu_num"], errors="coerce").to_numpy(dtype=float)
     skipped: dict[str, int] = {}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from synergy_gym.cli.files import require_file
 from synergy_gym.errors import UnknownNameError, WorkloadError
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT
 from synergy_gym.sim.workload import Workload
 from synergy_gym.traces.alibaba import read_alibaba
+from synergy_gym.traces.csv_table import first_line, plain_suffix
 from synergy_gym.traces.helios import read_helios
 from synergy_gym.traces.philly import read_philly_csv, read_philly_json
 from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, to_workload
@@ -17,17 +17,12 @@ FORMATS: tuple[str, ...] = ("auto", "philly-csv", "philly-json", "alibaba", "hel
 
 
 def detect_format(path: Path) -> str:
-    """Guess a trace's format from its name and header."""
+    """Guess a trace's format from its name and header (a compressed file by what it holds)."""
     if path.is_dir() or path.name.startswith("pai_job_table"):
         return "alibaba"
-    if path.suffix.lower() == ".json":
+    if plain_suffix(path) == ".json":
         return "philly-json"
-    require_file(path, "trace file", WorkloadError)
-    try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            header = fh.readline()
-    except OSError as exc:
-        raise WorkloadError(f"trace file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    header = first_line(path, "trace file")
     columns = {c.strip() for c in header.split(",")}
     if {"timestamp", "duration", "num_gpus"} <= columns:
         return "philly-csv"
@@ -35,7 +30,10 @@ def detect_format(path: Path) -> str:
         return "helios"
     if "job_name" in columns or "inst_id" in columns:
         return "alibaba"
-    raise WorkloadError(f"{path}: cannot tell the trace format from its header; pass one of {', '.join(FORMATS[1:])}")
+    raise WorkloadError(
+        f"{path}: cannot tell the trace format: its header has the columns of no known format (Philly CSV: timestamp, "
+        f"duration, num_gpus; Helios: submit_time, gpu_num; Alibaba PAI: job_name); pass one of {', '.join(FORMATS[1:])}"
+    )
 
 
 def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool = True) -> TraceJobs:

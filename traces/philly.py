@@ -29,9 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from synergy_gym.cli.files import require_file
 from synergy_gym.errors import WorkloadError
-from synergy_gym.traces.csv_table import read_job_table
+from synergy_gym.traces.csv_table import read_file, read_job_table
 from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
@@ -42,7 +41,7 @@ def read_philly_csv(
     path: str | Path, duration_range: tuple[float, float] | None = REFERENCE_DURATION_RANGE_S
 ) -> TraceJobs:
     path = Path(path)
-    frame = read_job_table(path, REQUIRED, "trace file")
+    frame = read_job_table(path, REQUIRED, "trace file", "a Philly CSV trace")
     skipped: dict[str, int] = {}
     numeric = pd.to_numeric(frame["timestamp"], errors="coerce")
     if numeric.notna().sum() * 2 > len(frame):  # mostly seconds: the rest are malformed
@@ -69,13 +68,20 @@ def read_philly_json(
     path: str | Path, duration_range: tuple[float, float] | None = REFERENCE_DURATION_RANGE_S
 ) -> TraceJobs:
     path = Path(path)
-    require_file(path, "trace file", WorkloadError)
+    text = read_file(path, "trace file").decode("utf-8")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise WorkloadError(f"{path}: not valid JSON: {str(exc).splitlines()[0]}") from None
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(
+            f"{path}: line {exc.lineno}, column {exc.colno}: not a Philly JSON trace: not valid JSON ({exc.msg})"
+        ) from None
+    except RecursionError:
+        raise WorkloadError(f"{path}: not a Philly JSON trace: nested too deeply to read") from None
     if not isinstance(data, list):
-        raise WorkloadError(f"{path}: expected a JSON list of jobs (Philly cluster_job_log)")
+        raise WorkloadError(
+            f"{path}: not a Philly JSON trace: expected a JSON list of jobs (Philly cluster_job_log), "
+            f"got a {type(data).__name__}"
+        )
     skipped = {"job not an object": 0, "bad or missing submitted_time": 0, "no usable attempt": 0}
     submit, duration, gpus = [], [], []
     for job in data:
@@ -107,5 +113,6 @@ def read_philly_json(
         duration.append(total)
         gpus.append(last_gpus)
     if not submit:
-        raise WorkloadError(f"{path}: no job with a usable attempt")
+        reasons = ", ".join(f"{v} {k}" for k, v in sorted(skipped.items()) if v) or "an empty list"
+        raise WorkloadError(f"{path}: no job with a usable attempt ({reasons})")
     return TraceJobs.build(str(path), submit, duration, gpus, skipped=skipped, duration_range=duration_range)

@@ -9,13 +9,22 @@ Columns (one row per job)::
 Required on reading: ``job_id, model, gpus, arrival_s, total_iters`` and
 ``in_measured_window``. ``iter_time_s`` defaults to the model's iteration time;
 ``cpu_demand`` and ``mem_demand_gb`` (the job's totals over its GPUs) default to
-the model's demand. ``task``, ``fair_duration_s`` and ``speedup_at_demand`` are
-written for reference and checked on reading only for being well-formed.
+the model's demand – when their column is left out: a column that is there
+must have every cell filled. ``task``, ``fair_duration_s`` and
+``speedup_at_demand`` are written for reference and checked on reading (the
+model's task; iter_time_s × total_iters; a positive number). A column of
+another name is refused, naming it. Every value follows one rule
+(:mod:`synergy_gym.traces.workload_columns`). The file may be compressed
+(``.gz``, ``.bz2``, ``.xz``, ``.zip``); errors are one line that names the
+file and, where known, the row (its line in the file), the job and the column.
 Replay runs exactly the jobs in the file.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +35,8 @@ from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import RunUntil, Workload
-from synergy_gym.traces.csv_table import read_job_table
+from synergy_gym.traces.csv_table import parse_csv, read_file
+from synergy_gym.traces.workload_columns import Rows, check_columns
 
 REQUIRED = ("job_id", "model", "gpus", "arrival_s", "total_iters", "in_measured_window")
 COLUMNS = (
@@ -34,76 +44,134 @@ COLUMNS = (
     "fair_duration_s", "cpu_demand", "mem_demand_gb", "speedup_at_demand", "in_measured_window",
 )
 NUMERIC = (
-    "job_id", "gpus", "arrival_s", "total_iters", "in_measured_window", "iter_time_s", "fair_duration_s",
-    "cpu_demand", "mem_demand_gb",
+    "job_id", "gpus", "arrival_s", "total_iters", "iter_time_s", "fair_duration_s",
+    "cpu_demand", "mem_demand_gb", "speedup_at_demand",
 )
+TEXT = ("model", "task", "in_measured_window")
 
 
 def read_workload_csv(
     path: str | Path, zoo: ModelZoo | None = None, run_until: RunUntil = "window"
 ) -> Workload:
-    """Load a workload CSV; errors name the file, the row's job and the column."""
+    """Load a workload CSV; errors name the file, the row, the row's job and the column."""
     zoo = zoo or ModelZoo.default()
     path = Path(path)
-    frame = read_job_table(path, REQUIRED, "workload file")
+    data = read_file(path, "workload file")
+    lines = Layout(path, data)
+    header = lines.header()
+    try:
+        frame = parse_csv(path, data, dtype={c: str for c in TEXT if c in header})
+    except WorkloadError:
+        lines.check()  # a row with too many cells, named by its line
+        raise
+    if frame.empty:
+        raise WorkloadError(f"{path}: no jobs (the file has only its header row)")
+    if not isinstance(frame.index, pd.RangeIndex) or frame.isna().any().any():
+        lines.check()  # a row with too few (or, on every row, too many) cells, named by its line
     for col in NUMERIC:
         if col in frame.columns and not pd.api.types.is_numeric_dtype(frame[col]):
             bad = pd.to_numeric(frame[col], errors="coerce").isna() & frame[col].notna()
             i = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
-            raise WorkloadError(f"{path}: row {i + 2}: column {col} is not a number: {frame[col].iloc[i]!r}")
-    raw = None
-    for col in NUMERIC:
-        if col in frame.columns and frame[col].isna().any():
-            if raw is None:  # the text as written: an empty cell and a "nan" both read as NaN
-                raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+            raise WorkloadError(f"{path}: row {lines[i]}: column {col} is not a number: {frame[col].iloc[i]!r}")
+    if frame.isna().any().any():  # the text as written: an empty cell and a "nan" both read as NaN
+        raw = parse_csv(path, data, dtype=str, keep_default_na=False)
+        for col in header:
             cells = raw[col].astype(str).str.strip().to_numpy()
+            empty = np.flatnonzero(cells == "")
             written = np.flatnonzero(frame[col].isna().to_numpy() & (cells != ""))
-            if written.size:
+            if col in TEXT:
+                frame[col] = raw[col]
+            elif written.size and (not empty.size or written[0] < empty[0]):
                 i = int(written[0])
                 job = frame["job_id"].iloc[i]
-                which = f"row {i + 2} (job {job:.15g})" if col != "job_id" and pd.notna(job) else f"row {i + 2}"
+                which = f"row {lines[i]} (job {job:.15g})" if col != "job_id" and pd.notna(job) else f"row {lines[i]}"
                 raise WorkloadError(f"{path}: {which}: column {col} is not a number: {cells[i]!r}")
-            if col in REQUIRED:
-                i = int(np.flatnonzero(frame[col].isna().to_numpy())[0])
-                raise WorkloadError(f"{path}: row {i + 2}: column {col} is empty")
-    if "fair_duration_s" in frame.columns:
-        fair_duration = frame["fair_duration_s"].to_numpy(dtype=float)
-        not_positive = ~(fair_duration > 0)
-        if not_positive.any():
-            i = int(np.flatnonzero(not_positive)[0])
-            raise WorkloadError(
-                f"{path}: job {frame['job_id'].iloc[i]}: fair_duration_s={float(fair_duration[i])!r} must be > 0"
-            )
-    names = frame["model"].astype(str).to_numpy()
-    known = {name: i for i, name in enumerate(zoo.names)}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        i = int(np.flatnonzero(names == unknown[0])[0])
-        raise WorkloadError(
-            f"{path}: job {frame['job_id'].iloc[i]}: unknown model {unknown[0]!r}; valid: {', '.join(zoo.names)}"
-        )
+            if empty.size:
+                raise WorkloadError(f"{path}: row {lines[int(empty[0])]}: column {col} is empty")
+    model, measured = check_columns(Rows(path, frame, lines), zoo)
     gpus = frame["gpus"].to_numpy(dtype=float)
 
     def per_gpu(col: str) -> np.ndarray | None:
-        if col not in frame.columns:
-            return None
-        # gpus < 1 is rejected by Workload.build, by job; no division by zero before that.
-        return np.divide(frame[col].to_numpy(dtype=float), gpus, out=np.full(len(gpus), np.nan), where=gpus > 0)
+        return frame[col].to_numpy(dtype=float) / gpus if col in frame.columns else None
 
     return Workload.build(
         zoo,
         job_id=frame["job_id"].to_numpy(),
-        model=np.array([known[n] for n in names]),
+        model=model,
         gpus=gpus,
         arrival_s=frame["arrival_s"].to_numpy(dtype=float),
         total_iters=frame["total_iters"].to_numpy(dtype=float),
         iter_time_s=frame["iter_time_s"].to_numpy(dtype=float) if "iter_time_s" in frame.columns else None,
         cpu_demand_per_gpu=per_gpu("cpu_demand"),
         mem_demand_per_gpu=per_gpu("mem_demand_gb"),
-        measured=frame["in_measured_window"].to_numpy() != 0,
+        measured=measured,
         run_until=run_until,
         source=str(path),
     )
+
+
+class Layout:
+    """The header of a workload file and the line of each of its rows (row N is line N; blank lines are skipped).
+
+    Reading every row with the csv module takes a while, so it is done only
+    when a row must be named or the table looks malformed (:meth:`check`).
+    """
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        self.path, self.data = path, data
+        self._lines: list[int] | None = None
+
+    def _records(self) -> Iterator[tuple[int, list[str]]]:
+        reader = csv.reader(io.TextIOWrapper(io.BytesIO(self.data), encoding="utf-8", newline=""))
+        try:
+            for record in reader:
+                if record and (len(record) > 1 or record[0].strip()):
+                    yield reader.line_num, record
+        except csv.Error as exc:
+            raise WorkloadError(f"{self.path}: row {reader.line_num}: not a readable CSV: {exc}") from None
+
+    def header(self) -> list[str]:
+        """The header row, checked: named, unique, known and complete columns."""
+        for line, header in self._records():
+            _check_header(self.path, header, line)
+            return header
+        raise WorkloadError(
+            f"{self.path}: not a readable CSV: the file is empty (expected a header row: {', '.join(COLUMNS)})"
+        )
+
+    def check(self) -> None:
+        """Refuse a row whose number of cells is not the header's."""
+        records = self._records()
+        _, header = next(records)
+        lines = []
+        for line, record in records:
+            if len(record) != len(header):
+                raise WorkloadError(
+                    f"{self.path}: row {line} has {len(record)} cells, but the header names {len(header)} columns"
+                )
+            lines.append(line)
+        self._lines = lines
+
+    def __getitem__(self, i: int) -> int:
+        if self._lines is None:
+            self.check()
+        assert self._lines is not None
+        return self._lines[i] if i < len(self._lines) else i + 2
+
+
+def _check_header(path: Path, header: list[str], line: int) -> None:
+    for k, name in enumerate(header):
+        if not name.strip():
+            raise WorkloadError(f"{path}: row {line}: column {k + 1} of the header has no name")
+        if name in header[:k]:
+            raise WorkloadError(f"{path}: row {line}: column {name} appears twice in the header")
+    missing = [c for c in REQUIRED if c not in header]
+    unknown = ", ".join(repr(c) for c in header if c not in COLUMNS)
+    if missing:
+        also = f"; unknown column(s) {unknown}" if unknown else ""
+        raise WorkloadError(f"{path}: missing column(s) {', '.join(missing)}{also}")
+    if unknown:
+        raise WorkloadError(f"{path}: unknown column(s) {unknown}; valid: {', '.join(COLUMNS)}")
 
 
 def workload_frame(workload: Workload, cluster: ClusterSpec) -> pd.DataFrame:

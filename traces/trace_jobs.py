@@ -85,12 +85,13 @@ class TraceJobs:
             inside = (duration > lo) & (duration < hi)
             filtered = int(np.count_nonzero(~inside))
             keep &= inside
+        reasons = ", ".join(f"{v} {k}" for k, v in sorted(skipped.items()))
+        skipped_text = f"skipped {sum(skipped.values())} malformed row(s): {reasons}" if skipped else ""
+        if not keep.any():  # one line, no warning before it
+            why = "; ".join(t for t in (skipped_text, f"{filtered} outside the duration filter" if filtered else "") if t)
+            raise WorkloadError(f"{source}: no usable job ({why or 'no rows'})")
         if skipped:
-            total = sum(skipped.values())
-            reasons = ", ".join(f"{v} {k}" for k, v in sorted(skipped.items()))
-            warnings.warn(f"{source}: skipped {total} malformed row(s): {reasons}", TraceWarning, stacklevel=3)
-        if not keep.any():
-            raise WorkloadError(f"{source}: no usable job (after skipping malformed rows and filtering durations)")
+            warnings.warn(f"{source}: {skipped_text}", TraceWarning, stacklevel=3)
         order = np.argsort(submit[keep], kind="stable")
         submit_kept = submit[keep][order]
         return cls(

@@ -2,28 +2,110 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator, Sequence
+from itertools import chain
+from typing import overload
+
 from synergy_gym.errors import SynergyGymError
 
+#: The largest seed: results tables and Parquet files hold seeds as 64-bit integers.
+MAX_SEED = 2**63 - 1
+#: At most this many seeds are listed one by one (:func:`parse_seed_list`); commands that guard their
+#: size (``compare``, ``sweep``) take :func:`parse_seeds`, which lists none, and refuse by estimate instead.
+MAX_LISTED_SEEDS = 1_000_000
 
-def parse_seed_list(text: str, flag: str = "--seed") -> tuple[int, ...]:
-    """``"42"``, ``"1,2,3"`` or ``"0..9"`` (inclusive) → seeds, de-duplicated in order."""
-    seeds: list[int] = []
+
+def _span(part: range) -> int:
+    """Seeds in a step-1 range (``len`` overflows past ``sys.maxsize``; this does not)."""
+    return max(0, part.stop - part.start)
+
+
+class SeedList(Sequence[int]):
+    """Seeds as ranges, never expanded: ``len`` of ``0..10**12`` is immediate, and iterating yields them in order.
+
+    ``size`` is the number of seeds; ``len`` is the same, capped at ``sys.maxsize``.
+    """
+
+    def __init__(self, parts: Sequence[range]) -> None:
+        self.parts = tuple(p for p in parts if _span(p))
+        self.size = sum(_span(p) for p in self.parts)
+
+    def __len__(self) -> int:
+        return min(self.size, sys.maxsize)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | Sequence[int]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
+            raise IndexError("seed index out of range")
+        for part in self.parts:
+            if index < _span(part):
+                return part.start + index
+            index -= _span(part)
+        raise IndexError("seed index out of range")  # pragma: no cover
+
+    def __iter__(self) -> Iterator[int]:
+        return chain.from_iterable(self.parts)
+
+    def __repr__(self) -> str:
+        return f"SeedList({list(self.parts)!r})"
+
+
+def _without(part: range, covered: list[range]) -> list[range]:
+    """``part`` (a step-1 range) less every range of ``covered``, as ranges in order."""
+    pieces = [part]
+    for seen in covered:
+        pieces = [piece for p in pieces
+                  for piece in (range(p.start, min(p.stop, seen.start)), range(max(p.start, seen.stop), p.stop))
+                  if _span(piece)]
+    return pieces
+
+
+def parse_seeds(text: str, flag: str = "--seed") -> SeedList:
+    """``"42"``, ``"1,2,3"`` or ``"0..9"`` (inclusive) → seeds, de-duplicated in order, without listing them.
+
+    ``0..10**12`` costs nothing until iterated: a command can estimate its size from ``len``
+    and refuse before any seed is listed.
+    """
+    parts: list[range] = []
     try:
         for part in (p.strip() for p in text.split(",")):
             if not part:
                 continue
             if ".." in part:
                 lo, hi = (int(x) for x in part.split(".."))
-                seeds.extend(range(lo, hi + 1))
+                parts.append(range(lo, hi + 1))
             else:
-                seeds.append(int(part))
+                parts.append(range(int(part), int(part) + 1))
     except ValueError:
         raise SynergyGymError(f"{flag} {text!r}: expected integers like 42, 1,2,3 or 0..9") from None
-    if not seeds:
+    if not any(_span(p) for p in parts):
         raise SynergyGymError(f"{flag} {text!r}: the seed range is empty")
-    if any(s < 0 for s in seeds):
+    if any(_span(p) and p.start < 0 for p in parts):
         raise SynergyGymError(f"{flag} {text!r}: seeds must be non-negative")
-    return tuple(dict.fromkeys(seeds))
+    if any(_span(p) and p.stop - 1 > MAX_SEED for p in parts):
+        raise SynergyGymError(f"{flag} {text!r}: seeds must be at most {MAX_SEED:,} (64-bit integers)")
+    unique: list[range] = []
+    for span in parts:
+        unique += _without(span, unique)
+    return SeedList(unique)
+
+
+def parse_seed_list(text: str, flag: str = "--seed", limit: int = MAX_LISTED_SEEDS) -> tuple[int, ...]:
+    """:func:`parse_seeds`, listed: at most ``limit`` seeds (more is refused before any is listed)."""
+    seeds = parse_seeds(text, flag)
+    if seeds.size > limit:
+        raise SynergyGymError(f"{flag} {text!r}: {seeds.size:,} seeds; at most {limit:,}")
+    return tuple(seeds)
 
 
 def check_job_count(value: int | None, flag: str = "--jobs") -> int | None:

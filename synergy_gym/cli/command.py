@@ -6,12 +6,14 @@ registers its own parser. The core thus runs every command without importing
 the packages built on it. Errors in user input print one line and exit with
 status 2; nothing is written. Every ``--help`` text is plain (:mod:`.help_text`), and
 each command finds the command line as given in ``args.command_line`` (for the
-``meta`` of its results, :mod:`.results_json`).
+``meta`` of its results, :mod:`.results_json`). A value that starts with '-' (``--window -1:10``)
+is taken as the option's value (:func:`join_dash_values`), so that it gets the value's own error.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -72,10 +74,71 @@ def _one_line_warning(
     print(f"synergy-gym: warning: {message}", file=sys.stderr)
 
 
+def _options(parser: argparse.ArgumentParser) -> tuple[set[str], set[str], dict[str, argparse.ArgumentParser]]:
+    """A parser's option strings, those that take exactly one value, and its subcommands' parsers."""
+    known: set[str] = set()
+    valued: set[str] = set()
+    commands: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands.update(action.choices)
+            continue
+        known.update(action.option_strings)
+        if action.option_strings and action.nargs in (None, 1):
+            valued.update(action.option_strings)
+    return known, valued, commands
+
+
+def _resolve(token: str, known: set[str]) -> str | None:
+    """The option ``token`` names: itself, or the one long option it abbreviates (as argparse allows)."""
+    name = token.split("=", 1)[0]
+    if name in known:
+        return name
+    if name.startswith("--"):
+        matches = [option for option in known if option.startswith(name)]
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+def join_dash_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``--window -1:10`` → ``--window=-1:10``: a value that starts with '-' stays the option's value.
+
+    argparse takes a token starting with '-' for an option unless it is a plain negative number,
+    so ``--window -1:10`` or ``--split -10/100/10`` would fail with "expected one argument" instead
+    of the value's own error. An option that takes one value, followed by a token that starts with
+    '-' and is not an option of its (sub)command, is joined with it; ``--`` ends the options.
+    """
+    out: list[str] = []
+    known, valued, commands = _options(parser)
+    tokens = list(argv)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        out.append(token)
+        i += 1
+        if token == "--":
+            out += tokens[i:]
+            break
+        if token in commands and not token.startswith("-"):
+            known, valued, commands = _options(commands[token])
+            continue
+        option = _resolve(token, known) if token.startswith("-") and "=" not in token else None
+        if option in valued and i < len(tokens):
+            value = tokens[i]
+            if value.startswith("-") and value != "--" and _resolve(value, known) is None:
+                out[-1] = f"{token}={value}"
+                i += 1
+            elif not value.startswith("-"):
+                out.append(value)  # an ordinary value: never taken for a subcommand's name
+                i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_dash_values(parser, argv))
     args.command_line = ["synergy-gym", *argv]
     if args.version:
         print(f"synergy-gym {package_version()}")
@@ -96,6 +159,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"synergy-gym {args.command}: interrupted; nothing written", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (``… | head``): stop quietly, as a shell tool does
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (captured output)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,6 +11,9 @@ of a command) the temporary folder is removed, so "nothing written" is true:
   an atomic rename, after everything has been written: the window in which only some of them are
   there is a handful of renames, not the run.
 
+Parent folders created for the outputs (``runs/`` of a default ``runs/compare-<time>``) are removed
+again when the outputs are discarded, if nothing else was put in them.
+
 A file the command writes outside its folder (``--json FILE``) is staged beside its target and
 moved in the same final step.
 """
@@ -32,10 +35,21 @@ class Staging:
 
     def __init__(self, target: Path) -> None:
         self.target = Path(target)
-        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self._made: list[Path] = []  # parent folders created here, removed again by discard()
+        self._make_parents(self.target.parent)
         #: The temporary folder standing in for ``target``.
         self.folder = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", suffix=".partial", dir=self.target.parent))
         self._extra: list[tuple[Path, Path]] = []  # (staged file, final path) outside the folder
+
+    def _make_parents(self, folder: Path) -> None:
+        """Create ``folder`` and its missing parents, remembering which were made."""
+        missing = []
+        while not folder.exists() and folder.parent != folder:
+            missing.append(folder)
+            folder = folder.parent
+        for path in reversed(missing):
+            path.mkdir(exist_ok=True)
+            self._made.append(path)
 
     def file(self, final: Path) -> Path:
         """A staged path for ``final``: inside the folder when ``final`` is in ``target``, else beside ``final``."""
@@ -43,7 +57,7 @@ class Staging:
         try:
             return self.folder / final.resolve().relative_to(self.target.resolve())
         except ValueError:
-            final.parent.mkdir(parents=True, exist_ok=True)
+            self._make_parents(final.parent)
             fd, staged = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent)
             os.close(fd)
             self._extra.append((Path(staged), final))
@@ -68,6 +82,11 @@ class Staging:
         shutil.rmtree(self.folder, ignore_errors=True)
         for staged, _ in self._extra:
             staged.unlink(missing_ok=True)
+        for folder in reversed(self._made):  # the parents made for the outputs, if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
 
 @contextmanager

@@ -12,6 +12,14 @@ from a TOML file (:func:`load_cluster`)::
     mem_gb_per_server = 500
     storage_mb_s_per_server = 500   # optional; only optimistic profiling uses it
 
+Fields left out take these defaults, but a file must set at least one: an
+empty file (or ``[cluster]`` table) is refused, and so is a key outside
+``[cluster]`` when the file has one. A file that is not UTF-8 text or not
+valid TOML, and every bad value (a string, a bool, NaN, ±inf, ≤ 0, a
+fractional count), is a one-line :class:`ConfigError` that starts with the
+file's path. Loading costs nothing per server: a file of 10^8 servers loads
+as fast as one of 16.
+
 The GPU-proportional ("fair") share of a GPU is one server's CPUs and memory
 divided by its GPUs: 3 CPUs and 62.5 GB per GPU on the default cluster.
 """
@@ -26,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from synergy_gym.errors import ConfigError, UnknownNameError
-from synergy_gym.sim.validation import check_positive
+from synergy_gym.sim.validation import check_positive, check_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -130,10 +138,23 @@ def load_cluster(spec: str | Path) -> ClusterSpec:
             f"--cluster {text_spec!r} is neither a preset ({', '.join(preset_names())}) nor a file"
         )
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(check_text(str(path), raw).decode("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    outside = [key for key in data if key != "cluster"]
+    if "cluster" in data and outside:
+        raise ConfigError(f"{path}: key(s) {', '.join(outside)} outside [cluster]; put every cluster field under it")
     table = data.get("cluster", data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [cluster] must be a table")
+    if not table:
+        names = [f.name for f in fields(ClusterSpec)]
+        raise ConfigError(
+            f"{path}: sets no cluster field; expected {', '.join(names[:-1])} (and optionally {names[-1]}), "
+            "at top level or under [cluster]"
+        )
     return ClusterSpec.from_mapping(table, source=str(path))

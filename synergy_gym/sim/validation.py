@@ -10,6 +10,10 @@ than zero (or ≥ 0 with ``allow_zero``): a bool, a string, NaN, ±inf; with
     check_positive("round_s", 0, unit="seconds")           # ConfigError: round_s must be a positive number of seconds, got 0
     check_positive("env kwarg max_rounds", 1.5, integer=True)
     # ConfigError: env kwarg max_rounds must be a positive integer, got 1.5
+
+:func:`check_text` is the one check of every input file's bytes: UTF-8 text
+(a leading byte-order mark dropped) without NUL bytes, or a one-line error that
+names the file and the line.
 """
 
 from __future__ import annotations
@@ -71,3 +75,28 @@ def check_positive(
         of_unit = f" of {unit}" if unit else ""
         raise error(f"{name} must be a {sign} {kind}{of_unit}, got {value!r}")
     return int(value) if integer else float(value)
+
+
+def check_text(source: str, data: bytes, error: type[SynergyGymError] = ConfigError) -> bytes:
+    """``data`` without a leading UTF-8 byte-order mark, if it is UTF-8 text; else a one-line ``error``.
+
+    The message starts with ``source`` (the file) and names the line of the
+    first byte that is not UTF-8 or that is NUL (a binary or UTF-16 file)::
+
+        w.csv: line 3: not UTF-8 text (byte 0xb2); is it a binary file?
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise error(f"{source}: line 1: UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8")
+    nul = data.find(b"\x00")
+    try:
+        str(data, "utf-8")
+    except UnicodeDecodeError as exc:
+        if nul < 0 or exc.start < nul:
+            line, byte = data.count(b"\n", 0, exc.start) + 1, data[exc.start]
+            raise error(f"{source}: line {line}: not UTF-8 text (byte 0x{byte:02x}); is it a binary file?") from None
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise error(f"{source}: line {line}: not a text file (it holds a NUL byte; is it binary or UTF-16?)")
+    return data

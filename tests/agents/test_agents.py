@@ -323,7 +323,8 @@ def test_training_twice_with_the_same_seed_gives_identical_evaluations(tmp_path)
 @pytest.mark.slow
 def test_resume_continues_from_a_checkpoint(trained, tmp_path):
     out = tmp_path / "resumed"
-    assert main(["train", "--resume", str(trained["maskable_ppo"] / "last_model.zip"), "--timesteps", "300",
+    # --timesteps is the total to reach (SB3's reset_num_timesteps=False): 300 more than the checkpoint's 1,024.
+    assert main(["train", "--resume", str(trained["maskable_ppo"] / "last_model.zip"), "--timesteps", "1324",
                  "--out", str(out), "--no-progress"]) == 0
     history = pd.read_csv(out / "eval.csv")
     assert history["timesteps"].iloc[-1] >= 1024 + 300

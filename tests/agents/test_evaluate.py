@@ -170,7 +170,8 @@ def test_models_join_the_table_and_a_mismatched_model_is_refused(tmp_path, capsy
     model = _save_ppo(env, tmp_path / "m" / "model")
     env.close()
     argv = ["evaluate", "--model", str(model), "--model", str(model), *SMALL, "--seeds", "0,1",
-            "--baselines", "fifo+tune", "--device", "cpu", "--quiet", "--env-kwargs", "num_jobs=10", "max_rounds=300"]
+            "--baselines", "fifo+tune", "--device", "cpu", "--quiet", "--no-normalize",
+            "--env-kwargs", "num_jobs=10", "max_rounds=300"]
     code, out, err = run_cli([*argv, "--out", str(tmp_path / "e"), "--json", str(tmp_path / "r.json")], capsys)
     assert code == 0, err
     rows = rows_by_key(tmp_path / "r.json")

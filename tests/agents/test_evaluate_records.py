@@ -157,7 +157,7 @@ def test_several_models_each_get_a_row_labels_and_decision_logs(tmp_path, capsys
     a = _save_ppo(tmp_path / "run-a" / "best_model")
     b = _save_ppo(tmp_path / "run-b" / "best_model")
     common = ["evaluate", *ENV, "--env-kwargs", "num_jobs=10", "max_rounds=300", "--seeds", "0,1",
-              "--baselines", "env:fifo+tune", "--device", "cpu", "--quiet"]
+              "--baselines", "env:fifo+tune", "--device", "cpu", "--quiet", "--no-normalize"]
     code, _, err = run_cli([*common, "--model", str(a), "--label", "ppo one", "--model", str(b), "--label", "b/2",
                               "--out", str(tmp_path / "e"), "--decisions", str(tmp_path / "d"),
                               "--jobs-csv", str(tmp_path / "j.csv")], capsys)
@@ -263,7 +263,7 @@ def test_agents_show_progress_per_episode_as_the_baselines_do(tmp_path, capsys):
     model = _save_ppo(tmp_path / "run" / "model")
     code, _, err = run_cli(["evaluate", *ENV, "--env-kwargs", "num_jobs=10", "max_rounds=300", "--seeds", "0,1",
                             "--baselines", "env:fifo+tune,sim:fifo+fair", "--device", "cpu", "--model", str(model),
-                            "--out", str(tmp_path / "e")], capsys)
+                            "--no-normalize", "--out", str(tmp_path / "e")], capsys)
     assert code == 0, err
     assert "\r" not in err  # captured output is not a terminal: plain lines
     for name in (f"agent {model}", "env fifo+tune", "sim fifo+fair"):

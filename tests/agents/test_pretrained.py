@@ -69,8 +69,10 @@ def test_an_unknown_pretrained_name_lists_the_known_ones(capsys):
 def test_evaluate_takes_a_pretrained_model(tmp_path, capsys):
     code, _, err = run_cli(["evaluate", "--env", "Synergy-small-scarce-v0", "--model", "pretrained:small-scarce",
                               "--baselines", "srtf+price", "--seeds", "1000000", "--env-kwargs", "num_jobs=40",
-                              "--out", str(tmp_path / "ev"), "--quiet"], capsys)
+                              "--out", str(tmp_path / "ev"), "--quiet", "--allow-env-mismatch"], capsys)
     assert code == 0, err
+    # Trained on 300 jobs an episode: allowed, and said.
+    assert "trained on Synergy-small-scarce-v0 (num_jobs=300); evaluating it on Synergy-small-scarce-v0 (num_jobs=40)" in err
     data = json.loads((tmp_path / "ev" / "results.json").read_text())
     rows = {r["policy"]: r for r in data["results"]}
     agent = rows["pretrained:small-scarce"]  # named by its --model argument

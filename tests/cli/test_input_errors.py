@@ -144,11 +144,14 @@ def test_nan_in_a_workload_is_reported_as_not_a_number(tmp_path, capsys):
         read_workload_csv(optional)
 
 
-def test_an_empty_cell_is_still_empty_and_an_empty_optional_cell_is_the_default(tmp_path):
+def test_an_empty_cell_is_refused_and_a_missing_optional_column_is_the_default(tmp_path):
     with pytest.raises(WorkloadError, match="row 3: column arrival_s is empty"):
         read_workload_csv(_write(tmp_path / "w.csv", HEADER + "0,gnmt,1,0,100,1\n1,gnmt,1,,100,1\n"))
-    w = read_workload_csv(_write(tmp_path / "d.csv", "job_id,model,gpus,arrival_s,total_iters,in_measured_window,"
+    # An optional column that is there must be filled in: an empty iter_time_s is not "the model's".
+    with pytest.raises(WorkloadError, match="row 2: column iter_time_s is empty"):
+        read_workload_csv(_write(tmp_path / "d.csv", "job_id,model,gpus,arrival_s,total_iters,in_measured_window,"
                                  "iter_time_s\n0,gnmt,1,0,100,1,\n"))
+    w = read_workload_csv(_write(tmp_path / "o.csv", HEADER + "0,gnmt,1,0,100,1\n"))
     assert w.iter_time_s[0] == w.zoo[w.model[0]].iter_time_s
 
 

@@ -176,7 +176,8 @@ def test_an_existing_writable_out_folder_is_used(place, capsys):
     assert (place / "adir" / "trace_stats.png").is_file()
 
 
-@pytest.mark.parametrize("resume, words", [("missing.zip", "does not exist"), ("adir", "is a folder, not a file")])
+@pytest.mark.parametrize("resume, words", [("missing.zip", "does not exist"),
+                                           ("adir", "is a folder with no checkpoint to continue from")])
 def test_train_checks_resume_before_writing_anything(place, capsys, resume, words):
     before = snapshot(place)
     code, out, err = run_cli([*COMMANDS["train"], "--resume", resume, "--out", "run"], capsys)

@@ -1,0 +1,84 @@
+"""``synergy-gym train --resume``: the checkpoint a run continues from, checked before anything is written.
+
+``--resume`` takes a checkpoint zip (``best_model.zip``, ``last_model.zip``, a periodic
+``checkpoints/rl_model_<step>_steps.zip``, any SB3 zip of the algorithm) or a run folder, which
+continues from its latest checkpoint (:func:`resume_target`; :mod:`synergy_gym.agents.checkpoints`).
+:func:`check_resume` loads the checkpoint once without environments and refuses it – before the run
+writes anything – when it cannot be read, does not fit the configured environment, lacks the
+normalisation statistics a normalised run needs, or has already reached ``timesteps``: a resumed run
+continues to the configured total number of steps (Stable-Baselines3's ``reset_num_timesteps=False``),
+not that many more. Resuming into the checkpoint's own run folder keeps its evaluations up to the
+checkpoint (:func:`kept_history`), so ``best_model.zip`` is replaced only by a better one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from synergy_gym.agents.checkpoints import CHECKPOINT_DIR, LAST_MODEL, latest_checkpoint
+from synergy_gym.agents.config import TrainConfig
+from synergy_gym.agents.model_checks import check_model_spaces, check_stats_spaces, env_space_parts
+from synergy_gym.agents.models import load_model
+from synergy_gym.agents.normalization import find_stats, read_stats, stats_candidates
+from synergy_gym.agents.provenance import run_config, run_folder
+from synergy_gym.cli.files import check_input_file
+from synergy_gym.errors import ConfigError, PathError
+
+
+def resume_target(path: Path | str) -> Path:
+    """``--resume``: a checkpoint zip as given, or a run folder's latest checkpoint; one-line errors otherwise."""
+    path = Path(path)
+    if path.is_dir():
+        latest = latest_checkpoint(path)
+        if latest is None:
+            raise PathError(f"--resume {str(path)!r} is a folder with no checkpoint to continue from "
+                            f"({CHECKPOINT_DIR}/rl_model_<step>_steps.zip or {LAST_MODEL})")
+        return latest
+    return check_input_file(path, "--resume")
+
+
+def saved_config_path(checkpoint: Path) -> Path | None:
+    """The ``config.json`` of the checkpoint's run (None if it has none)."""
+    saved = run_folder(checkpoint) / "config.json"
+    return saved if saved.is_file() else None
+
+
+def check_resume(checkpoint: Path, cfg: TrainConfig) -> int:
+    """Refuse a checkpoint ``cfg`` cannot continue from (see the module); the step count it was saved at."""
+    model = load_model(checkpoint, cfg.algo, "cpu")  # a look only: the run loads it again on its device
+    env_parts = env_space_parts(cfg.env_id, cfg.env_kwargs)
+    trained = run_config(checkpoint)
+    check_model_spaces(checkpoint, model, trained, cfg.env_id, cfg.env_kwargs, env_parts, flag="--resume")
+    if cfg.normalize_obs or cfg.normalize_reward:
+        stats = find_stats(checkpoint)
+        if stats is None:
+            raise ConfigError(f"--resume {checkpoint}: its normalisation statistics are missing (looked for "
+                              f"{', '.join(map(str, stats_candidates(checkpoint)))}); a normalised run cannot continue "
+                              "without them")
+        check_stats_spaces(checkpoint, read_stats(stats), model, trained, cfg.env_id, cfg.env_kwargs, env_parts,
+                           flag="--resume")
+    steps = int(model.num_timesteps)
+    if steps >= cfg.timesteps:
+        raise ConfigError(f"--resume {checkpoint}: the checkpoint is at step {steps:,} and timesteps is {cfg.timesteps:,}, "
+                          "so nothing is left to train; give a larger --timesteps (the total to reach) to train further")
+    return steps
+
+
+def resumes_in_place(checkpoint: Path, run_dir: Path) -> bool:
+    """Whether the run continues in the checkpoint's own run folder."""
+    return run_folder(checkpoint).resolve() == Path(run_dir).resolve()
+
+
+def kept_history(run_dir: Path, steps: int) -> list[dict[str, Any]]:
+    """The run's ``eval.csv`` rows up to step ``steps`` (the evaluations a run resumed in place keeps)."""
+    import pandas as pd
+
+    path = Path(run_dir) / "eval.csv"
+    try:
+        history = pd.read_csv(path)
+    except (OSError, ValueError):
+        return []
+    if "timesteps" not in history or "mean_jct_h" not in history:
+        return []
+    return [dict(row) for row in history[history["timesteps"] <= steps].to_dict("records")]

@@ -1,0 +1,84 @@
+"""``synergy-gym train``'s configuration from its command line, in layers, with errors that name their file.
+
+The layers, each over the one before: :class:`~synergy_gym.agents.config.TrainConfig`'s defaults, the
+resumed run's ``config.json`` (``--resume``), the ``--config`` file, then the options. A file that
+cannot be read is one line naming it (:func:`synergy_gym.agents.config.load_config_file`); a setting
+that is invalid names the file it comes from when that file's layer alone is already invalid, and an environment
+that cannot be made names the file that set it (unless ``--env`` or ``--env-kwargs`` took part).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from synergy_gym.agents.config import TrainConfig, load_config_file, parse_env_kwargs
+from synergy_gym.agents.resume import saved_config_path
+from synergy_gym.agents.vec_envs import check_env_kwargs
+from synergy_gym.errors import ConfigError, SynergyGymError
+
+#: Options that set a TrainConfig field of the same name (``--env`` sets ``env_id``).
+OPTION_FIELDS = ("algo", "env_id", "timesteps", "n_envs", "seed", "device", "eval_freq", "eval_episodes", "bc_policy",
+                 "bc_steps", "torch_threads", "reward", "relative_to", "shared_workload", "ent_coef_final",
+                 "stop_on_stall_after", "gamma", "action_head", "vec_env", "checkpoint_freq")
+
+
+def config_from_args(args: argparse.Namespace, checkpoint: Path | None = None) -> TrainConfig:
+    """The run's config: TrainConfig's defaults, under the resumed run's ``config.json``, ``--config``, then the options.
+
+    ``checkpoint``: the checkpoint ``--resume`` continues from (default: ``args.resume`` itself).
+    """
+    layers: list[tuple[str, dict[str, Any]]] = []  # (the file, its settings)
+    if checkpoint is None and args.resume is not None and Path(args.resume).is_file():
+        checkpoint = Path(args.resume)
+    saved = saved_config_path(checkpoint) if checkpoint is not None else None
+    if saved is not None:
+        layers.append((str(saved), load_config_file(saved)))
+    if args.config is not None:
+        layers.append((str(args.config), load_config_file(args.config)))
+    values: dict[str, Any] = {}
+    for _, settings in layers:
+        values.update(settings)
+    values.update({k: v for k in OPTION_FIELDS if (v := getattr(args, k, None)) is not None})
+    if args.env_kwargs is not None:
+        values["env_kwargs"] = {**values.get("env_kwargs", {}), **parse_env_kwargs(args.env_kwargs)}
+    if args.no_progress:
+        values["progress_bar"] = False
+    try:
+        cfg = TrainConfig.from_mapping(values, source=str(args.config) if args.config else "train")
+    except SynergyGymError as exc:
+        raise _blamed(exc, layers) from None
+    try:
+        check_env_kwargs(cfg)  # the environment the layers give: an unknown id or kwarg names its file
+    except gym.error.Error as exc:
+        raise _env_blamed(ConfigError(str(exc).splitlines()[0]), layers, args) from None
+    except SynergyGymError as exc:
+        raise _env_blamed(exc, layers, args) from None
+    return cfg
+
+
+def _env_blamed(exc: SynergyGymError, layers: list[tuple[str, dict[str, Any]]],
+                args: argparse.Namespace) -> SynergyGymError:
+    """``exc`` (the environment cannot be made) naming the last file that set ``env_id`` or ``env_kwargs``, unless
+    ``--env`` or ``--env-kwargs`` took part."""
+    if args.env_id is not None or args.env_kwargs is not None:
+        return exc
+    sources = [source for source, settings in layers if {"env_id", "env_kwargs"} & set(settings)]
+    return ConfigError(f"{sources[-1]}: {exc}") if sources else exc
+
+
+def _blamed(exc: SynergyGymError, layers: list[tuple[str, dict[str, Any]]]) -> SynergyGymError:
+    """``exc`` naming the first file whose layer alone (over those before it) already gives it; else as it is."""
+    values: dict[str, Any] = {}
+    for source, settings in layers:
+        values.update(settings)
+        try:
+            TrainConfig.from_mapping(values, source=source)
+        except SynergyGymError as alone:
+            if str(alone) == str(exc) and not str(exc).startswith(source):
+                return ConfigError(f"{source}: {exc}")
+            return exc
+    return exc

@@ -1,0 +1,39 @@
+"""``evaluate``'s size guard: refused past the limits before anything runs, and a word under ``--quiet``."""
+
+from __future__ import annotations
+
+import synergy_gym.cli.guards as guards
+from synergy_gym.agents.eval_size import evaluation_estimate
+from synergy_gym.agents.model_checks import effective_env_kwargs
+from tests.support.cli_runs import run_cli, snapshot
+
+
+def test_an_evaluation_past_the_limits_is_refused_naming_the_estimate_and_the_flag(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(tmp_path)
+    code, out, err = run_cli(["evaluate", "--env", "Synergy-small-scarce-v0", "--env-kwargs", "preemptive=true",
+                              "--seeds", "0..100000", "--baselines", "all", "--quiet"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("synergy-gym evaluate: error: ") and "episodes of 300 jobs on 4 servers would need about" in err
+    assert "(over the limit of 1 h)" in err and err.rstrip().endswith("pass --allow-large to run it anyway")
+    assert snapshot(tmp_path) == before
+
+
+def test_quiet_says_once_what_a_long_evaluation_will_take(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(guards, "QUIET_NOTICE_S", 0.0)  # every evaluation is "long"
+    code, out, err = run_cli(["evaluate", "--env", "Synergy-small-v0", "--env-kwargs", "num_jobs=10", "--seeds", "0,1",
+                              "--baselines", "env:fifo+tune", "--quiet", "--out", str(tmp_path / "e")], capsys)
+    assert code == 0, err
+    assert err.startswith("synergy-gym evaluate: about ") and "for 2 episodes of 10 jobs on 4 servers" in err
+    assert err.count("\n") == 1  # that line, and no progress
+
+
+def test_the_estimate_grows_with_what_runs():
+    small = effective_env_kwargs("Synergy-small-scarce-v0", {})
+    base = evaluation_estimate(small, 10, 0, ("fifo+tune",), ())
+    assert evaluation_estimate(small, 20, 0, ("fifo+tune",), ()).seconds > base.seconds
+    assert evaluation_estimate(small, 10, 1, ("fifo+tune",), ()).seconds > base.seconds  # an agent's forward passes
+    assert evaluation_estimate(small, 10, 1, ("fifo+tune",), ()).memory_bytes > base.memory_bytes  # and PyTorch
+    assert evaluation_estimate({**small, "preemptive": True}, 10, 0, ("fifo+tune",), ()).seconds > base.seconds
+    assert evaluation_estimate(small, 10, 0, ("fifo+tune",), ("fifo+opt",)).seconds > base.seconds
+    assert base.what == "10 episodes of 300 jobs on 4 servers"
