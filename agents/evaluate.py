@@ -214,18 +214,18 @@ def run_evaluation(
     if len(given) != len(models):
         raise ConfigError(f"--vecnormalize: give one per --model ({len(models)}), got {len(given)}")
     checked = []
-    for path, stats_path in zip(models, given):  # every model's file and records first, then the (slower) loading
+    for path, stats_path in zip(models, given):  # every model's file and statistics first, then the (slower) loading
         check_model_zip(path)
-        note = check_trained_env(path, trained_on(path), env_id, kwargs, allow=allow_env_mismatch)
-        if note is not None and say is not None:
-            say(note)
         checked.append(resolve_stats(path, stats_path, normalize))
     agents = []
     names = agent_labels(models, labels)
     for path, stats_path, name in zip(models, checked, names):
         cfg = run_config(path)
         agents.append(load_agent(path, cfg, device, name, stats=stats_path, normalize=stats_path is not None))
-        check_agent_fits(path, agents[-1], cfg, env_id, kwargs, env_parts)
+        check_agent_fits(path, agents[-1], cfg, env_id, kwargs, env_parts)  # spaces first: no flag makes those fit
+        note = check_trained_env(path, trained_on(path), env_id, kwargs, allow=allow_env_mismatch)
+        if note is not None and say is not None:
+            say(note)
     if not agents and not env_names and not sim_names:
         raise ConfigError("nothing to evaluate: give --model or some --baselines")
     results, jcts = run_policies(env_id, kwargs, seeds, tuple(env_names), tuple(sim_names), agents, progress,

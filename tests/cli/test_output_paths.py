@@ -328,9 +328,13 @@ def test_evaluate_names_the_env_kwarg_that_changes_the_spaces(tiny_run, tmp_path
     code, out, err = run_cli([*argv, "--env-kwargs", "num_jobs=20", "kernels=numpy"], capsys)
     assert code == 2 and err.count("\n") == 1 and "env kwarg 'kernels' was removed" in err, err
     assert not (tmp_path / "e").exists()
-    # Same shapes on the large cluster: evaluating there is allowed.
+    # Same shapes on the large cluster: another environment, refused unless allowed, and then said.
     code, out, err = run_cli([*argv, "--env", "Synergy-v0", "--env-kwargs", "num_jobs=20"], capsys)
+    assert code == 2 and "was trained on Synergy-small-v0" in err and "--allow-env-mismatch" in err, err
+    assert not (tmp_path / "e").exists()
+    code, out, err = run_cli([*argv, "--env", "Synergy-v0", "--env-kwargs", "num_jobs=20", "--allow-env-mismatch"], capsys)
     assert code == 0, err
+    assert "note: --model" in err and "evaluating it on Synergy-v0" in err, err
     assert (tmp_path / "e" / "results.csv").is_file()
 
 
