@@ -47,6 +47,8 @@ BEST = "best"
 #: Held-out workload seeds (1,000,000 on): results are reported on these only (``synergy-gym evaluate``).
 HELD_OUT_SEED_BASE = 1_000_000
 EVAL_SEED_BASE = HELD_OUT_SEED_BASE
+#: Held-out seeds ``synergy-gym evaluate`` runs when neither ``--episodes`` nor the run's config says.
+DEFAULT_EPISODES = 5
 #: Validation workload seeds (2,000,000 on): training's periodic evaluations select checkpoints on these.
 VALIDATION_SEED_BASE = 2_000_000
 #: The env heuristics a run is compared with by default.

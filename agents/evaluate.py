@@ -80,7 +80,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from synergy_gym.agents.config import EVAL_SEED_BASE, check_device, parse_env_kwargs
+from synergy_gym.agents.config import DEFAULT_EPISODES, EVAL_SEED_BASE, check_device, parse_env_kwargs
 from synergy_gym.agents.eval_outputs import (
     FIELDS,
     OUTPUT_FILES,
@@ -116,7 +116,6 @@ from synergy_gym.experiments.evaluation import evaluate
 if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.wrappers import AgentPolicy
 
-DEFAULT_EPISODES = 5
 #: Told (source, name) as each policy starts to run; may return a callback told (episodes done, total) after each.
 PolicyProgress = Callable[[str, str], "Callable[[int, int], None] | None"]
 
@@ -243,57 +242,6 @@ def evaluation_env(models: list[Path], env_id: str | None, env_kwargs: dict[str,
 
 
 # -- command line --------------------------------------------------------------------------------
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``synergy-gym evaluate`` (the ``synergy_gym.commands`` entry point)."""
-    p = subparsers.add_parser("evaluate", help="agents, env heuristics and simulator policies on the same workloads",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", action="append", default=None,
-                   help="SB3 model zip, or pretrained:NAME for a shipped policy (agents/pretrained: "
-                        "pretrained:small-scarce, pretrained:small); repeat for several models, each gets its own row "
-                        "(and several their mean, 'agent', with a CI over models); without it only the baselines run")
-    p.add_argument("--label", action="append", default=None,
-                   help="a model's row name; repeat: one per --model, in the same order (default: the --model "
-                        "argument as given)")
-    p.add_argument("--baselines", default="all",
-                   help="all (default), env, sim, none, or names: fifo+tune,srtf+tune,sim:fifo+opt,env:tetris,…")
-    p.add_argument("--sim-policies", default=None,
-                   help="the simulator policies 'all' and 'sim' include (default: fifo+fair,fifo+tune,fifo+opt,"
-                        "srtf+tune,tetris+greedy; 'none' for none)")
-    p.add_argument("--episodes", type=int, default=None,
-                   help=f"held-out seeds {EVAL_SEED_BASE}.. to use "
-                        f"(default: the run's eval_episodes, else {DEFAULT_EPISODES})")
-    p.add_argument("--seeds", default=None, help="workload seeds: 1000000..1000019 or a,b,c")
-    p.add_argument("--env", dest="env_id", default=None, help="environment id (default: the run's, else Synergy-small-v0)")
-    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env kwargs (default: the run's)")
-    p.add_argument("--vecnormalize", action="append", type=Path, default=None, metavar="FILE",
-                   help="a model's normalisation statistics (VecNormalize pickle); repeat: one per --model, in the same "
-                        "order (default: found beside the model, or in RL Zoo's <run>/<env>/vecnormalize.pkl; a model "
-                        "whose statistics are missing is refused)")
-    p.add_argument("--no-normalize", action="store_true",
-                   help="evaluate the models on unnormalised observations on purpose (default: with their statistics)")
-    p.add_argument("--allow-env-mismatch", action="store_true",
-                   help="evaluate a model on another environment id or kwargs than its run was trained on "
-                        "(default: refused, naming both)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (for --model)")
-    p.add_argument("--json", type=Path, default=None, help="also write results.json (the summary rows and meta) here")
-    p.add_argument("--decisions", type=Path, default=None, metavar="DIR",
-                   help="write DIR/<label>.jsonl per agent and env heuristic: one JSON line per decision of the first "
-                        "seed's episode (round, time_h, job_id, slot, level, action, stop, invalid, n_valid, "
-                        "filled_slots, the slot's features); simulator policies and the bound make no env "
-                        "decisions and get no file")
-    p.add_argument("--jobs-csv", type=Path, default=None, metavar="FILE",
-                   help="write every job of every episode per policy: policy, source, seed, job_id, arrival_h, "
-                        "start_h (first start), finish_h, jct_h, gpus, model")
-    p.add_argument("--plot-all", action="store_true",
-                   help="jct_cdf.png shows every policy (default: the agents, the best env heuristic, fifo+tune and "
-                        "the no-waiting bound)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/evaluate-<timestamp>)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--allow-large", action="store_true",
-                   help="run an evaluation estimated to need over an hour or too much memory (default: refused)")
-    p.set_defaults(run=main)
 
 
 def _seeds(args: argparse.Namespace, models: list[Path]) -> list[int]:

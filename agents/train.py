@@ -90,12 +90,7 @@ import pandas as pd
 from synergy_gym.agents.baseline_scores import best_heuristic, describe_baselines, evaluate_baselines, heuristic_means
 from synergy_gym.agents.checkpoints import remove_partial_files, save_model, save_stats
 from synergy_gym.agents.config import (
-    ACTION_HEADS,
-    ALGOS,
     BEST,
-    DEVICES,
-    REWARDS,
-    VEC_ENVS,
     TrainConfig,
 )
 from synergy_gym.agents.hyperparameters import inert_settings
@@ -106,7 +101,6 @@ from synergy_gym.agents.run_folder import RUN_FILES, default_run_dir, write_base
 from synergy_gym.agents.train_options import config_from_args
 from synergy_gym.agents.vec_envs import check_env_kwargs, close_vec_env, make_vec_env
 from synergy_gym.cli.files import check_output_dir
-from synergy_gym.env.scenarios import SCENARIOS
 from synergy_gym.errors import Interrupted, SynergyGymError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -276,68 +270,6 @@ def _save_last_model(model: BaseAlgorithm, run_dir: Path) -> list[str]:
 
 
 # -- command line --------------------------------------------------------------------------
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``synergy-gym train`` (the ``synergy_gym.commands`` entry point)."""
-    d = TrainConfig()  # the defaults, shown in --help (a config file or --resume's config.json may change them)
-    p = subparsers.add_parser("train", help="train an SB3 agent on the environment", description=__doc__.split("\n\n")[0],
-                              epilog="Defaults are TrainConfig's (agents/config.py); --config and --resume's config.json "
-                                     "override them, and the options here override both.")
-    p.add_argument("--algo", choices=None, default=None, help=f"one of {', '.join(ALGOS)} (default: {d.algo})")
-    p.add_argument("--env", dest="env_id", default=None, help=f"one of {', '.join(SCENARIOS)} (default: {d.env_id})")
-    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE",
-                   help="env keyword arguments, e.g. num_jobs=50 preemptive=true (default: none, the scenario's)")
-    p.add_argument("--timesteps", type=int, default=None, help=f"environment steps to train for (default: {d.timesteps:,})")
-    p.add_argument("--n-envs", type=int, default=None, help=f"training environments (default: {d.n_envs})")
-    p.add_argument("--vec-env", default=None, choices=VEC_ENVS,
-                   help="subproc: one worker process per environment (when --n-envs > 1); dummy: all in this "
-                        f"process, faster on a few cores (default: {d.vec_env})")
-    p.add_argument("--seed", type=int, default=None, help=f"training seed; envs use seed + rank (default: {d.seed})")
-    p.add_argument("--device", default=None,
-                   help=f"one of {', '.join(DEVICES)}; auto: CUDA when PyTorch sees it (default: {d.device})")
-    p.add_argument("--torch-threads", type=int, default=None, metavar="N",
-                   help="PyTorch threads (default: 1 on the CPU – small MLPs are slower with more – and PyTorch's "
-                        "own on CUDA)")
-    p.add_argument("--config", type=Path, default=None,
-                   help="TOML or YAML file of any TrainConfig settings (default: none)")
-    p.add_argument("--action-head", default=None, choices=ACTION_HEADS,
-                   help=f"linear: SB3's; per_slot: one shared scorer per slot (agents/slot_policy.py) "
-                        f"(default: {d.action_head})")
-    p.add_argument("--bc-policy", default=None, metavar="NAME",
-                   help=f"warm start: imitate this env heuristic first; none: no warm start (default: {d.bc_policy})")
-    p.add_argument("--bc-steps", type=int, default=None,
-                   help=f"env steps of the heuristic to imitate; 0: no warm start (default: {d.bc_steps})")
-    p.add_argument("--reward", default=None, choices=REWARDS,
-                   help="absolute: the env's −∫N dt/scale; heuristic_relative: minus the --relative-to heuristic's "
-                        f"on the same workload (default: {d.reward})")
-    p.add_argument("--relative-to", default=None, metavar="NAME",
-                   help=f"env heuristic of the relative reward; best: the best on the evaluation seeds "
-                        f"(default: {d.relative_to})")
-    p.add_argument("--shared-workload", default=None, action=argparse.BooleanOptionalAction,
-                   help="the k-th episode of every training env runs the same workload "
-                        f"(default: {'on' if d.shared_workload else 'off'})")
-    p.add_argument("--ent-coef-final", type=float, default=None, metavar="X",
-                   help=f"entropy coefficient at the end, linear from ent_coef ({d.ent_coef}) (default: constant)")
-    p.add_argument("--gamma", type=float, default=None, metavar="X", help=f"discount factor (default: {d.gamma})")
-    p.add_argument("--eval-freq", type=int, default=None, help=f"evaluate every N steps (default: {d.eval_freq:,})")
-    p.add_argument("--stop-on-stall-after", type=int, default=None, metavar="N",
-                   help="from step N on, end training once the validation JCT has not improved over the last third "
-                        "of the steps (default: never, run all timesteps)")
-    p.add_argument("--eval-episodes", type=int, default=None,
-                   help=f"evaluation seeds per evaluation, from {d.eval_seed_base:,} on (default: {d.eval_episodes})")
-    p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<env>__<algo>__<seed>__<time>)")
-    p.add_argument("--resume", type=Path, default=None, metavar="CHECKPOINT|RUN_DIR",
-                   help="continue a run up to --timesteps in all: from a checkpoint zip (best_model.zip, last_model.zip, "
-                        "checkpoints/rl_model_<step>_steps.zip), or from a run folder's latest checkpoint, continuing "
-                        "in that folder unless --out says otherwise (after a crash or kill: --resume RUN_DIR); the "
-                        "run's config.json applies, the options here override it (default: none)")
-    p.add_argument("--checkpoint-freq", type=int, default=None, metavar="N",
-                   help="save the model and its normalisation statistics to RUN_DIR/checkpoints every N steps (the "
-                        f"latest kept; a killed run loses at most N steps); 0: none (default: {d.checkpoint_freq:,})")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress bar; the evaluation lines are printed either way (default: progress bar on)")
-    p.set_defaults(run=main)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -33,24 +33,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from synergy_gym.baselines.compare_runs import DEFAULT_POLICIES, CompareOutcome, CompareSpec, run_compare
+from synergy_gym.baselines.compare_runs import CompareOutcome, CompareSpec, run_compare
 from synergy_gym.baselines.plots import avg_jct_png, describe_runs
 from synergy_gym.baselines.registry import parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seeds
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
-from synergy_gym.cli.guards import ALLOW_FLAG, Estimate, check_size, compare_estimate, format_duration, quiet_notice
+from synergy_gym.cli.guards import Estimate, check_size, compare_estimate, format_duration, quiet_notice
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
 from synergy_gym.cli.staging import staged_outputs
 from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
-from synergy_gym.sim.config import TIMINGS, SimulationConfig
-from synergy_gym.sim.ledger import PLACEMENTS
+from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.sim.workload import MAX_JOBS
-from synergy_gym.traces.loader import FORMATS
 from synergy_gym.traces.replay import workload_frame
 
 JSON_FIELDS = (
@@ -149,49 +146,6 @@ def parse_window(text: str) -> tuple[int, int]:
     except ValueError:
         raise SynergyGymError(f"--window {text!r}: expected A:B, e.g. 4000:5000") from None
     return a, b
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "compare",
-        help="compare scheduling policies on identical workloads (the main experiment)",
-        description=__doc__.split("\n\n")[0],
-    )
-    p.add_argument(
-        "--policies",
-        default=",".join(DEFAULT_POLICIES),
-        help="comma-separated <order>+<alloc> names; orders fifo, srtf, las, drf, tetris, ftf, ftf_ref; "
-        "allocations fair, greedy, tune, opt, opt_lp (default: %(default)s)",
-    )
-    p.add_argument("--load", default=None, help="jobs per hour, comma-separated (default: 9)")
-    p.add_argument("--seed", default=None, help="workload seed(s): 42, 1,2,3 or 0..9 (default: 42)")
-    p.add_argument("--jobs", type=int, default=None,
-                   help=f"run exactly N jobs (1 to {MAX_JOBS:,}); the window becomes the middle half and the run ends "
-                   "when all finish")
-    p.add_argument("--window", default=None, help="measured window A:B (job indices by arrival, B exclusive)")
-    p.add_argument("--multigpu", action="store_true", help="draw GPU counts from the Philly trace's mix")
-    p.add_argument("--split", default=None,
-                   help="vision/language/speech class split in percent, summing to 100 (default: 20/70/10)")
-    p.add_argument("--workload", type=Path, default=None, help="replay a workload CSV (reference format)")
-    p.add_argument("--trace", type=Path, default=None,
-                   help="a real job trace: Philly CSV or JSON log, Alibaba PAI job table (or its folder), Helios cluster_log")
-    p.add_argument("--trace-format", default="auto", choices=FORMATS, help="trace format (default: from the file)")
-    p.add_argument("--trace-mode", default="real", choices=("real", "sampled"),
-                   help="real: the trace's submit times; sampled: (GPUs, duration) from the trace, Poisson arrivals at --load")
-    p.add_argument("--arrival-scale", type=float, default=1.0, help="multiply the trace's submit times (0.5 = twice the rate)")
-    p.add_argument("--cluster", default="default", help="preset (default, small, large) or TOML file (default: %(default)s)")
-    p.add_argument("--round-s", type=float, default=300.0, help="round length in seconds (default: %(default)s)")
-    p.add_argument("--placement", default="first_fit", choices=PLACEMENTS, help="GPU placement (default: %(default)s)")
-    p.add_argument("--timing", default="round", choices=TIMINGS,
-                   help="round: the paper's whole-round credit; exact: completion at the exact time")
-    p.add_argument("--sensitivity", default="true", help="true, profiled, or true,profiled for both side by side")
-    p.add_argument("--profile-noise", type=float, default=0.0, help="relative noise of profiling measurements (e.g. 0.05)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/compare-<timestamp>)")
-    p.add_argument("--json", type=Path, default=None, help="also write the results as JSON to this file")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument(ALLOW_FLAG, action="store_true",
-                   help="run even when the estimated memory or time is past the limits (see docs: reliability)")
-    p.set_defaults(run=main)
 
 
 def spec_from_args(args: argparse.Namespace) -> CompareSpec:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from synergy_gym.baselines.registry import make_policy
+from synergy_gym.baselines.registry import DEFAULT_POLICIES, make_policy
 from synergy_gym.cli.guards import open_ended_jobs
 from synergy_gym.cli.progress import Progress
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
@@ -28,7 +28,6 @@ from synergy_gym.traces.loader import load_trace
 from synergy_gym.traces.replay import read_workload_csv
 from synergy_gym.traces.trace_jobs import sample_workload, to_workload
 
-DEFAULT_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+greedy", "fifo+tune")
 #: Jobs per sampled case of ``--trace-mode sampled`` without ``--jobs``.
 SAMPLED_JOBS = 1000
 

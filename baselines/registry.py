@@ -18,6 +18,9 @@ from synergy_gym.sim.allocation import MECHANISMS, AllocationMechanism
 from synergy_gym.sim.ordering import ORDERINGS, Ordering
 from synergy_gym.sim.policy import SchedulingPolicy
 
+#: The policies ``synergy-gym compare`` runs without ``--policies``.
+DEFAULT_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+greedy", "fifo+tune")
+
 
 def _opt(relax: bool) -> Callable[[], AllocationMechanism]:
     def make() -> AllocationMechanism:

@@ -68,7 +68,6 @@ from synergy_gym.baselines.sweep_cells import (
 from synergy_gym.cli.args import SeedList, check_job_count, parse_float_list, parse_seeds
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.cli.guards import (
-    ALLOW_FLAG,
     Estimate,
     check_size,
     format_duration,
@@ -83,7 +82,6 @@ from synergy_gym.errors import Interrupted, SynergyGymError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.generator import DEFAULT_WINDOW, SyntheticWorkload
-from synergy_gym.sim.workload import MAX_JOBS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -197,26 +195,6 @@ def write_outputs(table: pd.DataFrame, rows: list[dict], out: Path, meta: dict |
     paths = [place(out / "results.json"), None if json_path is None else place(json_path)]
     write_results_json(paths, table.to_dict("records"), meta or {})
     return written + ["avg_jct_vs_load.png", "jct_cdf.png", "results.json"]
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("sweep", help="run policies × loads × seeds (on Ray when installed)",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("--policies", required=True, help="comma-separated <order>+<alloc> names")
-    p.add_argument("--load", required=True, help="jobs per hour, comma-separated, e.g. 5,7,9,11")
-    p.add_argument("--seed", required=True, help="seeds: 42, 1,2,3 or 0..9")
-    p.add_argument("--jobs", type=int, default=None,
-                   help=f"exactly N jobs per cell, 1 to {MAX_JOBS:,} (default: the paper's open-ended run)")
-    p.add_argument("--cluster", default="default", help="preset or TOML file (default: %(default)s)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="output folder; re-use it to resume (default: runs/sweep-<timestamp>)")
-    p.add_argument("--address", default=None, help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
-    p.add_argument("--no-ray", action="store_true", help="run the cells in this process")
-    p.add_argument("--json", type=Path, default=None, help="also write the results (results.json) to this file")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument(ALLOW_FLAG, action="store_true",
-                   help="run even when the estimated memory or time is past the limits (see docs: reliability)")
-    p.set_defaults(run=main)
 
 
 #: A sweep of more cells than this is sized (and refused) before its cells are listed.

@@ -9,11 +9,10 @@ from synergy_gym.sim.model_mix import DEFAULT_SPLIT
 from synergy_gym.sim.workload import Workload
 from synergy_gym.traces.alibaba import read_alibaba
 from synergy_gym.traces.csv_table import first_line, plain_suffix
+from synergy_gym.traces.formats import FORMATS
 from synergy_gym.traces.helios import read_helios
 from synergy_gym.traces.philly import read_philly_csv, read_philly_json
 from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, to_workload
-
-FORMATS: tuple[str, ...] = ("auto", "philly-csv", "philly-json", "alibaba", "helios")
 
 
 def detect_format(path: Path) -> str:

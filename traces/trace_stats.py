@@ -20,7 +20,7 @@ from synergy_gym.cli.files import atomic_write_bytes, check_output_dir
 from synergy_gym.cli.guards import BASE_BYTES, Estimate, check_size, format_bytes, format_duration
 from synergy_gym.cli.plots import figure_png, label_log_axis, pyplot
 from synergy_gym.cli.staging import staged_outputs
-from synergy_gym.traces.loader import FORMATS, load_trace
+from synergy_gym.traces.loader import load_trace
 from synergy_gym.traces.trace_jobs import TraceJobs
 
 if TYPE_CHECKING:
@@ -85,17 +85,6 @@ def make_histogram_figure(trace: TraceJobs) -> Figure:
 
 def histogram_png(trace: TraceJobs) -> bytes:
     return figure_png(make_histogram_figure(trace))
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("trace-stats", help="summarise a job trace", description=__doc__.split("\n\n")[0])
-    p.add_argument("path", type=Path, help="trace file (or an Alibaba trace folder)")
-    p.add_argument("--format", dest="fmt", default="auto", choices=FORMATS)
-    p.add_argument("--all-durations", action="store_true", help="do not apply the paper's duration filter to Philly traces")
-    p.add_argument("--out", type=Path, default=None, help="folder for trace_stats.png (default: runs/trace-stats-<timestamp>)")
-    p.add_argument("--allow-large", action="store_true",
-                   help="read a trace estimated to need over an hour or too much memory (default: refused)")
-    p.set_defaults(run=main)
 
 
 #: Reading a trace: bytes a second, and memory per byte of the file (pandas' frame and the job arrays).

@@ -3,7 +3,9 @@
 Subcommands are plug-ins: each installed package that declares an entry point
 in the ``synergy_gym.commands`` group (``compare`` from ``baselines``, …)
 registers its own parser. The core thus runs every command without importing
-the packages built on it. Errors in user input print one line and exit with
+the packages built on it. A register function is light (a ``commands`` module): it names the
+command's own module, imported only when that command runs (:class:`RunLater`), so that
+``--help`` and each command import only what they use. Errors in user input print one line and exit with
 status 2; nothing is written. Every ``--help`` text is plain (:mod:`.help_text`), and
 each command finds the command line as given in ``args.command_line`` (for the
 ``meta`` of its results, :mod:`.results_json`). A value that starts with '-' (``--window -1:10``)
@@ -13,10 +15,12 @@ is taken as the option's value (:func:`join_dash_values`), so that it gets the v
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import NoReturn, TextIO
 
@@ -30,6 +34,21 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+@dataclass(frozen=True)
+class RunLater:
+    """A command's ``run``: ``module.function(args)``, with ``module`` imported only when the command runs.
+
+    A command's ``register`` (its entry point, called for every ``synergy-gym`` command line and
+    ``--help``) thus imports none of what the command itself needs (pandas, matplotlib, PyTorch, …).
+    """
+
+    module: str
+    function: str = "main"
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        return int(getattr(importlib.import_module(self.module), self.function)(args) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,11 +19,13 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a frame is built (not with the package)
 
 SUMMARY_KEYS = (
     "mean_jct_h", "median_jct_h", "p99_jct_h", "window_mean_jct_h", "window_median_jct_h",
@@ -46,6 +48,8 @@ def job_frame(jobs: Any, start_s: np.ndarray | None = None, finish_s: np.ndarray
     ``jct_h`` = finish − arrival (NaN if unfinished). ``start_s`` / ``finish_s``
     replace the table's (the no-waiting bound's).
     """
+    import pandas as pd
+
     arrival = np.asarray(jobs.arrival_s, dtype=float)
     start = np.asarray(jobs.start_s if start_s is None else start_s, dtype=float)
     finish = np.asarray(jobs.finish_s if finish_s is None else finish_s, dtype=float)
@@ -133,6 +137,8 @@ def evaluate(
     returning ``(action, state)`` – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
     both qualify. Masks are passed when ``predict`` accepts them.
     """
+    import pandas as pd
+
     from synergy_gym.env.scenarios import register_envs
 
     register_envs()

@@ -12,10 +12,12 @@ def ci95_half_width(std: Any, n: Any) -> Any:
 
     ``std`` is the sample standard deviation (ddof=1) of ``n`` values; both may be arrays.
     """
-    from scipy import stats
-
     std = np.asarray(std, dtype=float)
     n = np.asarray(n, dtype=float)
+    if not (n >= 2).any():  # no interval to compute: scipy (half a second to import) is not needed
+        return np.full(np.broadcast_shapes(std.shape, n.shape), np.nan)
+    from scipy import stats
+
     with np.errstate(invalid="ignore", divide="ignore"):
         half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * std / np.sqrt(n)
     return np.where(n >= 2, half, np.nan)

@@ -1,8 +1,10 @@
 """How the kernels of :mod:`synergy_gym.sim.kernels` are compiled, and where the compiled code is cached.
 
 :func:`kernel` compiles a function with `numba <https://numba.pydata.org>`_ on its first call
-and caches the machine code on disk, so that later processes only load it. The cache never goes
-inside the installed package (an installed tree stays exactly as pip wrote it):
+and caches the machine code on disk, so that later processes only load it. numba itself is imported
+then too, not when the kernels' module is (:class:`LazyKernel`): a process that runs no kernel
+(``synergy-gym --help``, ``import synergy_gym``) pays for neither. The cache never goes inside the
+installed package (an installed tree stays exactly as pip wrote it):
 
 * ``NUMBA_CACHE_DIR`` set: numba's own setting is used;
 * otherwise ``SYNERGY_GYM_CACHE_DIR`` if set, else the per-user cache folder
@@ -10,8 +12,8 @@ inside the installed package (an installed tree stays exactly as pip wrote it):
   its ``numba`` sub-folder; ``SYNERGY_GYM_CACHE_DIR=""`` turns caching off;
 * a folder that cannot be created or written turns caching off too (each process then compiles).
 
-Without numba installed, :func:`kernel` returns the function unchanged: the kernels run as plain
-Python (correct, slow).
+Without numba installed, the kernels stay the functions as written: they run as plain Python
+(correct, slow).
 """
 
 from __future__ import annotations
@@ -48,7 +50,55 @@ def cache_dir() -> Path | None:
 
 
 def kernel(function: Callable[..., Any]) -> Any:
-    """``function`` compiled by numba on first call (a numba dispatcher), cached as :func:`cache_dir` says."""
+    """``function`` compiled by numba on first call (a numba dispatcher), cached as :func:`cache_dir` says.
+
+    Until its first use the kernel is a :class:`LazyKernel`, and numba is not imported.
+    """
+    return LazyKernel(function)
+
+
+class LazyKernel:
+    """A kernel whose numba dispatcher is made on first use (a call or an attribute, e.g. ``py_func``).
+
+    Kernels call one another through their module's globals, which numba must find to be
+    dispatchers when it compiles them; so the first use of any kernel of a module puts the
+    dispatchers of all of them in its place, in the module (``kernels.run_rounds`` is numba's
+    dispatcher from then on, with nothing in between). A reference taken before that forwards to it.
+    """
+
+    __slots__ = ("function", "dispatcher")
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+        self.dispatcher: Any = None
+
+    def compiled(self) -> Any:
+        """numba's dispatcher of the function (the function itself without numba)."""
+        if self.dispatcher is None:
+            namespace = self.function.__globals__
+            for name, value in list(namespace.items()):
+                if isinstance(value, LazyKernel):
+                    if value.dispatcher is None:
+                        value.dispatcher = _dispatcher(value.function)
+                    namespace[name] = value.dispatcher
+            if self.dispatcher is None:  # not a global of its module
+                self.dispatcher = _dispatcher(self.function)
+        return self.dispatcher
+
+    def __call__(self, *args: Any) -> Any:
+        return self.compiled()(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in LazyKernel.__slots__:  # not set yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self.compiled(), name)
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.function.__qualname__}, not compiled yet>"
+
+
+def _dispatcher(function: Callable[..., Any]) -> Any:
+    """``function`` compiled by numba on first call, cached as :func:`cache_dir` says (unchanged without numba)."""
     try:
         import numba
     except ImportError:  # pragma: no cover - numba is a dependency; a test runs this path in a subprocess

@@ -12,12 +12,15 @@ at a fair share worth 1.0).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import JobTable
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a result is built (not with the package)
 
 
 @dataclass
@@ -135,6 +138,8 @@ class SimulationResult:
         One row per round from the first planned round to the end of the run;
         rounds in which the cluster stood idle show zeros.
         """
+        import pandas as pd
+
         r = self.round_s if round_s is None else round_s
         seg = self.rounds
         if seg.empty:
@@ -172,6 +177,8 @@ def build_result(
     wall_s: float,
 ) -> SimulationResult:
     """A run's result from its job table and round log; the run ended at ``end_s`` (simulated seconds)."""
+    import pandas as pd
+
     n = jobs.n
     jct = jobs.finish_s[:n] - jobs.arrival_s[:n]
     job_frame = pd.DataFrame(
