@@ -86,6 +86,8 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-freq", type=int, default=None, metavar="N",
                    help="save the model and its normalisation statistics to RUN_DIR/checkpoints every N steps (the "
                         f"latest kept; a killed run loses at most N steps); 0: none (default: {d.checkpoint_freq:,})")
+    p.add_argument("--allow-large", action="store_true",
+                   help="train a run estimated to need over a week or too much memory (default: refused)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar; the evaluation lines are printed either way (default: progress bar on)")
     p.set_defaults(run=RunLater("synergy_gym.agents.train"))

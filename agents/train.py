@@ -99,6 +99,7 @@ from synergy_gym.agents.models import build_model, resolve_device, resume_model
 from synergy_gym.agents.resume import check_resume, kept_history, resume_target, resumes_in_place
 from synergy_gym.agents.run_folder import RUN_FILES, default_run_dir, write_baselines, write_run_records
 from synergy_gym.agents.train_options import config_from_args
+from synergy_gym.agents.train_size import check_train_size
 from synergy_gym.agents.vec_envs import check_env_kwargs, close_vec_env, make_vec_env
 from synergy_gym.cli.files import check_output_dir
 from synergy_gym.errors import Interrupted, SynergyGymError
@@ -276,6 +277,7 @@ def main(args: argparse.Namespace) -> int:
     """``synergy-gym train``: train, then print the validation JCT against the heuristics and the run folder."""
     checkpoint = resume_target(args.resume) if args.resume is not None else None
     cfg = config_from_args(args, checkpoint)
+    check_train_size(cfg, args.allow_large)
     in_place = args.out is None and args.resume is not None and Path(args.resume).is_dir()  # --resume RUN_DIR
     out = args.resume if in_place else args.out  # None: train() makes the default runs/… folder (and runs/ itself)
     started = time.perf_counter()
