@@ -10,7 +10,8 @@ agent's decision took 0.53 ms. The constants are those figures rounded up: on th
 estimate was 2.6× the measured time for 301 episodes of ``Synergy-small-v0`` under env ``fifo+tune``
 (20 s against 7.6 s) and 2.8× for ``tetris+greedy`` in the preemptive mode. An evaluation past
 the limits of :mod:`synergy_gym.cli.guards` is refused unless ``--allow-large``; under ``--quiet``
-one estimated to take over a minute says so on stderr.
+one estimated to take over a minute says so on stderr. An agent's episodes run up to
+:data:`~synergy_gym.experiments.batched.BATCH_ENVS` at a time, each with its live simulation.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from synergy_gym.cli.guards import BASE_BYTES, Estimate, simulation_bytes, simulation_seconds
+from synergy_gym.experiments.batched import BATCH_ENVS
 
 #: Decisions per job of an episode: default (non-preemptive) mode and preemptive mode.
 DECISIONS_PER_JOB = {False: 1.5, True: 40.0}
@@ -43,7 +45,8 @@ def evaluation_estimate(env_kwargs: dict[str, Any], seeds: int, agents: int, env
     seconds = seeds * (agents * (episode_env + decisions * AGENT_DECISION_S) + len(env_names) * episode_env
                        + sum(simulation_seconds(name, servers, jobs) for name in sim_names))
     policies = agents + len(env_names) + len(sim_names)
-    memory = (BASE_BYTES + (TORCH_BYTES if agents else 0) + simulation_bytes(servers, jobs)
+    live = min(seeds, BATCH_ENVS) if agents else 1  # an agent's episodes run side by side
+    memory = (BASE_BYTES + (TORCH_BYTES if agents else 0) + live * simulation_bytes(servers, jobs)
               + seeds * policies * jobs * KEPT_JOB_BYTES)
     episodes = seeds * policies
     what = f"{episodes:,} episode{'s' if episodes != 1 else ''} of {jobs:,} jobs on {servers:,} servers"

@@ -19,7 +19,8 @@ class AgentPolicy:
     and passes the action masks to models whose ``predict`` takes them
     (MaskablePPO). The action is returned as the model chose it: one outside
     the mask (from a model without masking) is the environment's to resolve,
-    exactly as in training.
+    exactly as in training. :meth:`batch_predictor` decides many observations in one
+    forward pass, with the same actions (:mod:`synergy_gym.agents.batched_policy`).
     """
 
     def __init__(self, model: Any, vec_normalize: Any | None, name: str = "agent") -> None:
@@ -34,3 +35,10 @@ class AgentPolicy:
             return self.model.predict(obs, state=state, episode_start=episode_start, deterministic=deterministic,
                                       action_masks=action_masks)
         return self.model.predict(obs, state=state, episode_start=episode_start, deterministic=deterministic)
+
+    def batch_predictor(self, deterministic: bool = True):
+        """Decisions for a batch of observations (``synergy_gym.evaluate``'s episodes side by side); None where only
+        one at a time is exact (:func:`synergy_gym.agents.batched_policy.batch_predictor`)."""
+        from synergy_gym.agents.batched_policy import batch_predictor
+
+        return batch_predictor(self, deterministic)

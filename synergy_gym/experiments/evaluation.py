@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
+from synergy_gym.experiments.batched import run_batched
+
 if TYPE_CHECKING:
     import pandas as pd  # imported where a frame is built (not with the package)
 
@@ -135,7 +137,10 @@ def evaluate(
 
     ``policy`` needs ``predict(obs, ..., deterministic=..., [action_masks=...])``
     returning ``(action, state)`` – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
-    both qualify. Masks are passed when ``predict`` accepts them.
+    both qualify. Masks are passed when ``predict`` accepts them. A policy that also offers
+    ``batch_predictor(deterministic)`` (trained agents: :class:`synergy_gym.agents.wrappers.AgentPolicy`)
+    and returns a predictor for it has its episodes run side by side and decided in batches, with the
+    same actions and rows but ``wall_s`` (:mod:`synergy_gym.experiments.batched`).
     """
     import pandas as pd
 
@@ -144,10 +149,16 @@ def evaluate(
     register_envs()
 
     label = name or getattr(policy, "name", None) or type(policy).__name__
+    seeds = list(seeds)
+    record = EpisodeRecord(keep_jcts, keep_jobs, log_decisions)
+    make = (lambda: gym.make(env_id, **env_kwargs)) if isinstance(env_id, str) else (lambda: env_id(**env_kwargs))
+    batched = getattr(policy, "batch_predictor", None)
+    predict = batched(deterministic) if callable(batched) and seeds else None
+    if predict is not None:
+        return pd.DataFrame(run_batched(predict, make, seeds, label, record, on_episode))
     masks = _accepts_masks(policy)
     rows = []
-    seeds = list(seeds)
-    env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
+    env = make()
     base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its mask and simulator)
     try:
         for i, seed in enumerate(seeds):
@@ -171,20 +182,38 @@ def evaluate(
                 ret += float(reward)
                 steps += 1
                 done = terminated or truncated
-            row = {"policy": label, "seed": int(seed), "episode_return": ret, "steps": steps,
-                   "terminated": bool(terminated), "wall_s": time.perf_counter() - started}
-            row.update({k: info.get(k, np.nan) for k in (*SUMMARY_KEYS, *EPISODE_KEYS)})
-            if keep_jcts:
-                jobs = base.sim.jobs
-                done_jobs = ~np.isnan(jobs.finish_s)
-                row["jct_h"] = ((jobs.finish_s - jobs.arrival_s)[done_jobs] / 3600.0).tolist()
-            if keep_jobs:
-                row["jobs"] = job_frame(base.sim.jobs)
-            if log_decisions:
-                row["decision_log"] = log
-            rows.append(row)
+            rows.append(record.row(base, label, int(seed), ret, steps, terminated, time.perf_counter() - started,
+                                   info, log))
             if on_episode is not None:
                 on_episode(len(rows), len(seeds))
     finally:
         env.close()
     return pd.DataFrame(rows)
+
+
+class EpisodeRecord:
+    """An episode's row: its summary and counters, and the records asked for (JCTs, jobs, decision log)."""
+
+    def __init__(self, keep_jcts: bool, keep_jobs: bool, log_decisions: bool) -> None:
+        self.keep_jcts, self.keep_jobs, self.log_decisions = keep_jcts, keep_jobs, log_decisions
+
+    @staticmethod
+    def decision(env: gym.Env, obs: dict, action: Any) -> dict[str, Any]:
+        """The decision's record (:func:`decision_record`)."""
+        return decision_record(env, obs, action)
+
+    def row(self, base: Any, label: str, seed: int, ret: float, steps: int, terminated: bool, wall_s: float,
+            info: dict[str, Any], log: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The row of the episode that just ended in the environment ``base`` (read before its next reset)."""
+        row = {"policy": label, "seed": seed, "episode_return": ret, "steps": steps,
+               "terminated": bool(terminated), "wall_s": wall_s}
+        row.update({k: info.get(k, np.nan) for k in (*SUMMARY_KEYS, *EPISODE_KEYS)})
+        if self.keep_jcts:
+            jobs = base.sim.jobs
+            done_jobs = ~np.isnan(jobs.finish_s)
+            row["jct_h"] = ((jobs.finish_s - jobs.arrival_s)[done_jobs] / 3600.0).tolist()
+        if self.keep_jobs:
+            row["jobs"] = job_frame(base.sim.jobs)
+        if self.log_decisions:
+            row["decision_log"] = log
+        return row
