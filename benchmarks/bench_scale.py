@@ -38,6 +38,8 @@ import sys
 import time
 from pathlib import Path
 
+from machine import cores, cpu_model, load_average  # benchmarks/machine.py, beside this script
+
 POLICY = "fifo+tune"
 GPUS_PER_SERVER = 8
 #: Load per GPU on the cluster axis: 9 jobs/h per 128 GPUs.
@@ -106,28 +108,10 @@ def run_case(spec: dict) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
-def cores() -> str:
-    if not hasattr(os, "sched_getaffinity"):
-        return "not pinned"
-    allowed = sorted(os.sched_getaffinity(0))
-    return f"on core {allowed[0]}" if len(allowed) == 1 else f"on {len(allowed)} cores (not pinned)"
 
 
-def load_average() -> str:
-    try:
-        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
 
 
 def machine() -> str:

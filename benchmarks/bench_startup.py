@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import cores, cpu_model, load_average  # benchmarks/machine.py, beside this script
+
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "synergy" / "reference_workloads" / "workload_single_gpu_load9.csv"
 
 #: In-process timing of the simulation, run in a fresh interpreter (so that ``--before`` applies to it).
@@ -52,21 +54,8 @@ print(min(walls[1:]))
 """
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
-def cores() -> str:
-    if not hasattr(os, "sched_getaffinity"):
-        return f"{os.cpu_count()} cores, not pinned"
-    allowed = sorted(os.sched_getaffinity(0))
-    return f"on core {allowed[0]}" if len(allowed) == 1 else f"on {len(allowed)} cores (not pinned)"
 
 
 def command() -> list[str]:
@@ -97,9 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     workload = args.workload.resolve()
     trees: dict[str, Path | None] = {"now": None} if args.before is None else {"before": args.before.resolve(), "now": None}
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load}; Python {platform.python_version()}; "
-          f"{cores()}; best of {args.repeat}")
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
+          f"Python {platform.python_version()}; {cores()}; best of {args.repeat}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         out = folder / "out"

@@ -48,6 +48,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import cpu_model, load_average  # benchmarks/machine.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "Synergy-small-v0"
 #: The line each program prints just before its first training step.
@@ -62,14 +64,6 @@ STEPS_LINE = {
 }
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def torch_info() -> str:
@@ -149,8 +143,7 @@ def main(argv=None) -> None:
     if not args.no_pin:
         core = args.core if args.core is not None else min(allowed_cores())
 
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load}")
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}")
     print(f"Python {platform.python_version()}, {torch_info()}")
     settings = f"config {args.config}" if args.config else f"env {ENV_ID}, default settings"
     print(f"{settings}, {args.timesteps:,} training steps requested\n", flush=True)
