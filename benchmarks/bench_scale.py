@@ -108,12 +108,6 @@ def run_case(spec: dict) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-
-
-
-
-
-
 def machine() -> str:
     return (
         f"{cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "

@@ -65,18 +65,20 @@ class ClusterLedger:
         """Servers that can host ``gpus`` GPUs with (cpu, mem) each, or None."""
         if gpus > self.free_gpus_total:
             return None
-        if self.placement == "first_fit":
-            return self._first_fit(gpus, cpu, mem)
-        return self._consolidate(gpus, cpu, mem)
-
-    def _first_fit(self, gpus: int, cpu: float, mem: float) -> Parts | None:
-        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
-        cpu_need, mem_need = cpu - EPS, mem - EPS
-        if gpus == 1:
+        if self.placement != "first_fit":
+            return self._consolidate(gpus, cpu, mem)
+        if gpus == 1:  # the hot case, scanned here rather than in a further call
+            fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
+            cpu_need, mem_need = cpu - EPS, mem - EPS
             for s in range(self._first_open, self.num_servers):
                 if fg[s] and fc[s] >= cpu_need and fm[s] >= mem_need:
                     return [(s, 1)]
             return None
+        return self._first_fit(gpus, cpu, mem)
+
+    def _first_fit(self, gpus: int, cpu: float, mem: float) -> Parts | None:
+        """First fit of a multi-GPU job: GPUs taken from servers in index order, as many as each holds."""
+        fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
         parts: Parts = []
         need = gpus
         for s in range(self._first_open, self.num_servers):
@@ -123,28 +125,35 @@ class ClusterLedger:
         """
         slot = len(self.jobs)
         fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
-        if self.undo:
-            if len(parts) == 1:
-                s = parts[0][0]
-                servers = [(s, fg[s], fc[s], fm[s])]
-            else:
-                servers = [(s, fg[s], fc[s], fm[s]) for s, _ in parts]
-            self._log.append(("grant", servers, self._first_open, self.free_gpus_total))
         self.jobs.append(job)
         self.cpu.append(cpu)
         self.mem.append(mem)
         self.tput.append(tput)
         self.parts.append(parts)
         self.fallback.append(fallback if fallback is not None else (cpu, mem, tput))
-        on_server = self.slot_on_server
-        taken = 0
-        for s, n in parts:
+        if len(parts) == 1:  # the common case, without a loop
+            s, n = parts[0]
+            if self.undo:  # a grant on one server: 6 fields (see rollback)
+                self._log.append((s, fg[s], fc[s], fm[s], self._first_open, self.free_gpus_total))
             fg[s] -= n
             fc[s] -= n * cpu
             fm[s] -= n * mem
-            on_server[s].append(slot)
-            taken += n
-        self.free_gpus_total -= taken
+            self.slot_on_server[s].append(slot)
+            self.free_gpus_total -= n
+        else:
+            if self.undo:  # a grant on several servers: 3 fields
+                self._log.append(
+                    ([(s, fg[s], fc[s], fm[s]) for s, _ in parts], self._first_open, self.free_gpus_total)
+                )
+            on_server = self.slot_on_server
+            taken = 0
+            for s, n in parts:
+                fg[s] -= n
+                fc[s] -= n * cpu
+                fm[s] -= n * mem
+                on_server[s].append(slot)
+                taken += n
+            self.free_gpus_total -= taken
         first = self._first_open
         n_servers = self.num_servers
         while first < n_servers and not fg[first]:
@@ -154,9 +163,9 @@ class ClusterLedger:
 
     def resize(self, slot: int, cpu: float, mem: float, tput: float) -> None:
         """Change a grant's per-GPU CPUs and memory on every server it spans."""
-        if self.undo:
+        if self.undo:  # a resize: 5 fields
             self._log.append(
-                ("resize", slot, self.cpu[slot], self.mem[slot], self.tput[slot],
+                (slot, self.cpu[slot], self.mem[slot], self.tput[slot],
                  [(s, self.free_cpu[s], self.free_mem[s]) for s, _ in self.parts[slot]])
             )
         d_cpu = self.cpu[slot] - cpu
@@ -180,10 +189,21 @@ class ClusterLedger:
         fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
         jobs, cpus, mems, tputs, parts, fallback = self.jobs, self.cpu, self.mem, self.tput, self.parts, self.fallback
         on_server = self.slot_on_server
+        # Entries by length: 6 a grant on one server, 3 a grant on several, 5 a resize.
         while len(log) > mark:
             entry = log.pop()
-            if entry[0] == "grant":
-                _, servers, first_open, free_total = entry
+            size = len(entry)
+            if size == 6:
+                s, fg[s], fc[s], fm[s], self._first_open, self.free_gpus_total = entry
+                on_server[s].pop()
+                parts.pop()
+                jobs.pop()
+                cpus.pop()
+                mems.pop()
+                tputs.pop()
+                fallback.pop()
+            elif size == 3:
+                servers, self._first_open, self.free_gpus_total = entry
                 for s, _ in parts.pop():
                     on_server[s].pop()
                 jobs.pop()
@@ -195,9 +215,8 @@ class ClusterLedger:
                     fg[s] = g
                     fc[s] = c
                     fm[s] = m
-                self._first_open, self.free_gpus_total = first_open, free_total
             else:
-                _, slot, cpu, mem, tput, servers = entry
+                slot, cpu, mem, tput, servers = entry
                 cpus[slot], mems[slot], tputs[slot] = cpu, mem, tput
                 for s, c, m in servers:
                     fc[s] = c

@@ -49,6 +49,9 @@ from synergy_gym.sim.allocation import AllocationMechanism, JobOrder, JobPlacer,
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
 
+#: Jobs of an array order turned into Python ints at the start of a round's walk (then twice as many each time).
+_FIRST_BLOCK = 256
+
 
 @dataclass
 class _Placed:
@@ -63,7 +66,7 @@ class _Placed:
 class _Scan:
     """Progress through one round's ordered jobs."""
 
-    order: list[int]
+    order: JobOrder  # an array is read a block at a time (it may be a long queue)
     free: int  # GPUs not yet taken by this round's admitted jobs
     in_sync: bool  # every job admitted so far sits where last round placed it
     reuse_prefix: bool
@@ -114,7 +117,7 @@ class RoundPlanner:
             self.ledger.reset()
             self.mechanism.allocate(self.ledger, self.jobs, order)
             return
-        scan = self._start(order.tolist() if isinstance(order, np.ndarray) else order, reuse_prefix=True)
+        scan = self._start(order, reuse_prefix=True)
         self._admit_in_order(scan)
         self._finish(scan)
 
@@ -175,11 +178,12 @@ class RoundPlanner:
         self._finish(self._current())
 
     # -- internals ----------------------------------------------------------
-    def _start(self, order: Sequence[int], reuse_prefix: bool) -> _Scan:
+    def _start(self, order: JobOrder, reuse_prefix: bool) -> _Scan:
         if self._prev is None:
             self.ledger.reset()
         scan = self._scan = _Scan(
-            list(order), free=self._total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix
+            order if isinstance(order, np.ndarray) else list(order),
+            free=self._total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix,
         )
         return scan
 
@@ -188,11 +192,31 @@ class RoundPlanner:
         if scan.in_sync and scan.reuse_prefix:
             self._keep_unchanged_prefix(scan)
         order = scan.order
-        while scan.pos < len(order) and scan.free:
-            j = order[scan.pos]
-            if gpus[j] <= scan.free:
-                self._admit(scan, j)
-            scan.pos += 1
+        n = len(order)
+        ledger, jobs, place, total = self.ledger, self.jobs, self._placer.place, self._total_gpus
+        block = _FIRST_BLOCK
+        # The walk stops once the GPUs are taken, usually long before the end of a long queue:
+        # an array order is turned into Python ints a block at a time, blocks growing as they go.
+        while scan.pos < n and scan.free:
+            pos = scan.pos
+            chunk = order[pos : pos + block]
+            for j in chunk.tolist() if isinstance(chunk, np.ndarray) else chunk:
+                pos += 1
+                g = gpus[j]
+                if g <= scan.free:
+                    if scan.in_sync or not scan.sorted_by_gpus or g > scan.last_gpus:
+                        self._admit(scan, j)
+                    else:  # what _admit does for a job placed now, inline: the common case of a long walk
+                        scan.admitted.append(j)
+                        scan.taken.append(total - scan.free)
+                        scan.free -= g
+                        scan.last_gpus = g
+                        scan.marks.append(ledger.mark())
+                        place(ledger, jobs, j)
+                    if not scan.free:
+                        break
+            scan.pos = pos
+            block *= 2
 
     def _finish(self, scan: _Scan) -> None:
         if scan.sorted_by_gpus:
@@ -247,8 +271,9 @@ class RoundPlanner:
         if not rest:
             return
         pos = scan.pos
+        ahead = scan.order[pos : pos + len(rest)]
         n = 0  # length of the common prefix
-        for a, b in zip(scan.order[pos : pos + len(rest)], rest):
+        for a, b in zip(ahead.tolist() if isinstance(ahead, np.ndarray) else ahead, rest):
             if a != b:
                 break
             n += 1

@@ -44,6 +44,7 @@ from synergy_gym.sim.ledger import ClusterLedger
 from synergy_gym.sim.metrics import RoundLog, SimulationResult, build_result
 from synergy_gym.sim.planner import RoundPlanner
 from synergy_gym.sim.policy import SchedulingPolicy
+from synergy_gym.sim.runnable import RunnableJobs
 from synergy_gym.sim.workload import JobStream, Workload
 
 RoundObserver = Callable[["Simulator", np.ndarray, np.ndarray], None]
@@ -89,7 +90,7 @@ class Simulator:
         #: unchanged start of the last round's placement (see :mod:`synergy_gym.sim.planner`).
         self.planner = RoundPlanner(self.ledger, self.jobs, policy.mechanism, reuse=True)
         self._more = more_jobs
-        self._runnable = np.zeros(0, dtype=np.int64)  # job indices in arrival order
+        self._queue = RunnableJobs()  # job indices in arrival order
         self._next = 0  # index of the next job to arrive
         self._measured_left = int(workload.measured.sum())
         self._unfinished = len(workload)
@@ -117,8 +118,16 @@ class Simulator:
 
     @property
     def runnable(self) -> np.ndarray:
-        """Jobs that have arrived and not finished (waiting or running), in arrival order; do not modify."""
-        return self._runnable
+        """Jobs that have arrived and not finished (waiting or running), in arrival order.
+
+        A view of the simulator's own buffer: do not modify it, and copy it to keep it past the next
+        :meth:`advance` (which may move its contents).
+        """
+        return self._queue.view
+
+    @property
+    def _runnable(self) -> np.ndarray:
+        return self._queue.view
 
     @property
     def measured_finished(self) -> int:
@@ -168,7 +177,7 @@ class Simulator:
         self._admit_arrivals()
         if self.done:
             return None
-        if self._runnable.size == 0:
+        if self._queue.size == 0:
             nxt = self._next_arrival()
             if nxt is None:
                 self.exhausted = True
@@ -207,7 +216,7 @@ class Simulator:
             if allow_idle:
                 self.now = (math.floor(self.now / self.config.round_s + 1e-9) + 1) * self.config.round_s
                 return placed
-            if ledger.free_gpus_total == self.cluster.total_gpus and self._runnable.size:
+            if ledger.free_gpus_total == self.cluster.total_gpus and self._queue.size:
                 j = int(self._runnable[0])
                 raise WorkloadError(
                     f"job {self.jobs.job_id[j]} can never be placed: its GPUs, CPUs or memory "
@@ -235,7 +244,7 @@ class Simulator:
         jobs = self.jobs
         end = int(jobs.arrival_s.searchsorted(self.now, side="right"))
         if end > self._next:
-            self._runnable = np.concatenate([self._runnable, np.arange(self._next, end, dtype=np.int64)])
+            self._queue.append(self._next, end)
             self._next = end
             self._top_up_stream()
 
@@ -361,13 +370,12 @@ class Simulator:
                 c.total_mem_gb - sum(ledger.free_mem),
                 float(np.dot(jobs.gpus[placed], tput)),
                 int(placed.size),
-                int(self._runnable.size - placed.size),
+                int(self._queue.size - placed.size),
             )
         if finished.size:
-            self._runnable, n_measured = kernels.mark_finished(
-                jobs.finish_s, jobs.measured, self._runnable, finished, _NO_TIMES if finish_at is None else finish_at, end
+            self._measured_left -= self._queue.drop_finished(
+                jobs.finish_s, jobs.measured, finished, _NO_TIMES if finish_at is None else finish_at, end
             )
-            self._measured_left -= n_measured
             self._unfinished -= int(finished.size)
         self.now = end
         return finished
