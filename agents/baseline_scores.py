@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from synergy_gym.agents.baseline_cache import cached_scores
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.baselines.env_heuristics import env_heuristics
 from synergy_gym.experiments.evaluation import evaluate
@@ -20,12 +21,18 @@ def evaluate_baselines(cfg: TrainConfig) -> dict[str, pd.DataFrame]:
     """Every env heuristic (:func:`synergy_gym.baselines.env_heuristics.env_heuristics`) on the evaluation seeds.
 
     ``random`` included: every heuristic takes about as long as one evaluation of the
-    agent (0.1 s an episode on ``Synergy-small-*``, 0.7 s on the 128-GPU ids).
+    agent (0.1 s an episode on ``Synergy-small-*``, 0.7 s on the 128-GPU ids). The rows are
+    kept on disk and reused by later runs on the same code, env and seeds
+    (:mod:`synergy_gym.agents.baseline_cache`).
     """
     heuristics = env_heuristics(seed=cfg.seed)
     names = list(heuristics) + [n for n in cfg.reference_baselines if n not in heuristics]
-    return {name: evaluate(heuristics[name], cfg.env_id, cfg.eval_seeds, name=name, **cfg.env_kwargs)
-            for name in names}
+
+    def score() -> dict[str, pd.DataFrame]:
+        return {name: evaluate(heuristics[name], cfg.env_id, cfg.eval_seeds, name=name, **cfg.env_kwargs)
+                for name in names}
+
+    return cached_scores(score, cfg.env_id, cfg.env_kwargs, cfg.eval_seeds, names, cfg.seed)
 
 
 def heuristic_means(baselines: dict[str, pd.DataFrame]) -> dict[str, float]:

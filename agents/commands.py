@@ -43,7 +43,8 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--n-envs", type=int, default=None, help=f"training environments (default: {d.n_envs})")
     p.add_argument("--vec-env", default=None, choices=VEC_ENVS,
                    help="subproc: one worker process per environment (when --n-envs > 1); dummy: all in this "
-                        f"process, faster on a few cores (default: {d.vec_env})")
+                        "process, faster on a few cores; auto: subproc on more cores than --n-envs, else in this "
+                        f"process with the same results as subproc (default: {d.vec_env})")
     p.add_argument("--seed", type=int, default=None, help=f"training seed; envs use seed + rank (default: {d.seed})")
     p.add_argument("--device", default=None,
                    help=f"one of {', '.join(DEVICES)}; auto: CUDA when PyTorch sees it (default: {d.device})")

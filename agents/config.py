@@ -36,9 +36,11 @@ REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
 #: ``action_head`` settings: SB3's linear layer over the latent vector, or one shared scorer per slot
 #: (:mod:`synergy_gym.agents.slot_policy`).
 ACTION_HEADS: tuple[str, ...] = ("linear", "per_slot")
-#: ``vec_env`` settings: the training environments in worker processes (SB3's SubprocVecEnv) or stepped
+#: ``vec_env`` settings: ``auto`` (worker processes when the process has more cores than environments, else
+#: in this process with exactly the worker processes' numbers), the training environments in worker processes
+#: (SB3's SubprocVecEnv) or stepped
 #: one after another in the trainer's process (DummyVecEnv).
-VEC_ENVS: tuple[str, ...] = ("subproc", "dummy")
+VEC_ENVS: tuple[str, ...] = ("auto", "subproc", "dummy")
 #: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT
 #: on the evaluation seeds, scored at the start of the run (``random`` excluded).
 BEST = "best"
@@ -103,8 +105,11 @@ class TrainConfig:
     # Where the n_envs training environments run: "subproc" (one worker process each, SB3's
     # SubprocVecEnv, when n_envs > 1) or "dummy" (in this process, one after another; no
     # inter-process traffic, and with shared workloads the relative reward's heuristic runs once
-    # per workload for all of them – faster on a few cores: benchmarks/bench_train.py).
-    vec_env: str = "subproc"
+    # per workload for all of them – faster on a few cores: benchmarks/bench_train.py); "auto":
+    # "subproc" when this process may run on more cores than n_envs, else in this process with the
+    # rewards in float64 as the workers return them, so that the run learns exactly what it would
+    # in worker processes (synergy_gym.agents.vec_envs.runs_in_process).
+    vec_env: str = "auto"
     normalize_obs: bool = True
     normalize_reward: bool = True
     # Variance reduction against the workload (synergy_gym.agents.relative_reward, synergy_gym.agents.shared_workload).

@@ -4,18 +4,22 @@
 :class:`~synergy_gym.agents.config.TrainConfig` (``seed + rank``): each is
 ``Monitor(SharedWorkload(HeuristicRelativeReward(env)))`` as the config asks
 (:mod:`synergy_gym.agents.relative_reward`, :mod:`synergy_gym.agents.shared_workload`),
-in worker processes (SB3's ``SubprocVecEnv``) or in this process (``DummyVecEnv``),
-with observations (all keys but the masks) and rewards normalised by ``VecNormalize``.
+in worker processes (SB3's ``SubprocVecEnv``) or in this process
+(:class:`~synergy_gym.agents.inprocess_vec_env.InProcessVecEnv`, ``DummyVecEnv`` with less copying;
+``vec_env = "auto"``: :func:`runs_in_process`), with observations (all keys but the masks) and rewards
+normalised by ``VecNormalize``.
 :func:`close_vec_env` closes them, also after Ctrl-C; :func:`check_env_kwargs` builds
 the environment once so that a bad id or kwarg fails before a run writes anything.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
 
 from synergy_gym.agents.baseline_scores import best_heuristic, evaluate_baselines, heuristic_means
@@ -78,13 +82,36 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any], relative_to: str | None
     return make
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def runs_in_process(cfg: TrainConfig, cores: int | None = None) -> bool:
+    """Whether the training envs run in this process: ``vec_env`` "dummy", one env, or "auto" on at most n_envs cores.
+
+    With "auto" the envs get worker processes only when this process may run on more ``cores``
+    (default: :func:`usable_cores`) than there are envs, so that every worker and the trainer has
+    a core; on fewer, the workers would take turns on the same cores, and starting them (each
+    imports the environment, Stable-Baselines3 and PyTorch) and passing every step through pipes
+    costs more than stepping the envs here.
+    """
+    if cfg.vec_env == "dummy" or cfg.n_envs == 1:
+        return True
+    if cfg.vec_env == "subproc":
+        return False
+    return (usable_cores() if cores is None else cores) <= cfg.n_envs
+
+
 def make_vec_env(cfg: TrainConfig, relative_to: str | None = None) -> VecEnv:
     """The training envs (``seed + rank``), normalised as configured.
 
     ``relative_to``: the env heuristic of ``reward = "heuristic_relative"`` (default
     ``cfg.relative_to``; ``"best"`` is resolved by scoring the heuristics on the evaluation seeds).
     """
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import SubprocVecEnv, VecNormalize
 
     from synergy_gym.agents.shared_workload import shared_seed_base
 
@@ -96,15 +123,19 @@ def make_vec_env(cfg: TrainConfig, relative_to: str | None = None) -> VecEnv:
         relative_to = None
     shared_base = shared_seed_base(cfg.seed) if cfg.shared_workload else None
     vec: VecEnv
-    if cfg.vec_env == "subproc" and cfg.n_envs > 1:
+    if not runs_in_process(cfg):
         factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=True)
         vec = SubprocVecEnv([factory] * cfg.n_envs)
     else:
+        from synergy_gym.agents.inprocess_vec_env import InProcessVecEnv
         from synergy_gym.agents.relative_reward import HeuristicRunCache
 
         run_cache = HeuristicRunCache() if relative_to is not None and shared_base is not None else None
         factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, run_cache=run_cache)
-        vec = DummyVecEnv([factory] * cfg.n_envs)
+        # In place of worker processes ("auto"): float64 rewards, as SubprocVecEnv returns them; otherwise
+        # ("dummy", one env) float32, as DummyVecEnv keeps them.
+        instead_of_workers = cfg.vec_env == "auto" and cfg.n_envs > 1
+        vec = InProcessVecEnv([factory] * cfg.n_envs, reward_dtype=np.float64 if instead_of_workers else np.float32)
     vec.seed(cfg.seed)
     if cfg.normalize_obs or cfg.normalize_reward:
         observation_space = cast(spaces.Dict, vec.observation_space)  # every Synergy-* env observes a Dict

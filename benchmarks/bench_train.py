@@ -28,7 +28,13 @@ The header names the machine (CPU model, cores, load average), Python,
 PyTorch's version and default thread count. Measurements on a shared machine
 are noisy: run it on an otherwise idle one, and more than once.
 
-    python benchmarks/bench_train.py [--timesteps 20000] [--skip-train] [--skip-minimal] [--core 0] [--no-pin]
+    python benchmarks/bench_train.py [--env Synergy-small-v0] [--timesteps 20000] [--skip-train] [--skip-minimal]
+                                     [--core 0] [--no-pin]
+
+``--env`` runs both programs on another environment, e.g. ``Synergy-small-scarce-v0`` (issue 25's
+training target). ``train`` scores the heuristics once per code, env and seed list and keeps the
+scores on disk (:mod:`synergy_gym.agents.baseline_cache`): the first run on a machine scores them
+(``--cold`` deletes the kept scores first, so that every run does), later ones read them.
 
 With ``--config FILE`` the ``train`` run uses that training config (its env, algorithm and
 settings; ``--timesteps`` still sets the length), e.g. a reference run's
@@ -126,8 +132,21 @@ def run(kind: str, command: list[str], core: int | None) -> dict:
     return {"steps": steps, "wall_s": wall, "first_step_s": first_step, "pinned": pinned}
 
 
+def forget_kept_scores() -> None:
+    """Delete the heuristics' scores kept on disk (the folder ``train`` reads them from, as this process sees it)."""
+    from synergy_gym.agents.baseline_cache import cache_folder
+
+    folder = cache_folder()
+    if folder is not None:
+        for path in folder.glob("*.json"):
+            path.unlink(missing_ok=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default=ENV_ID, help=f"the environment of both runs (default: {ENV_ID})")
+    parser.add_argument("--cold", action="store_true",
+                        help="delete the heuristics' kept scores first, so that train scores them (default: reuse them)")
     parser.add_argument("--timesteps", type=int, default=20_000, help="env steps to train for (default: 20,000)")
     parser.add_argument("--skip-train", action="store_true", help="do not run synergy-gym train")
     parser.add_argument("--skip-minimal", action="store_true", help="do not run agents/ppo_masked_minimal.py")
@@ -145,19 +164,21 @@ def main(argv=None) -> None:
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}")
     print(f"Python {platform.python_version()}, {torch_info()}")
-    settings = f"config {args.config}" if args.config else f"env {ENV_ID}, default settings"
+    settings = f"config {args.config}" if args.config else f"env {args.env}, default settings"
     print(f"{settings}, {args.timesteps:,} training steps requested\n", flush=True)
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
         if not args.skip_train:
-            chosen = ["--config", str(args.config.resolve())] if args.config else ["--env", ENV_ID]
+            if args.cold:
+                forget_kept_scores()
+            chosen = ["--config", str(args.config.resolve())] if args.config else ["--env", args.env]
             results["synergy-gym train"] = run("train", [
                 sys.executable, "-m", "synergy_gym", "train", *chosen, "--timesteps", str(args.timesteps),
                 "--out", str(Path(tmp) / "run")], core)
         if not args.skip_minimal:
             results["ppo_masked_minimal"] = run("minimal", [
-                sys.executable, "-m", "synergy_gym.agents.ppo_masked_minimal", "--env-id", ENV_ID,
+                sys.executable, "-m", "synergy_gym.agents.ppo_masked_minimal", "--env-id", args.env,
                 "--total-timesteps", str(args.timesteps)], core)
     print(f"\n{'program':<22}{'env steps':>10}{'wall s':>9}{'steps/s':>9}{'first step s':>14}  pinning")
     for name, r in results.items():

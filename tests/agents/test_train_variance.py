@@ -223,7 +223,7 @@ def test_dummy_vec_env_shares_the_heuristic_runs_and_rewards_are_unchanged():
     subproc, _, _ = rollout("subproc")
     # The same rewards as each env running its own heuristic (DummyVecEnv keeps them as float32).
     np.testing.assert_array_equal(dummy, subproc.astype(np.float32))
-    assert type(vec).__name__ == "DummyVecEnv"
+    assert type(vec).__name__ == "InProcessVecEnv" and vec.buf_rews.dtype == np.float32
     assert all(c is caches[0] for c in caches) and isinstance(caches[0], HeuristicRunCache)
     assert caches[0].hits >= 2 * len(caches[0]._runs)  # every workload ran once for the three envs
     # A cache is not used without a workload seed in the reset options (each env draws its own).
