@@ -9,6 +9,7 @@ free GPUs that holds it whole, or else on as few servers as possible.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from typing import Literal
 
 from synergy_gym.errors import UnknownNameError
@@ -48,7 +49,9 @@ class ClusterLedger:
         self.free_cpu: list[float] = [c.cpus_per_server] * s
         self.free_mem: list[float] = [c.mem_gb_per_server] * s
         self.free_gpus_total = c.total_gpus
-        self._first_open = 0  # servers before this one have no free GPU
+        #: The servers with a free GPU, in index order: first fit scans only these (in a full cluster
+        #: most servers have none, and skipping them one by one was most of a large cluster's round).
+        self._open: list[int] = list(range(s)) if c.gpus_per_server else []
         # One entry per grant, in grant order ("slots").
         self.jobs: list[int] = []
         self.cpu: list[float] = []  # CPUs per GPU
@@ -68,10 +71,10 @@ class ClusterLedger:
         if self.placement != "first_fit":
             return self._consolidate(gpus, cpu, mem)
         if gpus == 1:  # the hot case, scanned here rather than in a further call
-            fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
+            fc, fm = self.free_cpu, self.free_mem
             cpu_need, mem_need = cpu - EPS, mem - EPS
-            for s in range(self._first_open, self.num_servers):
-                if fg[s] and fc[s] >= cpu_need and fm[s] >= mem_need:
+            for s in self._open:
+                if fc[s] >= cpu_need and fm[s] >= mem_need:
                     return [(s, 1)]
             return None
         return self._first_fit(gpus, cpu, mem)
@@ -81,9 +84,7 @@ class ClusterLedger:
         fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
         parts: Parts = []
         need = gpus
-        for s in range(self._first_open, self.num_servers):
-            if not fg[s]:
-                continue
+        for s in self._open:
             k = min(need, fg[s], int((fc[s] + EPS) // cpu), int((fm[s] + EPS) // mem))
             if k > 0:
                 parts.append((s, k))
@@ -133,18 +134,19 @@ class ClusterLedger:
         self.fallback.append(fallback if fallback is not None else (cpu, mem, tput))
         if len(parts) == 1:  # the common case, without a loop
             s, n = parts[0]
-            if self.undo:  # a grant on one server: 6 fields (see rollback)
-                self._log.append((s, fg[s], fc[s], fm[s], self._first_open, self.free_gpus_total))
+            if self.undo:  # a grant on one server: 5 fields (see rollback)
+                self._log.append((s, fg[s], fc[s], fm[s], self.free_gpus_total))
             fg[s] -= n
             fc[s] -= n * cpu
             fm[s] -= n * mem
             self.slot_on_server[s].append(slot)
             self.free_gpus_total -= n
+            if not fg[s]:
+                open_ = self._open
+                del open_[bisect_left(open_, s)]
         else:
-            if self.undo:  # a grant on several servers: 3 fields
-                self._log.append(
-                    ([(s, fg[s], fc[s], fm[s]) for s, _ in parts], self._first_open, self.free_gpus_total)
-                )
+            if self.undo:  # a grant on several servers: 2 fields
+                self._log.append(([(s, fg[s], fc[s], fm[s]) for s, _ in parts], self.free_gpus_total))
             on_server = self.slot_on_server
             taken = 0
             for s, n in parts:
@@ -153,19 +155,17 @@ class ClusterLedger:
                 fm[s] -= n * mem
                 on_server[s].append(slot)
                 taken += n
+                if not fg[s]:
+                    open_ = self._open
+                    del open_[bisect_left(open_, s)]
             self.free_gpus_total -= taken
-        first = self._first_open
-        n_servers = self.num_servers
-        while first < n_servers and not fg[first]:
-            first += 1
-        self._first_open = first
         return slot
 
     def resize(self, slot: int, cpu: float, mem: float, tput: float) -> None:
         """Change a grant's per-GPU CPUs and memory on every server it spans."""
-        if self.undo:  # a resize: 5 fields
+        if self.undo:  # a resize: 3 fields
             self._log.append(
-                (slot, self.cpu[slot], self.mem[slot], self.tput[slot],
+                (slot, (self.cpu[slot], self.mem[slot], self.tput[slot]),
                  [(s, self.free_cpu[s], self.free_mem[s]) for s, _ in self.parts[slot]])
             )
         d_cpu = self.cpu[slot] - cpu
@@ -189,12 +189,16 @@ class ClusterLedger:
         fg, fc, fm = self.free_gpu, self.free_cpu, self.free_mem
         jobs, cpus, mems, tputs, parts, fallback = self.jobs, self.cpu, self.mem, self.tput, self.parts, self.fallback
         on_server = self.slot_on_server
-        # Entries by length: 6 a grant on one server, 3 a grant on several, 5 a resize.
+        open_ = self._open
+        # Entries by length: 5 a grant on one server, 2 a grant on several, 3 a resize.
         while len(log) > mark:
             entry = log.pop()
             size = len(entry)
-            if size == 6:
-                s, fg[s], fc[s], fm[s], self._first_open, self.free_gpus_total = entry
+            if size == 5:
+                s = entry[0]
+                if not fg[s]:  # it had a free GPU before the grant
+                    insort(open_, s)
+                _, fg[s], fc[s], fm[s], self.free_gpus_total = entry
                 on_server[s].pop()
                 parts.pop()
                 jobs.pop()
@@ -202,8 +206,8 @@ class ClusterLedger:
                 mems.pop()
                 tputs.pop()
                 fallback.pop()
-            elif size == 3:
-                servers, self._first_open, self.free_gpus_total = entry
+            elif size == 2:
+                servers, self.free_gpus_total = entry
                 for s, _ in parts.pop():
                     on_server[s].pop()
                 jobs.pop()
@@ -212,12 +216,13 @@ class ClusterLedger:
                 tputs.pop()
                 fallback.pop()
                 for s, g, c, m in servers:
+                    if not fg[s]:
+                        insort(open_, s)
                     fg[s] = g
                     fc[s] = c
                     fm[s] = m
             else:
-                slot, cpu, mem, tput, servers = entry
-                cpus[slot], mems[slot], tputs[slot] = cpu, mem, tput
+                slot, (cpus[slot], mems[slot], tputs[slot]), servers = entry
                 for s, c, m in servers:
                     fc[s] = c
                     fm[s] = m
