@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from synergy_gym.env import decision_kernels as dk
 from synergy_gym.env.calls import (
     EnvCallError,
     before_reset,
@@ -28,7 +29,6 @@ from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
 from synergy_gym.env.types import NO_JOBS, EpisodeState
-from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import Tune
 from synergy_gym.sim.ordering import FIFO
 from synergy_gym.sim.policy import SchedulingPolicy
@@ -169,12 +169,14 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         jobs = sim.jobs
         level_cpu, level_mem, level_tput, level_valid = self.levels.build(jobs)
         self.obs_builder.new_episode(sim, level_cpu, level_mem, level_tput, never_ran=not self.cfg.preemptive)
+        n = jobs.n
         self._state = EpisodeState(
             sim=sim, level_cpu=level_cpu, level_mem=level_mem, level_tput=level_tput, level_valid=level_valid,
-            level=np.full(jobs.n, -1, dtype=np.int64), holds=np.zeros(jobs.n, dtype=bool),
-            was_running=np.zeros(jobs.n, dtype=np.float32), multi_gpu=bool((jobs.gpus > 1).any()),
+            level=np.full(n, -1, dtype=np.int64), holds=np.zeros(n, dtype=bool),
+            was_running=np.zeros(n, dtype=np.float32), multi_gpu=bool((jobs.gpus > 1).any()),
             meter=SystemTimeMeter(jobs, self.cfg.reward_scale), mask=np.zeros(self.layout.n, dtype=np.float32),
-            slot_valid=level_valid[:0],
+            wait_buf=np.zeros(n, dtype=np.int64), fits_buf=np.zeros(n, dtype=bool), held_buf=np.zeros(n, dtype=np.int64),
+            slot_buf=np.zeros(self.cfg.max_queue, dtype=np.int64),
         )
         self._advance_to_decision(self._state)
         return self._observation(), {}
@@ -183,14 +185,20 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         s = self._episode("env.step()")
         if s.ended:
             raise episode_ended("env.step()")
-        a = self.layout.parse(action)
-        slot, level, invalid = self.layout.resolve(a, s.slot_valid)
+        layout = self.layout
+        a = layout.parse(action)
+        slot, level = divmod(a, layout.n_levels)
+        invalid = False
+        if a == layout.stop:
+            slot = -1
+        elif not (slot < s.n_slots and slot < layout.slots_offered and s.level_valid[s.slot_buf[slot], level]):
+            slot, level, invalid = layout.resolve(a, s.slot_valid)  # masked: raise, or fall back
         s.decisions += 1
         s.invalid += invalid
         if slot < 0:
             s.stopped = True
         else:
-            self._admit(s, int(s.slots[slot]), level)
+            self._admit(s, int(s.slot_buf[slot]), level)
         self._advance_to_decision(s)
         sim = s.sim
         reward = s.meter.reward_until(sim.now)
@@ -276,16 +284,17 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     # -- the decision loop ----------------------------------------------------------------
     def _admit(self, s: EpisodeState, j: int, level: int) -> None:
         """Admit job ``j`` at ``level`` through the round planner."""
-        changed = s.level[j] != level
+        changed = int(s.level[j]) != level
         if changed:
             s.level[j] = level
             s.sim.jobs.set_target(j, float(s.level_cpu[j, level]), float(s.level_mem[j, level]))
-        s.sim.planner.add(j, target_changed=bool(changed))
+        s.sim.planner.add(j, target_changed=changed)
         s.holds[j] = True
         if not self.cfg.preemptive:
             s.admitted.append(j)
-        keep = s.waiting != j
-        s.waiting, s.fits = s.waiting[keep], s.fits[keep]
+            s.held_buf[s.n_held] = j
+            s.n_held += 1
+        s.drop = j  # taken out of the waiting jobs by the next offer (or the next event's waiting jobs)
 
     def _advance_to_decision(self, s: EpisodeState) -> None:
         """Run events until the agent has a choice (a waiting job fits and it has not stopped), or the episode ends."""
@@ -293,7 +302,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         planner = sim.planner
         while True:
             if planner.in_round:
-                if not s.stopped and s.waiting.size and self._offer(s, planner.free_gpus):
+                if not s.stopped and s.n_waiting and self._offer(s, planner.free_gpus):
                     return
                 self._end_event(s)
             if sim.done or sim.exhausted:
@@ -308,13 +317,13 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
         Returns False (nothing filled but ``fits``) when none fits.
         """
-        s.fits, slots, valid = kernels.offer_slots(
-            s.waiting, s.sim.jobs.gpus, free, s.level_valid, self.cfg.max_queue, self.layout.slots_offered, s.mask
+        s.n_waiting, k = dk.offer(
+            s.wait_buf, s.n_waiting, s.drop, s.sim.jobs.gpus, free, s.level_valid, self.cfg.max_queue,
+            self.layout.slots_offered, s.fits_buf, s.slot_buf, s.mask,
         )
-        if not slots.size:
-            return False
-        s.slots, s.slot_valid = slots, valid
-        return True
+        s.drop = -1
+        s.n_slots = k
+        return k > 0
 
     def _begin_event(self, s: EpisodeState) -> None:
         sim = s.sim
@@ -335,14 +344,16 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         sim.planner.begin(keep)
         sim.planner.admit_in_order()  # the running jobs keep their GPUs and levels
         sim.planner.settle()  # the ledger now holds exactly them, for the observation
-        s.waiting = runnable[~holds[runnable]]
+        s.n_waiting = dk.waiting_jobs(runnable, holds, s.wait_buf)
+        s.drop = -1
         s.stopped = False
 
     def _end_event(self, s: EpisodeState) -> None:
         sim, cfg = s.sim, self.cfg
-        stopped_with_choice = s.stopped and s.waiting.size > 0 and np.count_nonzero(s.fits) > 0
+        # A stop is chosen only when a job was offered: some waiting job's GPUs fit.
+        stopped_with_choice = s.stopped and s.n_slots > 0
         sim.planner.finish()
-        s.slots = NO_JOBS
+        s.n_slots = 0
         limit = max(1, cfg.max_rounds - sim.rounds_elapsed)
         idle = not sim.ledger.jobs
         if not idle and (cfg.preemptive or stopped_with_choice):
@@ -354,27 +365,27 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         if finished.size:
             s.holds[finished] = False
             if not cfg.preemptive:
-                done = set(finished.tolist())
-                s.admitted = [j for j in s.admitted if j not in done]
+                s.n_held = dk.keep_held(s.held_buf, s.n_held, s.holds)
+                s.admitted = s.held_buf[: s.n_held].tolist()  # the same jobs, in the same order
             s.pending_finished.append(finished)
             s.meter.record_finished(finished)
 
     def _end_episode(self, s: EpisodeState, truncated: bool) -> None:
         s.ended, s.truncated = True, truncated
-        s.slots = s.waiting = s.fits = NO_JOBS
+        s.n_slots = s.n_waiting = 0
+        s.drop = -1
         s.mask[:] = 0
         s.mask[self.layout.stop] = 1
 
     # -- observations ------------------------------------------------------------------------
     def _observation(self) -> dict[str, np.ndarray]:
-        s = self.state
-        mask = s.mask
+        s = self._episode("env.step()")
         time_fraction = s.sim.rounds_elapsed / self.cfg.max_rounds
         if s.ended:
-            return self.obs_builder.empty(mask.copy(), time_fraction)
-        held = np.flatnonzero(s.holds) if self.cfg.preemptive else np.asarray(s.admitted, dtype=np.int64)
+            return self.obs_builder.empty(s.mask.copy(), time_fraction)
+        held = np.flatnonzero(s.holds) if self.cfg.preemptive else s.held_buf[: s.n_held]
         return self.obs_builder.build(
-            s.sim, s.slots, s.waiting, s.fits, held, s.was_running, mask.copy(), time_fraction
+            s.sim, s.slots, s.waiting, s.fits, held, s.was_running, s.mask, time_fraction
         )
 
 

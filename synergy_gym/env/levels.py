@@ -158,21 +158,29 @@ class LevelTable:
     def build(self, jobs: JobTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(cpu, mem, tput, valid)``, each of shape ``(jobs.n, n_levels)``, for the jobs' current targets as demand."""
         n, L = jobs.n, self.n_levels
-        cpu, mem, tput = np.empty((n, L)), np.empty((n, L)), np.empty((n, L))
-        valid = np.empty((n, L), dtype=bool)
-        profiled = jobs.belief is not None
-        for j in range(n):
-            demand = Level(jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j])
-            if profiled:
-                row = self._levels(jobs, j, demand)
-            else:
-                key = (int(jobs.model[j]), jobs.gpus_l[j], demand.cpus_per_gpu, demand.mem_gb_per_gpu)
-                cached = self._cache.get(key)
-                if cached is None:
-                    cached = self._cache[key] = self._levels(jobs, j, demand)
-                row = cached
-            cpu[j], mem[j], tput[j], valid[j] = row
-        return cpu, mem, tput, valid
+        if jobs.belief is not None:  # profiled: every job's levels come from its own estimate
+            cpu, mem, tput = np.empty((n, L)), np.empty((n, L)), np.empty((n, L))
+            valid = np.empty((n, L), dtype=bool)
+            for j in range(n):
+                demand = Level(jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j])
+                cpu[j], mem[j], tput[j], valid[j] = self._levels(jobs, j, demand)
+            return cpu, mem, tput, valid
+        # Jobs of one (model, GPUs, demand) have the same levels: a row per distinct one, then gathered.
+        keys = list(zip(jobs.model.tolist(), jobs.gpus_l, jobs.target_cpu_l, jobs.target_mem_l))
+        first: dict[tuple[int, int, float, float], int] = {}  # each distinct key's first job
+        for j, key in enumerate(keys):
+            first.setdefault(key, j)
+        rows = []
+        for key, j in first.items():
+            cached = self._cache.get(key)
+            if cached is None:
+                demand = Level(jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j])
+                cached = self._cache[key] = self._levels(jobs, j, demand)
+            rows.append(cached)
+        row_of = {key: r for r, key in enumerate(first)}
+        at = np.fromiter((row_of[key] for key in keys), dtype=np.int64, count=n)
+        cpu, mem, tput, valid = (np.stack([row[c] for row in rows])[at] for c in range(4))
+        return cpu, mem, tput, valid.astype(bool, copy=False)
 
     def _levels(self, jobs: JobTable, j: int, demand: Level) -> tuple[np.ndarray, ...]:
         grid = self.grid

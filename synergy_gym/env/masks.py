@@ -57,6 +57,8 @@ class ActionLayout:
 
     def parse(self, action) -> int:
         """``action`` as an int in ``[0, n)``, or :class:`~synergy_gym.env.calls.EnvCallError`."""
+        if type(action) is int and 0 <= action < self.n:  # the common case, first
+            return action
         if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
             a = int(action)
         else:

@@ -14,11 +14,9 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from synergy_gym.sim import kernels
+from synergy_gym.env import observe_kernel as ok
+from synergy_gym.env.observe_kernel import HIST_BINS, TIME_SCALE_H, layout_offsets
 from synergy_gym.sim.cluster import ClusterSpec
-
-# Bins of the histograms (5); durations enter observations as h / (h + TIME_SCALE_H) (10 h).
-from synergy_gym.sim.kernels import HIST_BINS, TIME_SCALE_H
 from synergy_gym.sim.profiles import TASKS, ModelZoo
 from synergy_gym.sim.simulator import Simulator
 
@@ -55,7 +53,6 @@ QUEUE_REST_FEATURES = (
     "beyond_slots_work",  # their GPU-hours left at the fair share / cluster GPUs (squashed)
     "not_fitting",  # waiting jobs whose GPUs do not fit now, n / (n + cluster GPUs)
 )
-_AGE = SLOT_FEATURES.index("age")
 CLUSTER_FEATURES = (
     "free_gpus", "free_cpus", "free_mem",
     *(f"{r}_free_hist_{b}" for r in ("gpu", "cpu", "mem") for b in range(HIST_BINS)),
@@ -123,6 +120,12 @@ class ObservationBuilder:
         self._free_scales = np.array(
             [HIST_BINS / cluster.gpus_per_server, HIST_BINS / cluster.cpus_per_server, HIST_BINS / cluster.mem_gb_per_server]
         )
+        # One buffer per observation; its parts, in the order of observe_kernel's offsets.
+        names = ("slots", "slot_levels", "slot_mask", "cluster", "running", "demand", "queue_rest", "time", "action_mask")
+        sizes = [int(np.prod(self.space.spaces[name].shape or ())) for name in names]
+        self._offsets = offsets = layout_offsets(sizes)
+        self._size = int(offsets[-1])
+        self._parts = [(name, int(offsets[i]), int(offsets[i + 1])) for i, name in enumerate(names)]
 
     def new_episode(
         self, sim: Simulator, level_cpu: np.ndarray, level_mem: np.ndarray, level_tput: np.ndarray, never_ran: bool
@@ -141,29 +144,29 @@ class ObservationBuilder:
         static[:, 1] = np.minimum(np.log2(jobs.gpus) / 7.0, 1.0)
         task = np.array([TASKS.index(m.task) for m in self.zoo.models])[jobs.model]
         static[np.arange(n), 2 + task] = 1.0
-        self.static = static
-        self.arrival_h = jobs.arrival_s / 3600.0
-        self.fair_h_per_iter = jobs.iter_time_s / jobs.tput_fair / 3600.0
-        self.demand_h_per_iter = jobs.iter_time_s / jobs.tput_target / 3600.0
         levels = np.empty((n, self.n_levels, 3), dtype=np.float32)
         levels[:, :, 0] = level_cpu / c.fair_cpus_per_gpu
         levels[:, :, 1] = level_mem / c.fair_mem_gb_per_gpu
         levels[:, :, 2] = level_tput / jobs.tput_fair[:, None]
         self.levels = np.minimum(levels, self._level_high)
-        # Per job: best-case CPU and memory demand and GPUs, as fractions of the cluster's.
-        self.demand = np.stack(
-            [jobs.gpus * jobs.target_cpu / c.total_cpus, jobs.gpus * jobs.target_mem / c.total_mem_gb, static[:, 0]], axis=1
-        )
-        self.demand_running = np.ascontiguousarray(self.demand[:, :2])
-        self.h_per_iter = np.stack([self.fair_h_per_iter, self.demand_h_per_iter], axis=1)
-        self.fair_gpu_h_per_iter = jobs.gpus * self.fair_h_per_iter / c.total_gpus
-        # What running_features reads per running job, gathered at once: GPUs, 1 / fair-share
-        # throughput, hours per iteration at throughput 1.
-        self.running_static = np.stack([jobs.gpus.astype(float), 1.0 / jobs.tput_fair, jobs.iter_time_s / 3600.0], axis=1)
+        # Per job, what the observation reads (observe_kernel's columns).
+        table = np.empty((n, ok.JOB_COLUMNS))
+        table[:, ok.ARRIVAL_H] = jobs.arrival_s / 3600.0
+        table[:, ok.FAIR_H] = fair_h = jobs.iter_time_s / jobs.tput_fair / 3600.0
+        table[:, ok.DEMAND_H] = jobs.iter_time_s / jobs.tput_target / 3600.0
+        table[:, ok.FAIR_GPU_H] = jobs.gpus * fair_h / c.total_gpus
+        # Best-case CPU and memory demand and GPUs, as fractions of the cluster's.
+        table[:, ok.DEMAND_CPU] = jobs.gpus * jobs.target_cpu / c.total_cpus
+        table[:, ok.DEMAND_MEM] = jobs.gpus * jobs.target_mem / c.total_mem_gb
+        table[:, ok.DEMAND_GPUS] = static[:, 0]
+        table[:, ok.GPUS] = jobs.gpus
+        table[:, ok.INV_FAIR_TPUT] = 1.0 / jobs.tput_fair
+        table[:, ok.ITER_H] = jobs.iter_time_s / 3600.0
+        self.job_table = table
         fresh = np.zeros((n, len(SLOT_FEATURES)), dtype=np.float32)
         fresh[:, :5] = static
         fresh[:, 5] = 1.0
-        fresh[:, 6:8] = squash_hours(jobs.total_iters[:, None] * self.h_per_iter)
+        fresh[:, 6:8] = squash_hours(jobs.total_iters[:, None] * table[:, ok.FAIR_H : ok.DEMAND_H + 1])
         self.fresh_rows = fresh
 
     def empty(self, mask: np.ndarray, time_fraction: float) -> dict[str, np.ndarray]:
@@ -186,70 +189,22 @@ class ObservationBuilder:
         mask: np.ndarray,
         time_fraction: float,
     ) -> dict[str, np.ndarray]:
-        """The observation at a decision.
+        """The observation at a decision: a fresh buffer, its parts as the dict's arrays.
 
         ``slots``: the slot jobs; ``waiting``: every waiting job (arrival order)
         with ``fits`` whether its GPUs fit now; ``held``: the jobs admitted so
-        far this event; ``was_running``: per job, whether it held GPUs before
-        this event; ``mask``: the valid actions (float32).
+        far this event, in admission order; ``was_running``: per job, whether it
+        held GPUs before this event; ``mask``: the valid actions (float32, copied).
         """
-        q, k = self.q, slots.size
-        slot_obs = np.zeros((q, len(SLOT_FEATURES)), dtype=np.float32)
-        slot_levels = np.zeros((q, self.n_levels, 3), dtype=np.float32)
-        slot_mask = np.zeros(q, dtype=np.float32)
-        if k:
-            now_h = sim.now / 3600.0
-            if self.never_ran:  # every waiting job is as it arrived: only its age changes
-                kernels.fresh_slot_rows(
-                    slots, self.fresh_rows, self.levels, self.arrival_h, now_h, _AGE, slot_obs, slot_levels, slot_mask
-                )
-            else:
-                kernels.slot_rows(
-                    slots, self.static, self.h_per_iter, sim.jobs.progress, self.levels, self.arrival_h, was_running,
-                    now_h, slot_obs, slot_levels, slot_mask,
-                )
-        return {
-            "slots": slot_obs.reshape(-1),
-            "slot_levels": slot_levels.reshape(-1),
-            "slot_mask": slot_mask,
-            "cluster": self.cluster_features(sim, waiting.size),
-            "running": self.running_features(sim),
-            "demand": self.demand_features(held, waiting),
-            "queue_rest": self.queue_rest_features(sim, waiting, fits, k),
-            "time": np.array([min(1.0, time_fraction)], dtype=np.float32),
-            "action_mask": mask,
-        }
-
-    def running_features(self, sim: Simulator) -> np.ndarray:
+        buf = np.zeros(self._size, dtype=np.float32)
         ledger = sim.ledger
-        n = len(ledger.jobs)
-        if n == 0:
-            return np.zeros(len(RUNNING_FEATURES), dtype=np.float32)
-        idx = np.fromiter(ledger.jobs, dtype=np.int64, count=n)
-        tput = np.fromiter(ledger.tput, dtype=float, count=n)
-        return kernels.running_features(
-            idx, tput, self.running_static, sim.jobs.progress, self._speedup_bin_scale, self.cluster.total_gpus,
-            self.speedup_max,
+        n_run = len(ledger.jobs)
+        ok.fill_observation(  # through the module: its name there becomes numba's dispatcher on first use
+            buf, self._offsets, slots, self.never_ran, self.fresh_rows, self.levels, self.job_table,
+            sim.jobs.progress, was_running, sim.now / 3600.0,
+            np.array(ledger.free_gpu + ledger.free_cpu + ledger.free_mem, dtype=float), self._free_scales,
+            sim.planner.free_gpus, self.cluster.total_gpus,
+            np.fromiter(ledger.jobs, dtype=np.int64, count=n_run), np.fromiter(ledger.tput, dtype=float, count=n_run),
+            self._speedup_bin_scale, self.speedup_max, held, waiting, fits, time_fraction, mask,
         )
-
-    def demand_features(self, held: np.ndarray, waiting: np.ndarray) -> np.ndarray:
-        return kernels.demand_features(held, waiting, self.demand_running, self.demand)
-
-    def queue_rest_features(self, sim: Simulator, waiting: np.ndarray, fits: np.ndarray, k: int) -> np.ndarray:
-        jobs = sim.jobs
-        return kernels.queue_rest_features(
-            waiting, fits, k, jobs.total_iters, jobs.executed, self.fair_gpu_h_per_iter, self.cluster.total_gpus
-        )
-
-    def cluster_features(self, sim: Simulator, waiting: int) -> np.ndarray:
-        c = self.cluster
-        ledger = sim.ledger
-        g = c.total_gpus
-        running = len(ledger.jobs)
-        out = np.zeros(len(CLUSTER_FEATURES))
-        free = np.array((ledger.free_gpu, ledger.free_cpu, ledger.free_mem), dtype=float)
-        kernels.cluster_histograms(free, self._free_scales, 1.0 / c.num_servers, out)
-        out[0] = sim.planner.free_gpus / g
-        out[3 + 3 * HIST_BINS] = running / (running + g)
-        out[4 + 3 * HIST_BINS] = waiting / (waiting + g)
-        return out.astype(np.float32)
+        return {name: buf[a:b] for name, a, b in self._parts}

@@ -42,14 +42,22 @@ class EpisodeState:
     meter: SystemTimeMeter
     #: Valid actions now (float32, the observation's ``action_mask``).
     mask: np.ndarray
+    #: Buffers of one entry per job, each filled to its count below (:mod:`synergy_gym.env.decision_kernels`):
+    #: the waiting jobs in arrival order, whether each one's GPUs fit now, and (default mode) the
+    #: running jobs in admission order, as :attr:`admitted`.
+    wait_buf: np.ndarray
+    fits_buf: np.ndarray
+    held_buf: np.ndarray
+    #: The jobs in the slots, slot 0 first (``max_queue`` entries, filled to :attr:`n_slots`).
+    slot_buf: np.ndarray
+    n_waiting: int = 0
+    n_held: int = 0
+    n_slots: int = 0
+    #: A job admitted since the slots were offered, still to be taken out of the waiting jobs
+    #: (−1: none); the next offer does it.
+    drop: int = -1
     #: Running jobs in admission order (default mode).
     admitted: list[int] = field(default_factory=list)
-    #: Waiting jobs in arrival order, and whether each one's GPUs fit now.
-    waiting: np.ndarray = field(default_factory=lambda: NO_JOBS)
-    fits: np.ndarray = field(default_factory=lambda: NO_JOBS)
-    #: The jobs in the slots (slot 0 first) and their rows of ``level_valid``.
-    slots: np.ndarray = field(default_factory=lambda: NO_JOBS)
-    slot_valid: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
     #: The agent chose stop in the current event.
     stopped: bool = False
     ended: bool = False
@@ -58,3 +66,23 @@ class EpisodeState:
     invalid: int = 0
     #: Jobs that finished since the last step (arrays, concatenated into its ``info``).
     pending_finished: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def waiting(self) -> np.ndarray:
+        """Waiting jobs in arrival order (a view of :attr:`wait_buf`; valid until the next step)."""
+        return self.wait_buf[: self.n_waiting]
+
+    @property
+    def fits(self) -> np.ndarray:
+        """Whether each waiting job's GPUs fit now, as offered (a view of :attr:`fits_buf`)."""
+        return self.fits_buf[: self.n_waiting]
+
+    @property
+    def slots(self) -> np.ndarray:
+        """The jobs in the slots, slot 0 first (a view of :attr:`slot_buf`; valid until the next step)."""
+        return self.slot_buf[: self.n_slots]
+
+    @property
+    def slot_valid(self) -> np.ndarray:
+        """The slots' rows of :attr:`level_valid` (slots × levels)."""
+        return self.level_valid[self.slots]

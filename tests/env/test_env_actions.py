@@ -12,8 +12,8 @@ import pytest
 
 from synergy_gym import ClusterSpec, ModelZoo
 from synergy_gym.env import ActionLayout, SynergyEnv
+from synergy_gym.env.decision_kernels import offer
 from synergy_gym.env.levels import GridPoints, honourable_points
-from synergy_gym.sim import kernels
 
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 40, "max_rounds": 20_000}
 SCARCE = {"cluster": {"num_servers": 4, "cpus_per_server": 12}, "class_split": (60, 20, 20)}
@@ -182,12 +182,20 @@ def test_layout_rules_on_small_cases():
     assert fifo.resolve(9, valid) == (0, 4, True)  # slot 1 is not offered → slot 0, same level
     assert fifo.resolve(14, valid) == (0, 4, True)  # an empty slot too
     assert fifo.resolve(2, valid) == (0, 2, False)
-    # The mask the environment builds (kernels.offer_slots) for two waiting jobs that fit.
+    # The mask the environment builds (decision_kernels.offer) for two waiting jobs that fit, once
+    # the job admitted since the last offer (2) is taken out of the waiting jobs.
+    level_valid = np.vstack([valid, valid[:1]])
     for lay, want in ((fifo, [1.0] * 5 + [0.0] * 10 + [1.0]), (layout, [1.0] * 5 + [1, 0, 0, 0, 1] + [0.0] * 5 + [1.0])):
         mask = np.empty(lay.n, dtype=np.float32)
-        fits, slots, slot_valid = kernels.offer_slots(np.array([0, 1]), np.array([1, 1]), 8, valid, 3, lay.slots_offered, mask)
-        assert fits.all() and slots.tolist() == [0, 1] and np.array_equal(slot_valid, valid)
+        waiting, fits, slots = np.array([0, 2, 1, 7]), np.zeros(4, dtype=bool), np.full(3, -1)
+        got = offer(waiting, 3, 2, np.array([1, 1, 1]), 8, level_valid, 3, lay.slots_offered, fits, slots, mask)
+        assert got == (2, 2) and waiting[:2].tolist() == [0, 1] and fits[:2].all() and slots[:2].tolist() == [0, 1]
         assert mask.tolist() == want
+    # Nothing fits: the mask is left as it was, no slot is filled.
+    mask = np.full(layout.n, 0.5, dtype=np.float32)
+    fits = np.ones(2, dtype=bool)
+    assert offer(np.array([0, 1]), 2, -1, np.array([4, 4]), 2, valid, 3, 3, fits, np.zeros(3, dtype=np.int64), mask) == (2, 0)
+    assert not fits.any() and (mask == 0.5).all()
 
 
 @pytest.mark.parametrize("kwargs", CASES)
