@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from synergy_gym.env import decision_kernels as dk
+import synergy_gym.env.decision_kernels as dk
 from synergy_gym.env.calls import (
     EnvCallError,
     before_reset,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from synergy_gym.env import observe_kernel as ok
+import synergy_gym.env.observe_kernel as ok
 from synergy_gym.env.observe_kernel import HIST_BINS, TIME_SCALE_H, layout_offsets
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import TASKS, ModelZoo
