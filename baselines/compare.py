@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from synergy_gym.baselines.compare_runs import CompareOutcome, CompareSpec, run_compare
-from synergy_gym.baselines.plots import avg_jct_png, describe_runs
+from synergy_gym.baselines.plots import avg_jct_png, describe_runs, present
 from synergy_gym.baselines.registry import parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seeds
+from synergy_gym.cli.csv_text import csv_text
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.cli.guards import Estimate, check_size, compare_estimate, format_duration, quiet_notice
 from synergy_gym.cli.plots import jct_cdf_png
@@ -48,7 +48,7 @@ from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.traces.replay import workload_frame
+from synergy_gym.traces.replay import workload_table
 
 JSON_FIELDS = (
     "policy", "sensitivity", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h",
@@ -61,15 +61,16 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def format_table(results: pd.DataFrame) -> str:
-    show_sens = set(results["sensitivity"]) != {"true"}
+def format_table(results: Sequence[dict[str, Any]]) -> str:
+    """The results (one row per run) as the table the command prints."""
+    show_sens = {r["sensitivity"] for r in results} != {"true"}
     sens_head = f"{'sensitivity':<12}" if show_sens else ""
     header = (
         f"{'policy':<14}{sens_head}{'load':>6}{'seed':>6}{'mean JCT h':>12}{'median h':>10}{'p99 h':>10}"
         f"{'makespan h':>12}{'vs fair':>9}"
     )
     lines = [header, "-" * len(header)]
-    for r in results.to_dict("records"):
+    for r in results:
         sens = f"{r['sensitivity']:<12}" if show_sens else ""
         load = "-" if _missing(r["load"]) else f"{r['load']:g}"
         seed = "-" if _missing(r["seed"]) else f"{int(r['seed'])}"
@@ -90,15 +91,8 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
     """
     place = stage or (lambda path: path)
     results = outcome.results
-    atomic_write_text(place(out_dir / "results.csv"), results[["case", *JSON_FIELDS]].to_csv(index=False))
-    job_frames = []
-    for run in outcome.runs:
-        jobs = run.result.jobs.copy()
-        jobs.insert(0, "case", run.case.label)
-        jobs.insert(0, "sensitivity", run.result.summary.sensitivity)
-        jobs.insert(0, "policy", run.policy)
-        job_frames.append(jobs)
-    atomic_write_text(place(out_dir / "jobs.csv"), pd.concat(job_frames, ignore_index=True).to_csv(index=False))
+    atomic_write_text(place(out_dir / "results.csv"), csv_text({c: [r[c] for r in results] for c in ("case", *JSON_FIELDS)}))
+    atomic_write_text(place(out_dir / "jobs.csv"), csv_text(job_rows(outcome.runs)))
     window = measured_window_text(outcome.runs)
     atomic_write_bytes(place(out_dir / "avg_jct.png"), avg_jct_png(results, window))
     jcts: dict[tuple[str, object], list[np.ndarray]] = {}
@@ -106,9 +100,10 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
         label = run.policy if run.result.summary.sensitivity == "true" else f"{run.policy} (profiled)"
         key = (label, run.case.load if run.case.load is not None else run.case.label)
         jcts.setdefault(key, []).append(run.result.measured_jct_h())
-    policies = list(dict.fromkeys(results["policy"]))
+    policies = list(dict.fromkeys(r["policy"] for r in results))
+    pooled = len(present(r["seed"] for r in results)) > 1
     title = (f"CDF of job completion times: {len(policies)} {'policy' if len(policies) == 1 else 'policies'}\n"
-             f"{describe_runs(results, window)}" + (", seeds pooled" if results["seed"].nunique() > 1 else ""))
+             f"{describe_runs(results, window)}" + (", seeds pooled" if pooled else ""))
     cdf = jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}, title)
     atomic_write_bytes(place(out_dir / "jct_cdf.png"), cdf)
     largest: dict[str, CaseResult] = {}
@@ -117,10 +112,21 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
         if run.case.load is not None and (label not in largest or len(run.workload) > len(largest[label].workload)):
             largest[label] = run
     for label, run in largest.items():
-        frame = workload_frame(run.workload, cluster)
-        atomic_write_text(place(out_dir / "workloads" / f"{label}.csv"), frame.to_csv(index=False))
-    write_results_json([None if json_path is None else place(json_path)], results[list(JSON_FIELDS)].to_dict("records"),
+        atomic_write_text(place(out_dir / "workloads" / f"{label}.csv"), csv_text(workload_table(run.workload, cluster)))
+    write_results_json([None if json_path is None else place(json_path)], [{k: r[k] for k in JSON_FIELDS} for r in results],
                        meta or {})
+
+
+def job_rows(runs: Sequence[CaseResult]) -> dict[str, np.ndarray]:
+    """The columns of ``jobs.csv``: each run's jobs (:attr:`SimulationResult.job_columns`) after its policy,
+    sensitivity and case."""
+    parts = []
+    for run in runs:
+        jobs = run.result.job_columns
+        n = len(jobs["job_id"])
+        labels = {"policy": run.policy, "sensitivity": run.result.summary.sensitivity, "case": run.case.label}
+        parts.append({**{k: np.full(n, v, dtype=object) for k, v in labels.items()}, **jobs})
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]} if parts else {}
 
 
 def measured_window_text(runs: Sequence[CaseResult]) -> str | None:
@@ -234,7 +240,7 @@ def main(args: argparse.Namespace) -> int:
     meta = build_meta(args, seeds, started, policies=list(spec.policies), sensitivities=list(spec.sensitivities),
                       loads=sorted({c.load for c in cases if c.load is not None}), cluster=spec.cluster.describe(),
                       workload=str(spec.workload_csv or spec.trace_csv or "") or None)
-    rows = sum(len(run.result.jobs) for run in outcome.runs)
+    rows = sum(len(run.result.job_columns["job_id"]) for run in outcome.runs)
     if not args.quiet and rows >= ANNOUNCE_ROWS:
         print(f"writing {rows:,} job rows and the figures to {out_dir}", file=sys.stderr, flush=True)
     with staged_outputs(out_dir) as staging:  # every file appears together, or none does

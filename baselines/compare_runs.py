@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import numpy as np
 
 from synergy_gym.baselines.registry import DEFAULT_POLICIES, make_policy
 from synergy_gym.cli.guards import open_ended_jobs
@@ -24,7 +24,6 @@ from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.generator import DEFAULT_WINDOW, SyntheticWorkload
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT
 from synergy_gym.sim.workload import Workload
-from synergy_gym.traces.loader import load_trace
 from synergy_gym.traces.replay import read_workload_csv
 from synergy_gym.traces.trace_jobs import sample_workload, to_workload
 
@@ -82,6 +81,8 @@ class CompareSpec:
             w.check_fits(self.cluster, str(self.workload_csv))
             return [WorkloadCase(label=self.workload_csv.name, make=_fixed(w))]
         if self.trace_csv is not None:
+            from synergy_gym.traces.loader import load_trace  # the trace readers use pandas
+
             trace = load_trace(self.trace_csv, self.trace_format)
             if self.trace_mode == "real":
                 w = to_workload(trace, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window,
@@ -121,7 +122,8 @@ def _fixed(workload: Workload) -> Callable[[], tuple[Workload, None]]:
 @dataclass(frozen=True)
 class CompareOutcome:
     runs: list[CaseResult]
-    results: pd.DataFrame  # one row per run, columns JSON_FIELDS
+    #: One row per run (columns: policy, load, seed, case, the run's summary, speedup_vs_fair).
+    results: list[dict[str, Any]]
 
 
 def run_compare(spec: CompareSpec, show_progress: bool = True, cases: list[WorkloadCase] | None = None) -> CompareOutcome:
@@ -153,23 +155,25 @@ def run_compare(spec: CompareSpec, show_progress: bool = True, cases: list[Workl
     return CompareOutcome(runs=runs, results=results_table(runs))
 
 
-def results_table(runs: Sequence[CaseResult]) -> pd.DataFrame:
+def results_table(runs: Sequence[CaseResult]) -> list[dict[str, Any]]:
+    """One row per run: policy, load, seed, case, the fields of its summary and speedup_vs_fair."""
     rows = []
     for run in runs:
         s = run.result.summary.as_dict()
         s.pop("policy")
         rows.append({"policy": run.policy, "load": run.case.load, "seed": run.case.seed, "case": run.case.label, **s})
-    frame = pd.DataFrame(rows)
-    frame["speedup_vs_fair"] = [_speedup(frame, row) for row in frame.itertuples()]
-    return frame
+    speedups = [_speedup(rows, row) for row in rows]
+    for row, speedup in zip(rows, speedups):
+        row["speedup_vs_fair"] = speedup
+    return rows
 
 
-def _speedup(frame: pd.DataFrame, row: Any) -> float:
+def _speedup(rows: Sequence[dict[str, Any]], row: dict[str, Any]) -> float:
     """Mean JCT of the same ordering's ``fair`` run (else ``fifo+fair``) over this run's."""
-    order = row.policy.partition("+")[0]
-    same_case = frame[(frame["case"] == row.case) & (frame["sensitivity"] == row.sensitivity)]
+    order = row["policy"].partition("+")[0]
+    same_case = [r for r in rows if r["case"] == row["case"] and r["sensitivity"] == row["sensitivity"]]
     for ref in (f"{order}+fair", "fifo+fair"):
-        match = same_case[same_case["policy"] == ref]
-        if len(match):
-            return float(match["mean_jct_h"].iloc[0] / row.mean_jct_h)
+        match = [r for r in same_case if r["policy"] == ref]
+        if match:
+            return float(np.float64(match[0]["mean_jct_h"]) / np.float64(row["mean_jct_h"]))
     return float("nan")

@@ -4,7 +4,9 @@
 parser (every command line and ``--help`` does) load none of pandas, matplotlib, scipy, numba,
 PyTorch, Stable-Baselines3 or Ray; a command's own module is imported when it runs
 (:class:`~synergy_gym.cli.command.RunLater`), and the compiled kernels, with numba, when one is
-first called. Each check runs in a fresh interpreter outside the repository.
+first called (without ``scipy.linalg``, which numba's BLAS check would import). ``compare`` on a
+workload file reads, writes and draws without pandas, SciPy's linalg or stats, or pyplot. Each check runs in a fresh
+interpreter outside the repository.
 """
 
 from __future__ import annotations
@@ -76,3 +78,35 @@ def test_the_kernels_load_numba_when_first_called_and_are_numbas_dispatchers_the
         assert numba_loaded and kinds == ["CPUDispatcher"]  # every kernel, not only the one called
     else:
         assert not numba_loaded and kinds == ["LazyKernel"]
+
+
+def test_the_kernels_pass_numbas_blas_check_without_importing_scipy_linalg(tmp_path):
+    code = (
+        "import json, sys\nimport numpy as np\nfrom synergy_gym.sim import kernels\n"
+        "kernels.pairwise_sum(np.arange(3.0))\nimport numba.np.arraymath\n"
+        "state = [numba.np.arraymath._HAVE_BLAS, 'scipy.linalg' in sys.modules, 'scipy.linalg.cython_blas' in sys.modules]\n"
+        "import scipy.linalg.cython_blas as blas\n"  # the placeholder is gone: the real module comes
+        "print(json.dumps(state + [hasattr(blas, '__pyx_capi__')]))\n"
+    )
+    have_blas, linalg_loaded, placeholder_left, real_module = json.loads(python_outside(tmp_path, code)[-1])
+    assert have_blas and not linalg_loaded and not placeholder_left and real_module
+
+
+def test_compare_on_a_workload_file_loads_neither_pandas_nor_scipy(tmp_path):
+    from synergy_gym.sim.cluster import load_cluster
+    from synergy_gym.sim.generator import SyntheticWorkload
+    from synergy_gym.traces.replay import write_workload_csv
+
+    cluster = load_cluster("small")
+    workload, _ = SyntheticWorkload(jobs_per_hour=2.0, seed=1, num_jobs=40, max_gpus=cluster.total_gpus).stream()
+    path = write_workload_csv(workload, tmp_path / "w.csv", cluster)
+    out = tmp_path / "out"
+    setup = (
+        "import contextlib, io\nfrom synergy_gym.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['compare', '--policies', 'fifo+tune', '--cluster', 'small', '--workload', {str(path)!r}, "
+        f"'--quiet', '--out', {str(out)!r}]) == 0"
+    )
+    assert loaded(tmp_path, setup, ("pandas", "scipy.linalg", "scipy.stats", "matplotlib", "matplotlib.pyplot", "numba")) == [
+        "matplotlib", "numba"]
+    assert sorted(p.name for p in out.iterdir()) == ["avg_jct.png", "jct_cdf.png", "jobs.csv", "results.csv"]

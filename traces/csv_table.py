@@ -22,13 +22,14 @@ import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING, Any
 
 from synergy_gym.cli.files import require_file
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.validation import check_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Compressed files, by the end of their name (as pandas infers them).
 COMPRESSIONS: dict[str, str] = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zip": "zip"}
@@ -102,6 +103,8 @@ def first_line(path: Path, kind: str, limit: int = 1 << 16) -> str:
 
 def parse_csv(path: Path, data: bytes, **kwargs: Any) -> pd.DataFrame:
     """``data`` (from :func:`read_file`) parsed as CSV; a malformed table is a one-line WorkloadError."""
+    import pandas as pd
+
     try:
         return pd.read_csv(io.BytesIO(data), **kwargs)
     except pd.errors.EmptyDataError:

@@ -26,17 +26,22 @@ import csv
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
+from synergy_gym.cli.csv_text import csv_text
 from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import RunUntil, Workload
 from synergy_gym.traces.csv_table import parse_csv, read_file
+from synergy_gym.traces.plain_csv import plain_columns
 from synergy_gym.traces.workload_columns import Rows, check_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REQUIRED = ("job_id", "model", "gpus", "arrival_s", "total_iters", "in_measured_window")
 COLUMNS = (
@@ -59,6 +64,35 @@ def read_workload_csv(
     data = read_file(path, "workload file")
     lines = Layout(path, data)
     header = lines.header()
+    columns = plain_columns(data.decode("utf-8"), header, TEXT)
+    if columns is None:  # quoted, blank or missing cells, numbers in other notations: pandas reads it
+        columns = _pandas_columns(path, data, lines, header)
+    model, measured = check_columns(Rows(path, columns, lines), zoo)
+    gpus = columns["gpus"].astype(float)
+
+    def per_gpu(col: str) -> np.ndarray | None:
+        return columns[col].astype(float) / gpus if col in columns else None
+
+    return Workload.build(
+        zoo,
+        job_id=columns["job_id"],
+        model=model,
+        gpus=gpus,
+        arrival_s=columns["arrival_s"].astype(float),
+        total_iters=columns["total_iters"].astype(float),
+        iter_time_s=columns["iter_time_s"].astype(float) if "iter_time_s" in columns else None,
+        cpu_demand_per_gpu=per_gpu("cpu_demand"),
+        mem_demand_per_gpu=per_gpu("mem_demand_gb"),
+        measured=measured,
+        run_until=run_until,
+        source=str(path),
+    )
+
+
+def _pandas_columns(path: Path, data: bytes, lines: Layout, header: list[str]) -> dict[str, np.ndarray]:
+    """The columns of the file as pandas reads them, every cell filled; else the one-line error of the first bad cell."""
+    import pandas as pd
+
     try:
         frame = parse_csv(path, data, dtype={c: str for c in TEXT if c in header})
     except WorkloadError:
@@ -88,26 +122,7 @@ def read_workload_csv(
                 raise WorkloadError(f"{path}: {which}: column {col} is not a number: {cells[i]!r}")
             if empty.size:
                 raise WorkloadError(f"{path}: row {lines[int(empty[0])]}: column {col} is empty")
-    model, measured = check_columns(Rows(path, frame, lines), zoo)
-    gpus = frame["gpus"].to_numpy(dtype=float)
-
-    def per_gpu(col: str) -> np.ndarray | None:
-        return frame[col].to_numpy(dtype=float) / gpus if col in frame.columns else None
-
-    return Workload.build(
-        zoo,
-        job_id=frame["job_id"].to_numpy(),
-        model=model,
-        gpus=gpus,
-        arrival_s=frame["arrival_s"].to_numpy(dtype=float),
-        total_iters=frame["total_iters"].to_numpy(dtype=float),
-        iter_time_s=frame["iter_time_s"].to_numpy(dtype=float) if "iter_time_s" in frame.columns else None,
-        cpu_demand_per_gpu=per_gpu("cpu_demand"),
-        mem_demand_per_gpu=per_gpu("mem_demand_gb"),
-        measured=measured,
-        run_until=run_until,
-        source=str(path),
-    )
+    return {str(col): frame[col].to_numpy() for col in frame.columns}
 
 
 class Layout:
@@ -176,32 +191,35 @@ def _check_header(path: Path, header: list[str], line: int) -> None:
 
 def workload_frame(workload: Workload, cluster: ClusterSpec) -> pd.DataFrame:
     """The workload as a table in the replay format (demands resolved for ``cluster``)."""
+    import pandas as pd
+
+    return pd.DataFrame(workload_table(workload, cluster), columns=list(COLUMNS))
+
+
+def workload_table(workload: Workload, cluster: ClusterSpec) -> dict[str, np.ndarray]:
+    """The columns of :func:`workload_frame` (:data:`COLUMNS`, in order), without pandas."""
     zoo = workload.zoo
     cpu, mem = workload.demand_per_gpu(cluster)
     speedup = zoo.throughput_many(workload.model, cpu, mem)
-    return pd.DataFrame(
-        {
-            "job_id": workload.job_id,
-            "model": workload.model_names,
-            "task": np.asarray([m.task for m in zoo.models], dtype=object)[workload.model],
-            "gpus": workload.gpus,
-            "arrival_s": workload.arrival_s,
-            "iter_time_s": workload.iter_time_s,
-            "total_iters": workload.total_iters,
-            "fair_duration_s": np.round(workload.fair_duration_s, 6),
-            "cpu_demand": cpu * workload.gpus,
-            "mem_demand_gb": mem * workload.gpus,
-            "speedup_at_demand": speedup,
-            "in_measured_window": workload.measured.astype(int),
-        },
-        columns=list(COLUMNS),
-    )
+    return {
+        "job_id": workload.job_id,
+        "model": workload.model_names,
+        "task": np.asarray([m.task for m in zoo.models], dtype=object)[workload.model],
+        "gpus": workload.gpus,
+        "arrival_s": workload.arrival_s,
+        "iter_time_s": workload.iter_time_s,
+        "total_iters": workload.total_iters,
+        "fair_duration_s": np.round(workload.fair_duration_s, 6),
+        "cpu_demand": cpu * workload.gpus,
+        "mem_demand_gb": mem * workload.gpus,
+        "speedup_at_demand": speedup,
+        "in_measured_window": workload.measured.astype(int),
+    }
 
 
 def write_workload_csv(workload: Workload, path: str | Path, cluster: ClusterSpec | None = None) -> Path:
     """Write ``workload`` atomically in the replay format; returns the path."""
-    frame = workload_frame(workload, cluster or ClusterSpec())
-    return atomic_write_text(Path(path), frame.to_csv(index=False))
+    return atomic_write_text(Path(path), csv_text(workload_table(workload, cluster or ClusterSpec())))
 
 
 def replay_workload(path: str | Path) -> Workload:

@@ -29,12 +29,11 @@ header is row 1), the job and the column.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.profiles import TASKS, ModelZoo
@@ -61,16 +60,16 @@ class Lines(Protocol):
 
 
 class Rows:
-    """Raises the one-line error for a row of the file at ``path``."""
+    """Raises the one-line error for a row of the file at ``path``, whose ``columns`` are the file's (name → values)."""
 
-    def __init__(self, path: Path, frame: pd.DataFrame, lines: Lines) -> None:
-        self.path, self.frame, self.lines = path, frame, lines
+    def __init__(self, path: Path, columns: Mapping[str, np.ndarray], lines: Lines) -> None:
+        self.path, self.columns, self.lines = path, columns, lines
 
     def first(self, bad: np.ndarray, what: Callable[[int], str], job: bool = True) -> None:
         """Fail on the first row where ``bad`` holds; ``what(i)`` says why (after the row's job, with ``job``)."""
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            of_job = f"job {float(self.frame['job_id'].iloc[i]):.15g}: " if job else ""
+            of_job = f"job {float(self.columns['job_id'][i]):.15g}: " if job else ""
             raise WorkloadError(f"{self.path}: row {self.lines[i]}: {of_job}{what(i)}")
 
     def values(self, col: str, bad: np.ndarray, values: np.ndarray, rule: str, integer: bool = False) -> None:
@@ -83,31 +82,31 @@ class Rows:
 
 def check_columns(rows: Rows, zoo: ModelZoo) -> tuple[np.ndarray, np.ndarray]:
     """Check every present column (no cell is empty or NaN any more); returns (model index, measured)."""
-    frame = rows.frame
+    columns = rows.columns
     for col, low in INTEGERS.items():
-        if col in frame.columns:
-            v = frame[col].to_numpy(dtype=float)
+        if col in columns:
+            v = columns[col].astype(float)
             whole = np.isfinite(v) & (v == np.floor(v)) & (v >= low)
             rows.values(col, ~whole, v, f"must be a {'positive' if low else 'non-negative'} integer", integer=True)
             rows.values(col, v > MAX_INTEGER, v, f"must be at most 2^53 = {MAX_INTEGER}", integer=True)
-    ids = frame["job_id"].to_numpy(dtype=float)
-    rows.first(frame["job_id"].duplicated().to_numpy(), lambda i: f"job_id={ids[i]:.15g} appears more than once "
+    ids = columns["job_id"].astype(float)
+    rows.first(_repeated(ids), lambda i: f"job_id={ids[i]:.15g} appears more than once "
                f"(also row {rows.lines[int(np.flatnonzero(ids == ids[i])[0])]})", job=False)
-    names = frame["model"].to_numpy(dtype=object)
+    names = columns["model"]
     known = {name: i for i, name in enumerate(zoo.names)}
     rows.first(np.array([n not in known for n in names]),
                lambda i: f"unknown model {names[i]!r}; valid: {', '.join(zoo.names)}")
     model = np.array([known[n] for n in names], dtype=np.int64)
-    if "task" in frame.columns:
-        tasks = frame["task"].to_numpy(dtype=object)
+    if "task" in columns:
+        tasks = columns["task"]
         rows.first(np.array([t not in TASKS for t in tasks]),
                    lambda i: f"unknown task {tasks[i]!r}; valid: {', '.join(TASKS)}")
         model_task = np.array([m.task for m in zoo.models], dtype=object)[model]
         rows.first(tasks != model_task,
                    lambda i: f"task={tasks[i]!r}, but model {names[i]} is a {model_task[i]} model")
     for col in (*SECONDS, *AMOUNTS):
-        if col in frame.columns:
-            v = frame[col].to_numpy(dtype=float)
+        if col in columns:
+            v = columns[col].astype(float)
             positive = SECONDS.get(col, 1)
             rows.values(col, ~np.isfinite(v), v, "must be finite")
             rows.values(col, v <= 0 if positive else v < 0, v, "must be > 0" if positive else "must be ≥ 0")
@@ -116,9 +115,9 @@ def check_columns(rows: Rows, zoo: ModelZoo) -> tuple[np.ndarray, np.ndarray]:
             else:  # a demand is capped at one server later; a figure no machine has is a mistake, not a demand
                 rows.values(col, v > MAX_AMOUNT, v, f"must be at most {MAX_AMOUNT:g}")
     _check_run_time(rows, zoo, model)
-    flags = frame["in_measured_window"].astype(str).str.strip().str.lower().to_numpy(dtype=object)
-    measured = np.array([BOOLEANS.get(f) for f in flags], dtype=object)
-    given = frame["in_measured_window"].to_numpy(dtype=object)
+    given = columns["in_measured_window"]
+    flag = {f: BOOLEANS.get(str(f).strip().lower()) for f in set(given)}
+    measured = np.array([flag[f] for f in given], dtype=object)
     rows.first(np.array([m is None for m in measured]),
                lambda i: f"in_measured_window={given[i]!r} must be 0, 1, true or false")
     return model, measured.astype(bool)
@@ -126,18 +125,25 @@ def check_columns(rows: Rows, zoo: ModelZoo) -> tuple[np.ndarray, np.ndarray]:
 
 def _check_run_time(rows: Rows, zoo: ModelZoo, model: np.ndarray) -> None:
     """A job's run time iter_time_s × total_iters is at most MAX_SECONDS and matches fair_duration_s."""
-    frame = rows.frame
-    given = "iter_time_s" in frame.columns
-    iter_time = frame["iter_time_s"].to_numpy(dtype=float) if given else np.array([m.iter_time_s for m in zoo.models])[model]
+    columns = rows.columns
+    given = "iter_time_s" in columns
+    iter_time = columns["iter_time_s"].astype(float) if given else np.array([m.iter_time_s for m in zoo.models])[model]
     factor = "iter_time_s" if given else "the model's iter_time_s"
-    run_time = iter_time * frame["total_iters"].to_numpy(dtype=float)
+    run_time = iter_time * columns["total_iters"].astype(float)
     rows.first(run_time > MAX_SECONDS, lambda i: f"{factor} × total_iters = {run_time[i]:.6g} s "
                f"must be at most {MAX_SECONDS:g} s (about 31,700 years)")
-    if "fair_duration_s" in frame.columns:
-        fair = frame["fair_duration_s"].to_numpy(dtype=float)
+    if "fair_duration_s" in columns:
+        fair = columns["fair_duration_s"].astype(float)
         absolute, relative = FAIR_DURATION_TOLERANCE
         rows.first(
             np.abs(fair - run_time) > np.maximum(absolute, relative * run_time),
             lambda i: f"fair_duration_s={float(fair[i])!r} is not {factor} × total_iters = {run_time[i]:.10g} s, "
             "the job's run time (correct it or leave the column out)",
         )
+
+
+def _repeated(values: np.ndarray) -> np.ndarray:
+    """True where a value appeared in an earlier row (as pandas' ``duplicated``)."""
+    repeated = np.ones(values.size, dtype=bool)
+    repeated[np.unique(values, return_index=True)[1]] = False
+    return repeated

@@ -9,6 +9,7 @@ legend sits outside its axes, to the right, so that it covers no curve.
 from __future__ import annotations
 
 import io
+import sys
 
 import numpy as np
 
@@ -23,11 +24,23 @@ def pyplot():
     return plt
 
 
+def new_figure(**kwargs):
+    """A figure of its own (``matplotlib.figure.Figure(**kwargs)``), not pyplot's: drawing it needs no pyplot.
+
+    :func:`figure_png` saves it as pyplot would (the Agg renderer writes PNG files either way).
+    """
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
+
+
 def figure_png(fig) -> bytes:
-    """The figure as PNG bytes; closes it."""
+    """The figure as PNG bytes; closes it (if pyplot made it)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-    pyplot().close(fig)
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close(fig)
     return buf.getvalue()
 
 
@@ -89,11 +102,10 @@ def label_log_axis(axis, lo: float, hi: float, min_ticks: int = 5) -> None:
 
 def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str | None = None, jobs: str = "measured jobs"):
     """The JCT CDF figure (see :func:`jct_cdf_png`), not yet saved; ``jobs`` says which jobs the JCTs are of."""
-    plt = pyplot()
     loads = list(dict.fromkeys(load for _, load in jcts))
     styles = {policy: curve_style(i) for i, policy in enumerate(dict.fromkeys(policy for policy, _ in jcts))}
-    fig, axes = plt.subplots(1, len(loads), figsize=(max(9.5, 8.5 * len(loads)), 4.5), squeeze=False,
-                             layout="constrained")
+    fig = new_figure(figsize=(max(9.5, 8.5 * len(loads)), 4.5), layout="constrained")
+    axes = fig.subplots(1, len(loads), squeeze=False)
     for ax, load in zip(axes[0], loads):
         lo, hi = np.inf, 0.0
         for (policy, key_load), values in jcts.items():

@@ -33,13 +33,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from synergy_gym.cli.command import package_version
 from synergy_gym.cli.files import atomic_write_text
@@ -75,7 +75,8 @@ def json_safe(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    return None if pd.api.types.is_scalar(value) and pd.isna(value) else value  # pandas.NA, NaT
+    pd: Any = sys.modules.get("pandas")  # a pandas value (pandas.NA, NaT) exists only once pandas is imported
+    return None if pd is not None and pd.api.types.is_scalar(value) and pd.isna(value) else value
 
 
 def build_meta(args: argparse.Namespace, seeds: Iterable[int], started: str, env_id: str | None = None,

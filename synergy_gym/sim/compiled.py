@@ -14,11 +14,19 @@ installed package (an installed tree stays exactly as pip wrote it):
 
 Without numba installed, the kernels stay the functions as written: they run as plain Python
 (correct, slow).
+
+Loading a cached kernel sets up numba's compiler once per process. Part of that set-up,
+``numba.np.arraymath``, checks that a BLAS is there for ``np.dot`` by importing
+``scipy.linalg.cython_blas``, which imports all of ``scipy.linalg`` (a quarter of a second or
+more, for linear algebra no kernel does): :func:`_import_numba` lets that check see a
+placeholder for the module instead, and takes it away again at once (:func:`_blas_check_without_scipy_linalg`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,9 +107,8 @@ class LazyKernel:
 
 def _dispatcher(function: Callable[..., Any]) -> Any:
     """``function`` compiled by numba on first call, cached as :func:`cache_dir` says (unchanged without numba)."""
-    try:
-        import numba
-    except ImportError:  # pragma: no cover - numba is a dependency; a test runs this path in a subprocess
+    numba = _import_numba()
+    if numba is None:  # pragma: no cover - numba is a dependency; a test runs this path in a subprocess
         return function
     if os.environ.get("NUMBA_CACHE_DIR"):
         return numba.njit(cache=True)(function)
@@ -110,6 +117,40 @@ def _dispatcher(function: Callable[..., Any]) -> Any:
         return numba.njit(cache=False)(function)
     with _numba_cache_dir(folder):  # numba fixes a function's cache path when it is decorated
         return numba.njit(cache=True)(function)
+
+
+def _import_numba() -> Any:
+    """numba (None when it is not installed), with the part of its compiler set-up that checks for a BLAS done."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    if "numba.np.arraymath" not in sys.modules:
+        with _blas_check_without_scipy_linalg():
+            import numba.np.arraymath  # noqa: F401 - numba imports it anyway, on the first call of a kernel
+    return numba
+
+
+#: The module numba's BLAS check imports (``numba.np.linalg.ensure_blas``).
+_CYTHON_BLAS = "scipy.linalg.cython_blas"
+
+
+@contextmanager
+def _blas_check_without_scipy_linalg() -> Iterator[None]:
+    """While it lasts, ``import scipy.linalg.cython_blas`` finds a placeholder rather than importing ``scipy.linalg``.
+
+    numba's check (``_HAVE_BLAS``) then still imports ``scipy`` itself and reads its build
+    configuration, so it fails as before without SciPy. The placeholder is removed when the
+    block ends: a later import (numba compiling ``np.dot``, the user's own code) gets the real module.
+    """
+    if _CYTHON_BLAS in sys.modules:  # already imported: nothing to save
+        yield
+        return
+    sys.modules[_CYTHON_BLAS] = types.ModuleType(_CYTHON_BLAS)
+    try:
+        yield
+    finally:
+        del sys.modules[_CYTHON_BLAS]
 
 
 @contextmanager

@@ -12,6 +12,7 @@ at a fair share worth 1.0).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -118,19 +119,40 @@ def summarise_jcts(
 _ROUND_METRICS = ("gpu_util", "cpu_util", "mem_util", "throughput", "running", "queued")
 
 
+#: A table as its columns, in order: name → one value per row.
+Columns = dict[str, np.ndarray]
+
+
 @dataclass(frozen=True)
 class SimulationResult:
-    """A run's summary, its jobs and its rounds as pandas DataFrames."""
+    """A run's summary, its jobs and its rounds (as pandas DataFrames, made when first asked for).
+
+    The tables are kept as columns of numpy arrays (:attr:`job_columns`, :attr:`round_columns`)
+    so that a run whose caller reads only the summary, or writes the columns itself, does not import pandas.
+    """
 
     summary: RunSummary
-    #: One row per job: job_id, model, gpus, arrival_s, start_s, finish_s, jct_s, measured.
-    jobs: pd.DataFrame
-    #: One row per stretch of identical rounds: start_s, duration_s, rounds and
-    #: the utilisation (0–1) of GPUs, CPUs and memory, throughput, running and
-    #: queued jobs.
-    rounds: pd.DataFrame
+    #: One entry per job: job_id, model, gpus, arrival_s, start_s, finish_s, jct_s, measured.
+    job_columns: Columns
+    #: One entry per stretch of identical rounds: start_s, duration_s, rounds and the
+    #: utilisation (0–1) of GPUs, CPUs and memory, throughput, running and queued jobs.
+    round_columns: Columns
     #: Round length of the run, in seconds.
     round_s: float = 300.0
+
+    @cached_property
+    def jobs(self) -> pd.DataFrame:
+        """One row per job: :attr:`job_columns` as a DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.job_columns)
+
+    @cached_property
+    def rounds(self) -> pd.DataFrame:
+        """One row per stretch of identical rounds: :attr:`round_columns` as a DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.round_columns)
 
     def per_round(self, round_s: float | None = None) -> pd.DataFrame:
         """Utilisation, throughput and job counts averaged over each round of the run.
@@ -160,8 +182,9 @@ class SimulationResult:
         return pd.DataFrame(out)
 
     def measured_jct_h(self) -> np.ndarray:
-        m = self.jobs[self.jobs["measured"]]
-        return (m["jct_s"] / 3600.0).to_numpy()
+        """The JCTs of the measured jobs, in hours (unfinished ones NaN), in job order."""
+        jobs = self.job_columns
+        return jobs["jct_s"][jobs["measured"]] / 3600.0
 
 
 def build_result(
@@ -177,11 +200,9 @@ def build_result(
     wall_s: float,
 ) -> SimulationResult:
     """A run's result from its job table and round log; the run ended at ``end_s`` (simulated seconds)."""
-    import pandas as pd
-
     n = jobs.n
     jct = jobs.finish_s[:n] - jobs.arrival_s[:n]
-    job_frame = pd.DataFrame(
+    job_columns = _copies(
         {
             "job_id": jobs.job_id,
             "model": np.asarray(jobs.zoo.names, dtype=object)[jobs.model],
@@ -195,7 +216,7 @@ def build_result(
     )
     c = cluster
     duration = np.asarray(log.duration_s, dtype=float)
-    round_frame = pd.DataFrame(
+    round_columns = _copies(
         {
             "start_s": np.asarray(log.start_s, dtype=float),
             "duration_s": duration,
@@ -213,7 +234,7 @@ def build_result(
 
     def weighted(col: str) -> float:
         total = duration.sum()
-        return float(np.dot(round_frame[col].to_numpy(), duration) / total) if total > 0 else float("nan")
+        return float(np.dot(round_columns[col], duration) / total) if total > 0 else float("nan")
 
     first_arrival = float(jobs.arrival_s[0])
     last_finish = float(np.nanmax(jobs.finish_s)) if finished.any() else first_arrival
@@ -235,4 +256,9 @@ def build_result(
         sensitivity=sensitivity,
         profiling_gpu_min_per_job=float(jobs.profiling_cost_gpu_min.mean()) if jobs.n else 0.0,
     )
-    return SimulationResult(summary=summary, jobs=job_frame, rounds=round_frame, round_s=round_s)
+    return SimulationResult(summary=summary, job_columns=job_columns, round_columns=round_columns, round_s=round_s)
+
+
+def _copies(columns: Columns) -> Columns:
+    """``columns`` with every array copied (the result keeps none of the job table's buffers), as a DataFrame would."""
+    return {name: np.array(values, copy=True) for name, values in columns.items()}
