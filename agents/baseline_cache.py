@@ -9,7 +9,7 @@ env keyword arguments and seeds give the same rows every time, as long as the co
 
 * the env id, its keyword arguments, the seeds, the heuristics' names and ``random``'s seed, and
 * a fingerprint of the code that computes them (:func:`code_fingerprint`: every Python and data
-  file of the ``synergy_gym`` package, the heuristics and the trace readers, and numpy's and
+  file of the ``synergy_gym`` package, the agents' scoring code, the heuristics and the trace readers, and numpy's and
   numba's versions),
 
 so that a change to the simulator, the environment or a heuristic scores them afresh. Runs
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Environment variable naming the cache folder ("" turns caching off), as for the compiled kernels.
 CACHE_ENV = "SYNERGY_GYM_CACHE_DIR"
 #: The packages whose code decides the heuristics' scores (their folders are fingerprinted).
-SCORING_PACKAGES = ("synergy_gym", "synergy_gym.baselines", "synergy_gym.traces")
+SCORING_PACKAGES = ("synergy_gym", "synergy_gym.agents", "synergy_gym.baselines", "synergy_gym.traces")
 #: File types fingerprinted in those folders.
 CODE_SUFFIXES = (".py", ".csv", ".json", ".md")
 #: Bumped when the cached file's layout changes.
@@ -72,10 +72,15 @@ def cache_folder() -> Path | None:
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """A hash of the :data:`CODE_SUFFIXES` files in the :data:`SCORING_PACKAGES`' folders, and numpy's and numba's versions."""
-    import numba
     import numpy
 
-    digest = hashlib.sha256(f"numpy {numpy.__version__} numba {numba.__version__}".encode())
+    try:
+        import numba
+
+        numba_version = numba.__version__
+    except ImportError:  # the kernels then run as plain Python
+        numba_version = "none"
+    digest = hashlib.sha256(f"numpy {numpy.__version__} numba {numba_version}".encode())
     for package in SCORING_PACKAGES:
         for folder in map(Path, import_module(package).__path__):
             for path in sorted(p for p in folder.rglob("*") if p.suffix in CODE_SUFFIXES and p.is_file()):

@@ -51,6 +51,8 @@ def _typed(values: list[Any]) -> np.ndarray:
     if numbers and not any(isinstance(v, (bool, np.bool_)) for v in present):
         if len(present) == len(values) and all(isinstance(v, (int, np.integer)) for v in values):
             return np.asarray(values, dtype=np.int64)
+        if len(present) == len(values) and all(isinstance(v, np.float32) for v in values):
+            return np.asarray(values, dtype=np.float32)  # pandas keeps them float32 (and writes 0.1, not 0.100000001)
         return np.asarray([math.nan if _missing(v) else v for v in values], dtype=float)
     if present and len(present) == len(values) and all(isinstance(v, (bool, np.bool_)) for v in values):
         return np.asarray(values, dtype=bool)

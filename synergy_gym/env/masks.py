@@ -31,7 +31,10 @@ INVALID_ACTION_MODES: tuple[str, ...] = ("fallback", "raise")
 
 
 class ActionLayout:
-    """Encodes (slot, level) and stop as one integer and resolves masked actions (the mask itself: ``kernels.offer_slots``)."""
+    """Encodes (slot, level) and stop as one integer and resolves masked actions.
+
+    The mask itself is made by ``decision_kernels.offer``.
+    """
 
     def __init__(
         self, n_slots: int, n_levels: int, agent_orders: bool, invalid_action: str, grid_shape: tuple[int, int] | None

@@ -170,6 +170,8 @@ class Simulator:
     def begin_round(self) -> np.ndarray | None:
         """Admit the jobs that have arrived and return the runnable ones in policy order.
 
+        Under FIFO the order is :attr:`runnable` itself, a view valid until the next :meth:`advance`.
+
         Returns None when there is nothing to plan at this instant: the run is
         done, or the cluster is idle (time then jumps to the next arrival's
         round), or no job is left at all (``exhausted``).

@@ -27,6 +27,7 @@ def test_columns_of_every_kind_are_written_as_pandas_writes_them():
         "ints": list(range(n)),
         "float or none": [None if i % 4 == 0 else i / 3 for i in range(n)],
         "label": ["fifo+tune"] * n,
+        "float32s": [np.float32(x) for x in rng.random(n)],  # pandas keeps float32: 0.1, not 0.100000001
     }
     assert csv_text(columns) == pd.DataFrame(columns).to_csv(index=False)
 
