@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from functools import lru_cache
 from importlib import import_module
@@ -36,12 +35,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synergy_gym.cli.files import atomic_write_text
+from synergy_gym.sim.compiled import project_cache_folder
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-#: Environment variable naming the cache folder ("" turns caching off), as for the compiled kernels.
-CACHE_ENV = "SYNERGY_GYM_CACHE_DIR"
 #: The packages whose code decides the heuristics' scores (their folders are fingerprinted).
 SCORING_PACKAGES = ("synergy_gym", "synergy_gym.agents", "synergy_gym.baselines", "synergy_gym.traces")
 #: File types fingerprinted in those folders.
@@ -52,21 +50,7 @@ FORMAT = 1
 
 def cache_folder() -> Path | None:
     """Where scores are cached (None: nowhere, ``SYNERGY_GYM_CACHE_DIR=""``); created if need be."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured is not None:
-        if not configured:
-            return None
-        root = Path(configured)
-    else:
-        import platformdirs
-
-        root = Path(platformdirs.user_cache_dir("synergy-gym"))
-    folder = root / "baselines"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return folder
+    return project_cache_folder("baselines")
 
 
 @lru_cache(maxsize=1)

@@ -291,7 +291,6 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         s.sim.planner.add(j, target_changed=changed)
         s.holds[j] = True
         if not self.cfg.preemptive:
-            s.admitted.append(j)
             s.held_buf[s.n_held] = j
             s.n_held += 1
         s.drop = j  # taken out of the waiting jobs by the next offer (or the next event's waiting jobs)
@@ -366,7 +365,6 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             s.holds[finished] = False
             if not cfg.preemptive:
                 s.n_held = dk.keep_held(s.held_buf, s.n_held, s.holds)
-                s.admitted = s.held_buf[: s.n_held].tolist()  # the same jobs, in the same order
             s.pending_finished.append(finished)
             s.meter.record_finished(finished)
 

@@ -56,8 +56,6 @@ class EpisodeState:
     #: A job admitted since the slots were offered, still to be taken out of the waiting jobs
     #: (−1: none); the next offer does it.
     drop: int = -1
-    #: Running jobs in admission order (default mode).
-    admitted: list[int] = field(default_factory=list)
     #: The agent chose stop in the current event.
     stopped: bool = False
     ended: bool = False
@@ -66,6 +64,11 @@ class EpisodeState:
     invalid: int = 0
     #: Jobs that finished since the last step (arrays, concatenated into its ``info``).
     pending_finished: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def admitted(self) -> list[int]:
+        """Running jobs in admission order (default mode): :attr:`held_buf` as a list."""
+        return self.held_buf[: self.n_held].tolist()
 
     @property
     def waiting(self) -> np.ndarray:

@@ -40,16 +40,26 @@ def cache_dir() -> Path | None:
     """The folder compiled kernels are cached in (None: not cached, or numba's ``NUMBA_CACHE_DIR``)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return None
+    return project_cache_folder("numba")
+
+
+def project_cache_folder(name: str) -> Path | None:
+    """The sub-folder ``name`` of the project's cache folder, created if need be.
+
+    The cache folder is ``SYNERGY_GYM_CACHE_DIR`` if set, else the per-user one
+    (``platformdirs.user_cache_dir("synergy-gym")``). None: caching is off
+    (``SYNERGY_GYM_CACHE_DIR=""``) or the folder cannot be created or written.
+    """
     configured = os.environ.get(CACHE_ENV)
     if configured is not None:
         if not configured:
             return None
-        folder = Path(configured)
+        root = Path(configured)
     else:
         import platformdirs
 
-        folder = Path(platformdirs.user_cache_dir("synergy-gym"))
-    folder = folder / "numba"
+        root = Path(platformdirs.user_cache_dir("synergy-gym"))
+    folder = root / name
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:

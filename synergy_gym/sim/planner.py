@@ -53,6 +53,11 @@ from synergy_gym.sim.ledger import ClusterLedger
 _FIRST_BLOCK = 256
 
 
+def _ints(part: JobOrder) -> Sequence[int]:
+    """A slice of an order as Python ints (an array's elements converted in one call)."""
+    return part.tolist() if isinstance(part, np.ndarray) else part
+
+
 @dataclass
 class _Placed:
     """A round's admitted jobs in placement order, with the ledger mark before each."""
@@ -200,7 +205,7 @@ class RoundPlanner:
         while scan.pos < n and scan.free:
             pos = scan.pos
             chunk = order[pos : pos + block]
-            for j in chunk.tolist() if isinstance(chunk, np.ndarray) else chunk:
+            for j in _ints(chunk):
                 pos += 1
                 g = gpus[j]
                 if g <= scan.free:
@@ -273,7 +278,7 @@ class RoundPlanner:
         pos = scan.pos
         ahead = scan.order[pos : pos + len(rest)]
         n = 0  # length of the common prefix
-        for a, b in zip(ahead.tolist() if isinstance(ahead, np.ndarray) else ahead, rest):
+        for a, b in zip(_ints(ahead), rest):
             if a != b:
                 break
             n += 1

@@ -126,10 +126,6 @@ class Simulator:
         return self._queue.view
 
     @property
-    def _runnable(self) -> np.ndarray:
-        return self._queue.view
-
-    @property
     def measured_finished(self) -> int:
         return int(np.count_nonzero(self.jobs.measured & ~np.isnan(self.jobs.finish_s)))
 
@@ -219,7 +215,7 @@ class Simulator:
                 self.now = (math.floor(self.now / self.config.round_s + 1e-9) + 1) * self.config.round_s
                 return placed
             if ledger.free_gpus_total == self.cluster.total_gpus and self._queue.size:
-                j = int(self._runnable[0])
+                j = int(self.runnable[0])
                 raise WorkloadError(
                     f"job {self.jobs.job_id[j]} can never be placed: its GPUs, CPUs or memory "
                     f"do not fit on this cluster ({self.cluster.describe()})"
@@ -288,13 +284,13 @@ class Simulator:
         ordering = self.policy.ordering
         jobs = self.jobs
         if ordering.starvation_guard:
-            r = self._runnable
+            r = self.runnable
             last = jobs.last_end_s[r]
             last = np.where(np.isnan(last), jobs.arrival_s[r], last)
             starving = (self.now - last) > self.config.starvation_s
             if starving.any():
                 jobs.priority[r[starving]] = True
-        return ordering.order(jobs, self._runnable, self.now, self.policy.mechanism.uses_targets)
+        return ordering.order(jobs, self.runnable, self.now, self.policy.mechanism.uses_targets)
 
     # -- progress -----------------------------------------------------------
     def _check_progress(self, first: int) -> None:
