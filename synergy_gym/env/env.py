@@ -354,7 +354,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         sim.planner.finish()
         s.n_slots = 0
         limit = max(1, cfg.max_rounds - sim.rounds_elapsed)
-        idle = not sim.ledger.jobs
+        idle = sim.ledger.n_slots == 0
         if not idle and (cfg.preemptive or stopped_with_choice):
             # The next event is the next arrival (or completion), even one the free GPUs could not take.
             wait = sim.seconds_until_admissible_arrival(self.cluster.total_gpus)

@@ -198,13 +198,12 @@ class ObservationBuilder:
         """
         buf = np.zeros(self._size, dtype=np.float32)
         ledger = sim.ledger
-        n_run = len(ledger.jobs)
         ok.fill_observation(  # through the module: its name there becomes numba's dispatcher on first use
             buf, self._offsets, slots, self.never_ran, self.fresh_rows, self.levels, self.job_table,
             sim.jobs.progress, was_running, sim.now / 3600.0,
-            np.array(ledger.free_gpu + ledger.free_cpu + ledger.free_mem, dtype=float), self._free_scales,
+            np.concatenate((ledger.free_gpu, ledger.free_cpu, ledger.free_mem)).astype(float), self._free_scales,
             sim.planner.free_gpus, self.cluster.total_gpus,
-            np.fromiter(ledger.jobs, dtype=np.int64, count=n_run), np.fromiter(ledger.tput, dtype=float, count=n_run),
+            ledger.jobs, ledger.tput,
             self._speedup_bin_scale, self.speedup_max, held, waiting, fits, time_fraction, mask,
         )
         return {name: buf[a:b] for name, a, b in self._parts}

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # matplotlib is imported on the first rgb_array render
 
 def _status(sim: Simulator) -> tuple[int, int]:
     """Running and waiting jobs."""
-    running = len(sim.ledger.jobs)
+    running = sim.ledger.n_slots
     return running, max(0, sim.runnable.size - running)
 
 
@@ -32,11 +32,12 @@ def render_ansi(sim: Simulator | None, zoo: ModelZoo, finished: int, job: int) -
         f"{'server':>6} {'free GPU':>8} {'free CPU':>8} {'free GB':>8}  jobs (id:model cpus/GB per GPU)",
     ]
     names = zoo.names
+    on_server = ledger.slot_on_server
     for s in range(sim.cluster.num_servers):
         held = [
             f"{sim.jobs.job_id[ledger.jobs[slot]]}:{names[sim.jobs.model[ledger.jobs[slot]]]} "
             f"{ledger.cpu[slot]:g}/{ledger.mem[slot]:g}"
-            for slot in ledger.slot_on_server[s]
+            for slot in on_server[s]
         ]
         lines.append(
             f"{s:>6} {ledger.free_gpu[s]:>8} {ledger.free_cpu[s]:>8.1f} {ledger.free_mem[s]:>8.1f}  {', '.join(held)}"

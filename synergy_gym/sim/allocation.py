@@ -30,14 +30,15 @@ the simulator relies on this to skip rounds in which nothing can change.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
+from synergy_gym.sim import tune_kernels as tk
 from synergy_gym.sim.job_table import JobTable
-from synergy_gym.sim.ledger import EPS, ClusterLedger, Parts
+from synergy_gym.sim.ledger import ClusterLedger, Parts
+from synergy_gym.sim.ledger_kernels import grant_in_order
 
 #: Job indices in policy order: what the simulator's orderings give (an array) or any sequence.
 JobOrder = Sequence[int] | np.ndarray
@@ -89,15 +90,8 @@ class FairShare:
         return None
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
-        fc, fm = jobs.fair_cpu, jobs.fair_mem
-        gpus, tput_fair = jobs.gpus_l, jobs.tput_fair_l
-        for j in order:
-            if ledger.free_gpus_total == 0:
-                break
-            g = gpus[j]
-            parts = ledger.find(g, fc, fm)
-            if parts is not None:
-                ledger.grant(j, parts, fc, fm, tput_fair[j])
+        fair = (np.array([jobs.fair_cpu], dtype=float), np.array([jobs.fair_mem], dtype=float))
+        grant_in_order(ledger.state, _as_order(order), jobs.gpus, *fair, jobs.tput_fair, False)
 
 
 class Greedy:
@@ -110,13 +104,7 @@ class Greedy:
         return None
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
-        gpus, tc, tm, tt = jobs.gpus_l, jobs.target_cpu_l, jobs.target_mem_l, jobs.tput_target_l
-        for j in order:
-            if ledger.free_gpus_total == 0:
-                break
-            parts = ledger.find(gpus[j], tc[j], tm[j])
-            if parts is not None:
-                ledger.grant(j, parts, tc[j], tm[j], tt[j])
+        grant_in_order(ledger.state, _as_order(order), jobs.gpus, jobs.target_cpu, jobs.target_mem, jobs.tput_target, True)
 
 
 class Tune:
@@ -140,9 +128,12 @@ class Tune:
         ranked = list(admitted)
         if any(gpus[j] > 1 for j in ranked):
             ranked.sort(key=lambda j: -gpus[j])  # stable: policy order among equals
-        place = self.place
+        if targets is None:
+            if tk.tune_place_all(ledger.state, jobs.placement_columns(), _as_order(ranked)) >= 0:
+                raise AssertionError("tune could not place a job after reclaiming")  # pragma: no cover
+            return
         for j in ranked:
-            place(ledger, jobs, j, None if targets is None else targets[j])
+            self.place(ledger, jobs, j, targets[j])
 
     def place(self, ledger: ClusterLedger, jobs: JobTable, j: int, target: tuple[float, float, float] | None = None) -> int:
         """Place admitted job ``j`` (its GPUs must be free); returns its ledger slot.
@@ -151,71 +142,23 @@ class Tune:
         target for this round (Synergy-OPT's choice); the fallback is then that
         target capped at the fair share. A target slower than its fallback (a
         request below the fair share that the job's profile punishes) is not
-        tried: the job gets its fallback.
+        tried: the job gets its fallback. The rules are carried out by
+        :func:`~synergy_gym.sim.tune_kernels.tune_place`.
         """
-        g = jobs.gpus_l[j]
         if target is None:
-            tc, tm, tt = jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j]
-            cpu, mem, tput = jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j]
+            slot = tk.tune_place(
+                ledger.state, j, jobs.gpus_l[j], jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j],
+                jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j], jobs.tput_capped[j],
+            )
         else:
-            tc, tm, tt = target
+            tc, tm, tt = (float(x) for x in target)
             cpu, mem = min(tc, jobs.fair_cpu), min(tm, jobs.fair_mem)
             tput = jobs.est_throughput(j, cpu, mem)
-        fallback = (cpu, mem, tput)
-        if tt >= tput:
-            parts = ledger.find(g, tc, tm)
-            if parts is not None:
-                if cpu > tc or mem > tm:  # never cut a grant back to more of anything than it holds
-                    low_cpu, low_mem = min(cpu, tc), min(mem, tm)
-                    fallback = (low_cpu, low_mem, jobs.est_throughput(j, low_cpu, low_mem))
-                return ledger.grant(j, parts, tc, tm, tt, fallback)
-        if cpu != tc or mem != tm or tt < tput:
-            parts = ledger.find(g, cpu, mem)
-            if parts is not None:
-                return ledger.grant(j, parts, cpu, mem, tput, fallback)
-        self._reclaim(ledger, jobs, g, cpu, mem)
-        parts = ledger.find(g, cpu, mem)
-        if parts is None:
-            # The reference's choice of servers could not make room (a
-            # multi-GPU job placed first-fit across servers): downgrade
-            # every over-provisioned job on servers with free GPUs, which
-            # always leaves a fallback share per free GPU.
-            for s in range(ledger.num_servers):
-                if ledger.free_gpu[s]:
-                    self._downgrade_on(ledger, jobs, s, float("inf"), float("inf"))
-            parts = ledger.find(g, cpu, mem)
-            if parts is None:  # pragma: no cover - impossible by construction
-                raise AssertionError(f"tune could not place job {jobs.job_id[j]} after reclaiming")
-        return ledger.grant(j, parts, cpu, mem, tput, fallback)
-
-    def _reclaim(self, ledger: ClusterLedger, jobs: JobTable, g: int, cpu: float, mem: float) -> None:
-        for s, n in reclaim_servers(ledger.free_gpu, g):
-            need_cpu = n * cpu - ledger.free_cpu[s]
-            need_mem = n * mem - ledger.free_mem[s]
-            if need_cpu > EPS or need_mem > EPS:
-                self._downgrade_on(ledger, jobs, s, need_cpu, need_mem)
-
-    @staticmethod
-    def _downgrade_on(ledger: ClusterLedger, jobs: JobTable, server: int, need_cpu: float, need_mem: float) -> None:
-        """Cut jobs on ``server`` back to their fallback until (need_cpu, need_mem) is freed."""
-        fallback = ledger.fallback
-        # Any excess counts, however small: targets from a solver carry round-off.
-        over = [
-            slot for slot in ledger.slot_on_server[server]
-            if ledger.cpu[slot] > fallback[slot][0] or ledger.mem[slot] > fallback[slot][1]
-        ]
-        over.sort(key=lambda slot: (len(ledger.parts[slot]), -ledger.cpu[slot], -ledger.mem[slot]))
-        for slot in over:
-            if need_cpu <= EPS and need_mem <= EPS:
-                return
-            n = ledger.gpus_of(slot, server)
-            fb_cpu, fb_mem, fb_tput = fallback[slot]
-            extra_cpu = n * (ledger.cpu[slot] - fb_cpu)
-            extra_mem = n * (ledger.mem[slot] - fb_mem)
-            if (need_cpu > EPS and extra_cpu > 0) or (need_mem > EPS and extra_mem > 0):
-                ledger.resize(slot, fb_cpu, fb_mem, fb_tput)
-                need_cpu -= extra_cpu
-                need_mem -= extra_mem
+            cut = jobs.est_throughput(j, min(cpu, tc), min(mem, tm)) if cpu > tc or mem > tm else tput
+            slot = tk.tune_place(ledger.state, j, jobs.gpus_l[j], tc, tm, tt, cpu, mem, tput, cut)
+        if slot < 0:  # pragma: no cover - impossible by construction
+            raise AssertionError(f"tune could not place job {jobs.job_id[j]} after reclaiming")
+        return int(slot)
 
 
 def admit_by_gpus(order: JobOrder, gpus: Sequence[int], free: int) -> list[int]:
@@ -231,26 +174,19 @@ def admit_by_gpus(order: JobOrder, gpus: Sequence[int], free: int) -> list[int]:
     return admitted
 
 
-def reclaim_servers(free_gpu: Sequence[int], gpus: int) -> Parts:
+def reclaim_servers(free_gpu: Sequence[int] | np.ndarray, gpus: int) -> Parts:
     """Servers on which Tune makes room for a ``gpus``-GPU job, and GPUs on each.
 
     A multi-GPU job prefers the first server with enough free GPUs; otherwise
     servers with the fewest free GPUs are taken first (ties by index).
     """
-    if gpus > 1:
-        for s, f in enumerate(free_gpu):
-            if f >= gpus:
-                return [(s, gpus)]
-    heap = [(f, s) for s, f in enumerate(free_gpu) if f > 0]
-    heapq.heapify(heap)
-    parts: Parts = []
-    need = gpus
-    while need > 0 and heap:
-        f, s = heapq.heappop(heap)
-        take = min(f, need)
-        parts.append((s, take))
-        need -= take
-    return parts
+    servers, take = tk.reclaim_order(np.asarray(free_gpu, dtype=np.int64), int(gpus))
+    return list(zip(servers.tolist(), take.tolist()))
+
+
+def _as_order(order: JobOrder) -> np.ndarray:
+    """An order as the int64 array the kernels take."""
+    return order if isinstance(order, np.ndarray) and order.dtype == np.int64 else np.asarray(order, dtype=np.int64)
 
 
 MECHANISMS: dict[str, type] = {"fair": FairShare, "greedy": Greedy, "tune": Tune}

@@ -63,7 +63,10 @@ class JobTable:
     target_cpu: np.ndarray
     target_mem: np.ndarray
     tput_target: np.ndarray
+    fallback_cpu: np.ndarray
+    fallback_mem: np.ndarray
     tput_fallback: np.ndarray
+    tput_capped: np.ndarray  #: throughput at the target capped at the fair share (before the fallback's floor)
     tput_fair: np.ndarray
 
     def __init__(self, cluster: ClusterSpec, workload: Workload, profiler: ProfilerConfig | None = None) -> None:
@@ -91,8 +94,12 @@ class JobTable:
         self.target_cpu = np.zeros(0)
         self.target_mem = np.zeros(0)
         self.tput_target = np.zeros(0)
+        self.fallback_cpu = np.zeros(0)
+        self.fallback_mem = np.zeros(0)
         self.tput_fallback = np.zeros(0)
+        self.tput_capped = np.zeros(0)
         self.tput_fair = np.zeros(0)
+        self._placement_columns: tuple = ()
         # Python mirrors for the allocation loop.
         self.gpus_l: list[int] = []
         self.arrival_l: list[float] = []
@@ -145,7 +152,14 @@ class JobTable:
         self.target_cpu = np.concatenate([self.target_cpu, np.zeros(n_new)])
         self.target_mem = np.concatenate([self.target_mem, np.zeros(n_new)])
         self.tput_target = np.concatenate([self.tput_target, np.zeros(n_new)])
+        self.fallback_cpu = np.concatenate([self.fallback_cpu, np.zeros(n_new)])
+        self.fallback_mem = np.concatenate([self.fallback_mem, np.zeros(n_new)])
         self.tput_fallback = np.concatenate([self.tput_fallback, np.zeros(n_new)])
+        self.tput_capped = np.concatenate([self.tput_capped, np.zeros(n_new)])
+        self._placement_columns = (
+            self.gpus, self.target_cpu, self.target_mem, self.tput_target,
+            self.fallback_cpu, self.fallback_mem, self.tput_fallback, self.tput_capped,
+        )
         first = self.n
         self.n += n_new
         self.gpus_l.extend(w.gpus.tolist())
@@ -157,6 +171,11 @@ class JobTable:
         ):
             lst.extend([0.0] * n_new)
         self.set_targets(np.arange(first, self.n), cpu, mem)
+
+    def placement_columns(self) -> tuple:
+        """The per-job columns Tune's compiled placement reads (:mod:`synergy_gym.sim.tune_kernels`): GPUs,
+        target CPUs and GB per GPU and the throughput there, the fallback's, and :attr:`tput_capped`."""
+        return self._placement_columns
 
     def est_throughput_many(self, jobs: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
         """What the scheduler believes ``jobs`` achieve at (cpu, mem) per GPU."""
@@ -206,6 +225,7 @@ class JobTable:
         fb_mem = np.minimum(mem, self.fair_mem)
         t_target = self.est_throughput_many(jobs, cpu, mem)
         t_fb = self.est_throughput_many(jobs, fb_cpu, fb_mem)
+        self.tput_capped[jobs] = t_fb
         slow = t_fb < self.tput_fair[jobs] - 1e-12
         if slow.any():  # never fall back below the fair share
             fb_cpu = np.where(slow, self.fair_cpu, fb_cpu)
@@ -214,6 +234,8 @@ class JobTable:
         self.target_cpu[jobs] = cpu
         self.target_mem[jobs] = mem
         self.tput_target[jobs] = t_target
+        self.fallback_cpu[jobs] = fb_cpu
+        self.fallback_mem[jobs] = fb_mem
         self.tput_fallback[jobs] = t_fb
         for i, j in enumerate(jobs.tolist()):
             self.target_cpu_l[j] = float(cpu[i])
@@ -231,11 +253,14 @@ class JobTable:
         fb_mem = min(mem_per_gpu, self.fair_mem)
         t_target = self.est_throughput(j, cpu_per_gpu, mem_per_gpu)
         t_fb = self.est_throughput(j, fb_cpu, fb_mem)
+        self.tput_capped[j] = t_fb
         if t_fb < self.tput_fair_l[j] - 1e-12:  # never fall back below the fair share
             fb_cpu, fb_mem, t_fb = self.fair_cpu, self.fair_mem, self.tput_fair_l[j]
         self.target_cpu[j] = cpu_per_gpu
         self.target_mem[j] = mem_per_gpu
         self.tput_target[j] = t_target
+        self.fallback_cpu[j] = fb_cpu
+        self.fallback_mem[j] = fb_mem
         self.tput_fallback[j] = t_fb
         self.target_cpu_l[j] = cpu_per_gpu
         self.target_mem_l[j] = mem_per_gpu

@@ -45,17 +45,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from synergy_gym.sim.allocation import AllocationMechanism, JobOrder, JobPlacer, Targets
+from synergy_gym.sim import tune_kernels as tk
+from synergy_gym.sim.allocation import AllocationMechanism, JobOrder, JobPlacer, Targets, Tune
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
-
-#: Jobs of an array order turned into Python ints at the start of a round's walk (then twice as many each time).
-_FIRST_BLOCK = 256
-
-
-def _ints(part: JobOrder) -> Sequence[int]:
-    """A slice of an order as Python ints (an array's elements converted in one call)."""
-    return part.tolist() if isinstance(part, np.ndarray) else part
 
 
 @dataclass
@@ -71,7 +64,7 @@ class _Placed:
 class _Scan:
     """Progress through one round's ordered jobs."""
 
-    order: JobOrder  # an array is read a block at a time (it may be a long queue)
+    order: np.ndarray
     free: int  # GPUs not yet taken by this round's admitted jobs
     in_sync: bool  # every job admitted so far sits where last round placed it
     reuse_prefix: bool
@@ -109,6 +102,9 @@ class RoundPlanner:
         self.placer: JobPlacer | None = mechanism.round_placer()
         self._placer: JobPlacer = self.placer if self.placer is not None else _NoPlacer()
         self.reuse = reuse and self.placer is not None
+        #: Tune's placement of a round's walk runs compiled (:func:`~synergy_gym.sim.tune_kernels.tune_walk`).
+        self._compiled = isinstance(self.placer, Tune)
+        self._walked = np.zeros((3, max(ledger.cluster.total_gpus, 1)), dtype=np.int64)
         self._total_gpus = ledger.cluster.total_gpus
         if self.reuse:
             ledger.undo = True
@@ -187,7 +183,7 @@ class RoundPlanner:
         if self._prev is None:
             self.ledger.reset()
         scan = self._scan = _Scan(
-            order if isinstance(order, np.ndarray) else list(order),
+            np.asarray(order, dtype=np.int64),
             free=self._total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix,
         )
         return scan
@@ -197,31 +193,38 @@ class RoundPlanner:
         if scan.in_sync and scan.reuse_prefix:
             self._keep_unchanged_prefix(scan)
         order = scan.order
-        n = len(order)
-        ledger, jobs, place, total = self.ledger, self.jobs, self._placer.place, self._total_gpus
-        block = _FIRST_BLOCK
-        # The walk stops once the GPUs are taken, usually long before the end of a long queue:
-        # an array order is turned into Python ints a block at a time, blocks growing as they go.
+        n = order.size
+        # The walk stops once the GPUs are taken, usually long before the end of a long queue.
         while scan.pos < n and scan.free:
-            pos = scan.pos
-            chunk = order[pos : pos + block]
-            for j in _ints(chunk):
-                pos += 1
-                g = gpus[j]
-                if g <= scan.free:
-                    if scan.in_sync or not scan.sorted_by_gpus or g > scan.last_gpus:
-                        self._admit(scan, j)
-                    else:  # what _admit does for a job placed now, inline: the common case of a long walk
-                        scan.admitted.append(j)
-                        scan.taken.append(total - scan.free)
-                        scan.free -= g
-                        scan.last_gpus = g
-                        scan.marks.append(ledger.mark())
-                        place(ledger, jobs, j)
-                    if not scan.free:
-                        break
-            scan.pos = pos
-            block *= 2
+            if scan.in_sync or not self._compiled:
+                # Job by job while last round's placement may still be kept (or for a placer of one's own).
+                j = int(order[scan.pos])
+                scan.pos += 1
+                if gpus[j] <= scan.free:
+                    self._admit(scan, j)
+                continue
+            self._walk(scan)
+
+    def _walk(self, scan: _Scan) -> None:
+        """Admit (and, while the admitted jobs come in Tune's order, place) jobs in one compiled call."""
+        placing = scan.sorted_by_gpus
+        pos, free, last_gpus, k, stop = tk.tune_walk(
+            self.ledger.state, self.jobs.placement_columns(), scan.order, scan.pos, scan.free, self._total_gpus,
+            scan.last_gpus, placing, self._walked,
+        )
+        if k:
+            walked = self._walked
+            scan.admitted.extend(walked[0, :k].tolist())
+            scan.taken.extend(walked[1, :k].tolist())
+            if placing:
+                scan.marks.extend(walked[2, :k].tolist())
+        scan.pos, scan.free, scan.last_gpus = int(pos), int(free), int(last_gpus)
+        if stop == tk.WALK_BIGGER:  # a job with more GPUs than the one before it: it breaks Tune's order
+            j = int(scan.order[scan.pos])
+            scan.pos += 1
+            self._admit(scan, j)
+        elif stop == tk.WALK_STUCK:  # pragma: no cover - impossible by construction
+            raise AssertionError(f"tune could not place job {self.jobs.job_id[scan.admitted[-1]]} after reclaiming")
 
     def _finish(self, scan: _Scan) -> None:
         if scan.sorted_by_gpus:
@@ -278,7 +281,7 @@ class RoundPlanner:
         pos = scan.pos
         ahead = scan.order[pos : pos + len(rest)]
         n = 0  # length of the common prefix
-        for a, b in zip(_ints(ahead), rest):
+        for a, b in zip(ahead.tolist(), rest):
             if a != b:
                 break
             n += 1

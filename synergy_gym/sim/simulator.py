@@ -209,7 +209,7 @@ class Simulator:
         if self.config.debug:
             ledger.check_capacity()
         self.rounds_planned += 1
-        placed = np.fromiter(ledger.jobs, dtype=np.int64, count=len(ledger.jobs))
+        placed = ledger.jobs.copy()
         if placed.size == 0:
             if allow_idle:
                 self.now = (math.floor(self.now / self.config.round_s + 1e-9) + 1) * self.config.round_s
@@ -222,9 +222,9 @@ class Simulator:
                 )
             raise AssertionError("no job placed although GPUs are busy")  # pragma: no cover
         if self.jobs.belief is None:
-            tput = np.fromiter(ledger.tput, dtype=float, count=placed.size)
+            tput = ledger.tput.copy()
         else:  # the ledger holds believed throughputs; jobs progress at the true ones
-            tput = self.jobs.true_throughput_many(placed, np.array(ledger.cpu), np.array(ledger.mem))
+            tput = self.jobs.true_throughput_many(placed, ledger.cpu, ledger.mem)
         if self.observer is not None:
             self.observer(self, placed, tput)
         if self.config.timing == "round":
@@ -364,8 +364,8 @@ class Simulator:
                 start,
                 duration,
                 c.total_gpus - ledger.free_gpus_total,
-                c.total_cpus - sum(ledger.free_cpu),
-                c.total_mem_gb - sum(ledger.free_mem),
+                c.total_cpus - sum(ledger.free_cpu.tolist()),  # summed in order, as ever
+                c.total_mem_gb - sum(ledger.free_mem.tolist()),
                 float(np.dot(jobs.gpus[placed], tput)),
                 int(placed.size),
                 int(self._queue.size - placed.size),

@@ -211,7 +211,7 @@ def test_rgb_array_render_is_a_readable_picture(preemptive):
     env.reset(seed=0)
     before = env.render()  # the first decision: nothing runs yet
     assert before.shape[0] >= 360 and before.shape[1] >= 640
-    while env.sim.now == env.sim.first_round_s or not env.sim.ledger.jobs:
+    while env.sim.now == env.sim.first_round_s or env.sim.ledger.n_slots == 0:
         env.step(ACTION_1)
     open_figures = len(plt.get_fignums())
     started = time.perf_counter()

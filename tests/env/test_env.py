@@ -303,12 +303,12 @@ def test_a_stop_that_leaves_the_cluster_idle_moves_exactly_one_round_and_counts_
     env = SynergyEnv(**{**SMALL, "max_rounds": 7}, preemptive=preemptive)
     env.reset(seed=0)
     stop = env.action_space.n - 1
-    assert env.action_masks()[stop] and not env.sim.ledger.jobs  # the first decision: nothing runs yet
+    assert env.action_masks()[stop] and env.sim.ledger.n_slots == 0  # the first decision: nothing runs yet
     now, rounds = env.sim.now, env.sim.rounds_elapsed
     assert rounds == 0
     steps, truncated, info = 0, False, {}
     while not truncated:
-        assert env.slot_jobs.size >= 1 and not env.sim.ledger.jobs
+        assert env.slot_jobs.size >= 1 and env.sim.ledger.n_slots == 0
         _, reward, terminated, truncated, info = env.step(stop)
         steps += 1
         assert not terminated and reward < 0 and not info["invalid_action"]

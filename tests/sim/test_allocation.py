@@ -29,7 +29,7 @@ def two_res18_two_gnmt(make_workload):
 def test_fair_gives_every_job_the_gpu_proportional_share(two_res18_two_gnmt):
     grants, ledger = allocate(FairShare(), ONE_SERVER, two_res18_two_gnmt)
     assert {j: g[:3] for j, g in grants.items()} == {j: (3.0, 62.5, 1.0) for j in range(4)}
-    assert ledger.free_cpu == [0.0] and ledger.free_mem == [0.0]
+    assert ledger.free_cpu.tolist() == [0.0] and ledger.free_mem.tolist() == [0.0]
 
 
 def test_greedy_skips_a_job_whose_demand_does_not_fit(two_res18_two_gnmt):
@@ -38,7 +38,7 @@ def test_greedy_skips_a_job_whose_demand_does_not_fit(two_res18_two_gnmt):
     assert sorted(grants) == [0, 2, 3]
     assert grants[0][:3] == (9.0, 62.5, 2.4)
     assert grants[2][:3] == (1.0, 20.0, 1.0)
-    assert ledger.free_gpu == [1] and ledger.free_cpu == [1.0]
+    assert ledger.free_gpu.tolist() == [1] and ledger.free_cpu.tolist() == [1.0]
 
 
 def test_tune_downgrades_the_over_provisioned_job_to_make_room(two_res18_two_gnmt):
@@ -48,7 +48,7 @@ def test_tune_downgrades_the_over_provisioned_job_to_make_room(two_res18_two_gnm
     assert grants[0][:3] == (3.0, 62.5, 1.0)
     assert grants[1][:3] == (3.0, 62.5, 1.0)
     assert grants[2][:3] == grants[3][:3] == (1.0, 20.0, 1.0)
-    assert ledger.free_cpu == [4.0] and ledger.free_mem == pytest.approx([85.0])
+    assert ledger.free_cpu.tolist() == [4.0] and ledger.free_mem.tolist() == pytest.approx([85.0])
 
 
 def test_tune_downgrades_one_job_at_a_time_in_the_reference_order(make_workload):
@@ -61,7 +61,7 @@ def test_tune_downgrades_one_job_at_a_time_in_the_reference_order(make_workload)
     assert grants[1][:3] == (6.0, 125.0, 1.75)
     assert grants[2][:3] == (6.0, 62.5, 1.75)
     assert grants[3][:3] == (1.0, 20.0, 1.0)
-    assert ledger.free_cpu == [5.0]
+    assert ledger.free_cpu.tolist() == [5.0]
 
 
 def test_first_fit_spans_servers_but_consolidate_does_not(make_workload):
@@ -88,7 +88,7 @@ def test_tune_places_multi_gpu_jobs_first(make_workload):
     jobs = JobTable(cluster, w)
     ledger = ClusterLedger(cluster)
     Tune().allocate(ledger, jobs, [0, 1])
-    assert ledger.jobs == [1, 0]
+    assert ledger.jobs.tolist() == [1, 0]
 
 
 def test_admission_backfills_smaller_jobs():
