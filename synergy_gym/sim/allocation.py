@@ -180,7 +180,7 @@ def reclaim_servers(free_gpu: Sequence[int] | np.ndarray, gpus: int) -> Parts:
     A multi-GPU job prefers the first server with enough free GPUs; otherwise
     servers with the fewest free GPUs are taken first (ties by index).
     """
-    servers, take = tk.reclaim_order(np.asarray(free_gpu, dtype=np.int64), int(gpus))
+    servers, take = tk.reclaim_order(np.asarray(free_gpu, dtype=np.int64), int(gpus), 0)
     return list(zip(servers.tolist(), take.tolist()))
 
 

@@ -78,6 +78,8 @@ class ClusterLedger:
         count = self._count
         count[lk.N_SLOTS] = count[lk.N_PARTS] = count[lk.N_LOG] = count[lk.N_SAVED] = 0
         count[lk.FREE_TOTAL] = c.total_gpus
+        count[lk.FIRST_OPEN] = 0 if c.gpus_per_server else c.num_servers
+        lk.rebuild_index(self.state)
 
     # -- reading ------------------------------------------------------------
     @property

@@ -12,8 +12,15 @@ in place:
 * an undo log: one entry per grant or resize, with the values it overwrote kept in ``saved``, so
   that :func:`rollback` restores them exactly (not recomputed);
 * ``count``: how many slots, parts, log entries and saved values are in use, the free GPUs in all,
-  and the settings (undo on, placement);
-* ``found``: where :func:`find` writes the servers it found and the GPUs on each.
+  the first server with a free GPU (every search for room starts there: in a busy cluster the
+  servers before it are full), and the settings (undo on, placement);
+* ``found``: where :func:`find` writes the servers it found and the GPUs on each;
+* ``scratch``: room for one server's grants (Tune's downgrade sorts them there);
+* ``index``: a tournament tree over the servers with a free GPU – the most free CPUs and memory
+  and the fewest free GPUs in each subtree – so that the first server with room, or the one with
+  the fewest free GPUs, is found by descending it rather than by a scan of every server (a large
+  cluster's rounds). Its pruning only skips subtrees where no server can qualify, so what is found
+  is exactly what the scan found.
 
 Every grant takes at least one GPU and every part at least one, so a round never has more slots or
 parts than the cluster has GPUs: the arrays are sized once. Arithmetic is the plain Python's it
@@ -29,7 +36,7 @@ from synergy_gym.sim.compiled import kernel
 #: Names of the ledger's arrays, in the order of the state tuple.
 LEDGER_FIELDS = (
     "free_gpu", "free_cpu", "free_mem", "slot_job", "slot_val", "part_start", "part", "head", "log", "saved",
-    "count", "found",
+    "count", "found", "scratch", "index",
 )
 # Rows of slot_val.
 CPU, MEM, TPUT, FB_CPU, FB_MEM, FB_TPUT = range(6)
@@ -39,7 +46,7 @@ SERVER, GPUS, PREV, SLOT = range(4)
 KIND, LOG_SLOT, SAVED_AT = range(3)
 GRANT, RESIZE = 0, 1
 # Cells of count.
-N_SLOTS, N_PARTS, FREE_TOTAL, N_LOG, N_SAVED, UNDO, PLACEMENT = range(7)
+N_SLOTS, N_PARTS, FREE_TOTAL, N_LOG, N_SAVED, UNDO, PLACEMENT, FIRST_OPEN = range(8)
 FIRST_FIT, CONSOLIDATE = 0, 1
 
 #: Tolerance for comparing floating-point CPU and memory amounts.
@@ -51,11 +58,12 @@ def new_state(
 ) -> tuple:
     """An empty ledger's arrays (every GPU, CPU and GB free)."""
     cap = max(num_servers * gpus_per_server, 1)
-    count = np.zeros(7, dtype=np.int64)
+    count = np.zeros(8, dtype=np.int64)
     count[FREE_TOTAL] = num_servers * gpus_per_server
     count[UNDO] = int(undo)
     count[PLACEMENT] = placement
-    return (
+    count[FIRST_OPEN] = 0 if gpus_per_server else num_servers
+    state = (
         np.full(num_servers, gpus_per_server, dtype=np.int64),
         np.full(num_servers, float(cpus_per_server)),
         np.full(num_servers, float(mem_per_server)),
@@ -68,7 +76,102 @@ def new_state(
         np.zeros(9 * cap + 1),  # a grant saves 1 + 3 per part, a resize 3 + 2 per part
         count,
         np.zeros((2, max(num_servers, 1)), dtype=np.int64),
+        np.zeros((2, max(gpus_per_server, 1)), dtype=np.int64),
+        np.zeros((3, 2 * _leaves(num_servers))),
     )
+    rebuild_index(state)
+    return state
+
+
+def _leaves(num_servers: int) -> int:
+    """Leaves of the index: the power of two at or above the servers."""
+    p = 1
+    while p < num_servers:
+        p *= 2
+    return p
+
+
+# Rows of index.
+MAX_CPU, MAX_MEM, MIN_GPU = range(3)
+
+
+@kernel
+def rebuild_index(L):
+    """Fill the index from the free resources (every leaf, then every inner node)."""
+    index = L[13]
+    leaves = index.shape[1] // 2
+    for i in range(leaves):
+        _set_leaf(L, i)
+    for i in range(leaves - 1, 0, -1):
+        _pull(index, i)
+
+
+@kernel
+def _set_leaf(L, s):
+    free_gpu, free_cpu, free_mem, index = L[0], L[1], L[2], L[13]
+    i = index.shape[1] // 2 + s
+    if s < free_gpu.size and free_gpu[s] > 0:
+        index[MAX_CPU, i] = free_cpu[s]
+        index[MAX_MEM, i] = free_mem[s]
+        index[MIN_GPU, i] = free_gpu[s]
+    else:  # no free GPU (or no server): never chosen
+        index[MAX_CPU, i] = -np.inf
+        index[MAX_MEM, i] = -np.inf
+        index[MIN_GPU, i] = np.inf
+
+
+@kernel
+def _pull(index, i):
+    a, b = 2 * i, 2 * i + 1
+    index[MAX_CPU, i] = max(index[MAX_CPU, a], index[MAX_CPU, b])
+    index[MAX_MEM, i] = max(index[MAX_MEM, a], index[MAX_MEM, b])
+    index[MIN_GPU, i] = min(index[MIN_GPU, a], index[MIN_GPU, b])
+
+
+@kernel
+def touch(L, s):
+    """Bring the index up to date after server ``s``'s free resources changed."""
+    index = L[13]
+    _set_leaf(L, s)
+    i = (index.shape[1] // 2 + s) // 2
+    while i >= 1:
+        _pull(index, i)
+        i //= 2
+
+
+@kernel
+def next_with_room(L, start, cpu, mem, slack):
+    """The first server from ``start`` on with a free GPU, ``free_cpu + slack >= cpu`` and ``free_mem + slack >=
+    mem`` (−1: none)."""
+    index = L[13]
+    leaves = index.shape[1] // 2
+    if start >= leaves:
+        return -1
+    i = leaves + start
+    while True:
+        if index[MAX_CPU, i] + slack >= cpu and index[MAX_MEM, i] + slack >= mem:
+            if i >= leaves:
+                return i - leaves
+            i = 2 * i  # some server below may qualify: its left half first
+            continue
+        while i & 1:  # the next subtree to the right
+            i //= 2
+        if i == 0:
+            return -1
+        i += 1
+
+
+@kernel
+def fewest_free(L):
+    """The server with the fewest free GPUs but one at least (ties by index), or −1."""
+    index = L[13]
+    if index[MIN_GPU, 1] == np.inf:
+        return -1
+    leaves = index.shape[1] // 2
+    i = 1
+    while i < leaves:
+        i = 2 * i if index[MIN_GPU, 2 * i] == index[MIN_GPU, i] else 2 * i + 1
+    return i - leaves
 
 
 @kernel
@@ -84,27 +187,28 @@ def find(L, gpus, cpu, mem):
         return 0
     if count[PLACEMENT] == CONSOLIDATE:
         return _consolidate(L, gpus, cpu, mem)
-    if gpus == 1:
-        cpu_need, mem_need = cpu - EPS, mem - EPS
-        for s in range(free_gpu.size):
-            if free_gpu[s] > 0 and free_cpu[s] >= cpu_need and free_mem[s] >= mem_need:
-                found[0, 0] = s
-                found[1, 0] = 1
-                return 1
-        return 0
+    if gpus == 1:  # a free GPU where free_cpu >= cpu - EPS and free_mem >= mem - EPS
+        s = next_with_room(L, count[FIRST_OPEN], cpu - EPS, mem - EPS, 0.0)
+        if s < 0:
+            return 0
+        found[0, 0] = s
+        found[1, 0] = 1
+        return 1
+    # Several GPUs: a server offers GPUs where (free + EPS) // need >= 1 for CPUs and memory,
+    # that is free + EPS >= need.
     need = gpus
     k = 0
-    for s in range(free_gpu.size):
-        f = free_gpu[s]
-        if f > 0:
-            take = min(need, f, int((free_cpu[s] + EPS) // cpu), int((free_mem[s] + EPS) // mem))
-            if take > 0:
-                found[0, k] = s
-                found[1, k] = take
-                k += 1
-                need -= take
-                if need == 0:
-                    return k
+    s = next_with_room(L, count[FIRST_OPEN], cpu, mem, EPS)
+    while s >= 0:
+        take = min(need, free_gpu[s], int((free_cpu[s] + EPS) // cpu), int((free_mem[s] + EPS) // mem))
+        if take > 0:
+            found[0, k] = s
+            found[1, k] = take
+            k += 1
+            need -= take
+            if need == 0:
+                return k
+        s = next_with_room(L, s + 1, cpu, mem, EPS)
     return 0
 
 
@@ -140,7 +244,7 @@ def _consolidate(L, gpus, cpu, mem):
 @kernel
 def grant(L, job, nparts, cpu, mem, tput, fb_cpu, fb_mem, fb_tput):
     """Give ``job`` the GPUs of ``found[:, :nparts]`` with (cpu, mem) per GPU; returns its slot."""
-    free_gpu, free_cpu, free_mem, slot_job, slot_val, part_start, part, head, log, saved, count, found = L
+    free_gpu, free_cpu, free_mem, slot_job, slot_val, part_start, part, head, log, saved, count, found, _, _ = L
     slot = count[N_SLOTS]
     p0 = count[N_PARTS]
     if count[UNDO]:
@@ -173,6 +277,7 @@ def grant(L, job, nparts, cpu, mem, tput, fb_cpu, fb_mem, fb_tput):
         free_gpu[s] -= n
         free_cpu[s] -= n * cpu
         free_mem[s] -= n * mem
+        touch(L, s)
         p = p0 + i
         part[SERVER, p] = s
         part[GPUS, p] = n
@@ -181,6 +286,10 @@ def grant(L, job, nparts, cpu, mem, tput, fb_cpu, fb_mem, fb_tput):
         head[s] = p
         taken += n
     count[FREE_TOTAL] -= taken
+    first = count[FIRST_OPEN]
+    while first < free_gpu.size and free_gpu[first] == 0:
+        first += 1
+    count[FIRST_OPEN] = first
     part_start[slot + 1] = p0 + nparts
     count[N_PARTS] = p0 + nparts
     count[N_SLOTS] = slot + 1
@@ -216,6 +325,7 @@ def resize(L, slot, cpu, mem, tput):
         n = part[GPUS, p]
         free_cpu[s] += n * d_cpu
         free_mem[s] += n * d_mem
+        touch(L, s)
     slot_val[CPU, slot] = cpu
     slot_val[MEM, slot] = mem
     slot_val[TPUT, slot] = tput
@@ -224,7 +334,7 @@ def resize(L, slot, cpu, mem, tput):
 @kernel
 def rollback(L, mark):
     """Undo every grant and resize logged since ``mark`` (a log length), restoring the exact old values."""
-    free_gpu, free_cpu, free_mem, slot_job, slot_val, part_start, part, head, log, saved, count, found = L
+    free_gpu, free_cpu, free_mem, slot_job, slot_val, part_start, part, head, log, saved, count, found, _, _ = L
     e = count[N_LOG]
     while e > mark:
         e -= 1
@@ -240,6 +350,9 @@ def rollback(L, mark):
                 free_cpu[s] = saved[a + 1]
                 free_mem[s] = saved[a + 2]
                 head[s] = part[PREV, p]
+                touch(L, s)
+                if s < count[FIRST_OPEN]:  # it had a free GPU before the grant
+                    count[FIRST_OPEN] = s
                 a += 3
             count[N_SLOTS] = slot
             count[N_PARTS] = first
@@ -252,6 +365,7 @@ def rollback(L, mark):
                 s = part[SERVER, p]
                 free_cpu[s] = saved[a]
                 free_mem[s] = saved[a + 1]
+                touch(L, s)
                 a += 2
         count[N_SAVED] = at
     count[N_LOG] = e

@@ -41,7 +41,7 @@ mid-round pickles.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,14 +50,19 @@ from synergy_gym.sim.allocation import AllocationMechanism, JobOrder, JobPlacer,
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
 
+#: Rows of an :class:`_Admitted` record.
+JOBS, TAKEN, MARKS = tk.WALK_JOBS, tk.WALK_TAKEN, tk.WALK_MARKS
 
-@dataclass
-class _Placed:
-    """A round's admitted jobs in placement order, with the ledger mark before each."""
 
-    jobs: list[int]
-    marks: list[int]
-    taken: list[int]  # GPUs taken before each position, and after the last
+class _Admitted:
+    """A round's admitted jobs in admission order: per position the job, the GPUs taken before it (and, at
+    position ``n``, after the last) and the ledger's undo mark before its placement."""
+
+    __slots__ = ("rows", "n")
+
+    def __init__(self, capacity: int) -> None:
+        self.rows = np.zeros((3, capacity + 1), dtype=np.int64)
+        self.n = 0
 
 
 @dataclass
@@ -68,10 +73,8 @@ class _Scan:
     free: int  # GPUs not yet taken by this round's admitted jobs
     in_sync: bool  # every job admitted so far sits where last round placed it
     reuse_prefix: bool
+    admitted: _Admitted
     pos: int = 0
-    admitted: list[int] = field(default_factory=list)
-    marks: list[int] = field(default_factory=list)  # ledger mark before each admitted job's placement
-    taken: list[int] = field(default_factory=list)  # GPUs taken before each admitted job
     #: Admitted jobs are in non-increasing GPU count, so placing them one by one
     #: in admission order is exactly what Tune does; otherwise they are re-placed.
     sorted_by_gpus: bool = True
@@ -104,11 +107,13 @@ class RoundPlanner:
         self.reuse = reuse and self.placer is not None
         #: Tune's placement of a round's walk runs compiled (:func:`~synergy_gym.sim.tune_kernels.tune_walk`).
         self._compiled = isinstance(self.placer, Tune)
-        self._walked = np.zeros((3, max(ledger.cluster.total_gpus, 1)), dtype=np.int64)
         self._total_gpus = ledger.cluster.total_gpus
         if self.reuse:
             ledger.undo = True
-        self._prev: _Placed | None = None
+        # Two records: last round's (kept while this one is planned) and this round's.
+        capacity = max(ledger.cluster.total_gpus, 1)
+        self._records = (_Admitted(capacity), _Admitted(capacity))
+        self._prev: _Admitted | None = None
         self._scan: _Scan | None = None
 
     # -- whole rounds -------------------------------------------------------
@@ -157,7 +162,7 @@ class RoundPlanner:
         anything dropped is placed again, identically, if it is admitted again.
         """
         scan = self._current()
-        self._leave_sync(scan, len(scan.admitted))
+        self._leave_sync(scan, scan.admitted.n)
 
     def add(self, j: int, target_changed: bool = True) -> None:
         """Admit ``j`` now, after the jobs admitted so far, at its current target.
@@ -171,7 +176,7 @@ class RoundPlanner:
         if self.jobs.gpus_l[j] > scan.free:
             raise RuntimeError(f"job {j} needs {self.jobs.gpus_l[j]} GPUs but only {scan.free} are free")
         if target_changed:
-            self._leave_sync(scan, len(scan.admitted))
+            self._leave_sync(scan, scan.admitted.n)
         self._admit(scan, j)
 
     def finish(self) -> None:
@@ -182,9 +187,11 @@ class RoundPlanner:
     def _start(self, order: JobOrder, reuse_prefix: bool) -> _Scan:
         if self._prev is None:
             self.ledger.reset()
+        record = self._records[1] if self._prev is self._records[0] else self._records[0]
+        record.n = 0
         scan = self._scan = _Scan(
             np.asarray(order, dtype=np.int64),
-            free=self._total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix,
+            free=self._total_gpus, in_sync=self._prev is not None, reuse_prefix=reuse_prefix, admitted=record,
         )
         return scan
 
@@ -207,33 +214,29 @@ class RoundPlanner:
 
     def _walk(self, scan: _Scan) -> None:
         """Admit (and, while the admitted jobs come in Tune's order, place) jobs in one compiled call."""
-        placing = scan.sorted_by_gpus
-        pos, free, last_gpus, k, stop = tk.tune_walk(
+        record = scan.admitted
+        pos, free, last_gpus, record.n, stop = tk.tune_walk(
             self.ledger.state, self.jobs.placement_columns(), scan.order, scan.pos, scan.free, self._total_gpus,
-            scan.last_gpus, placing, self._walked,
+            scan.last_gpus, scan.sorted_by_gpus, record.rows, record.n,
         )
-        if k:
-            walked = self._walked
-            scan.admitted.extend(walked[0, :k].tolist())
-            scan.taken.extend(walked[1, :k].tolist())
-            if placing:
-                scan.marks.extend(walked[2, :k].tolist())
         scan.pos, scan.free, scan.last_gpus = int(pos), int(free), int(last_gpus)
         if stop == tk.WALK_BIGGER:  # a job with more GPUs than the one before it: it breaks Tune's order
             j = int(scan.order[scan.pos])
             scan.pos += 1
             self._admit(scan, j)
         elif stop == tk.WALK_STUCK:  # pragma: no cover - impossible by construction
-            raise AssertionError(f"tune could not place job {self.jobs.job_id[scan.admitted[-1]]} after reclaiming")
+            j = record.rows[JOBS, record.n - 1]
+            raise AssertionError(f"tune could not place job {self.jobs.job_id[j]} after reclaiming")
 
     def _finish(self, scan: _Scan) -> None:
+        record = scan.admitted
         if scan.sorted_by_gpus:
-            self._leave_sync(scan, len(scan.admitted))  # last round may have placed more jobs
-            scan.taken.append(self._total_gpus - scan.free)
-            self._prev = _Placed(scan.admitted, scan.marks, scan.taken) if self.reuse else None
+            self._leave_sync(scan, record.n)  # last round may have placed more jobs
+            record.rows[TAKEN, record.n] = self._total_gpus - scan.free
+            self._prev = record if self.reuse else None
         else:
             self.ledger.reset()
-            self._placer.place_all(self.ledger, self.jobs, scan.admitted)
+            self._placer.place_all(self.ledger, self.jobs, record.rows[JOBS, : record.n].tolist())
             self._prev = None
         self._scan = None
 
@@ -245,9 +248,12 @@ class RoundPlanner:
     def _admit(self, scan: _Scan, j: int) -> None:
         """Admit ``j`` and place it as Tune would, re-using last round's placement while in step."""
         g = self.jobs.gpus_l[j]
-        i = len(scan.admitted)
-        scan.admitted.append(j)
-        scan.taken.append(self._total_gpus - scan.free)
+        record = scan.admitted
+        rows = record.rows
+        i = record.n
+        rows[JOBS, i] = j
+        rows[TAKEN, i] = self._total_gpus - scan.free
+        record.n = i + 1
         scan.free -= g
         if i and g > scan.last_gpus and scan.sorted_by_gpus:
             scan.sorted_by_gpus = False
@@ -258,12 +264,12 @@ class RoundPlanner:
         prev = self._prev
         if scan.in_sync and prev is not None:
             # A job whose target changed was admitted with target_changed, which ended the sync.
-            if i < len(prev.jobs) and prev.jobs[i] == j:
-                scan.marks.append(prev.marks[i])  # placed exactly as last round: keep it
+            if i < prev.n and prev.rows[JOBS, i] == j:
+                rows[MARKS, i] = prev.rows[MARKS, i]  # placed exactly as last round: keep it
                 return
             self._leave_sync(scan, i)
         ledger = self.ledger
-        scan.marks.append(ledger.mark())
+        rows[MARKS, i] = ledger.mark()
         self._placer.place(ledger, self.jobs, j)
 
     def _keep_unchanged_prefix(self, scan: _Scan) -> None:
@@ -274,29 +280,26 @@ class RoundPlanner:
         prev = self._prev
         if prev is None:
             return
-        i = len(scan.admitted)
-        rest = prev.jobs[i:]
-        if not rest:
+        record = scan.admitted
+        i = record.n
+        if i >= prev.n:
             return
         pos = scan.pos
-        ahead = scan.order[pos : pos + len(rest)]
-        n = 0  # length of the common prefix
-        for a, b in zip(ahead.tolist(), rest):
-            if a != b:
-                break
-            n += 1
+        ahead = scan.order[pos : pos + prev.n - i]
+        same = ahead == prev.rows[JOBS, i : i + ahead.size]
+        n = int(same.size if same.all() else same.argmin())  # length of the common prefix
         if n == 0:
             return
-        scan.admitted.extend(rest[:n])
-        scan.marks.extend(prev.marks[i : i + n])
-        scan.taken.extend(prev.taken[i : i + n])
-        scan.free -= prev.taken[i + n] - prev.taken[i]
-        scan.last_gpus = self.jobs.gpus_l[rest[n - 1]]
+        record.rows[:, i : i + n] = prev.rows[:, i : i + n]
+        record.n = i + n
+        scan.free -= int(prev.rows[TAKEN, i + n] - prev.rows[TAKEN, i])
+        scan.last_gpus = self.jobs.gpus_l[prev.rows[JOBS, i + n - 1]]
         scan.pos += n
 
     def _leave_sync(self, scan: _Scan, i: int) -> None:
         """Drop what last round placed from admitted position ``i`` on."""
         if scan.in_sync:
-            if self._prev is not None and i < len(self._prev.marks):
-                self.ledger.rollback(self._prev.marks[i])
+            prev = self._prev
+            if prev is not None and i < prev.n:
+                self.ledger.rollback(int(prev.rows[MARKS, i]))
             scan.in_sync = False

@@ -13,10 +13,28 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_gym.sim.compiled import kernel
-from synergy_gym.sim.ledger_kernels import CPU, EPS, FB_CPU, FB_MEM, FB_TPUT, GPUS, MEM, N_LOG, PREV, SLOT, find, grant, resize
+from synergy_gym.sim.ledger_kernels import (
+    CPU,
+    EPS,
+    FB_CPU,
+    FB_MEM,
+    FB_TPUT,
+    FIRST_OPEN,
+    GPUS,
+    MEM,
+    N_LOG,
+    PREV,
+    SLOT,
+    fewest_free,
+    find,
+    grant,
+    resize,
+)
 
 #: What :func:`tune_walk` stopped at.
 WALK_DONE, WALK_BIGGER, WALK_STUCK = 0, 1, 2
+#: Rows of :func:`tune_walk`'s record of admitted jobs.
+WALK_JOBS, WALK_TAKEN, WALK_MARKS = range(3)
 
 
 @kernel
@@ -46,7 +64,7 @@ def tune_place(L, j, g, tc, tm, tt, cpu, mem, tput, cut_tput):
         # first-fit across servers): downgrade every over-provisioned job on servers with
         # free GPUs, which always leaves a fallback share per free GPU.
         free_gpu = L[0]
-        for s in range(free_gpu.size):
+        for s in range(L[10][FIRST_OPEN], free_gpu.size):
             if free_gpu[s]:
                 _downgrade_on(L, s, np.inf, np.inf)
         n = find(L, g, cpu, mem)
@@ -58,8 +76,17 @@ def tune_place(L, j, g, tc, tm, tt, cpu, mem, tput, cut_tput):
 @kernel
 def _reclaim(L, g, cpu, mem):
     """Downgrade jobs on the servers :func:`reclaim_order` picks until each holds its share of the job."""
-    free_cpu, free_mem = L[1], L[2]
-    servers, take = reclaim_order(L[0], g)
+    free_gpu, free_cpu, free_mem = L[0], L[1], L[2]
+    first_open = L[10][FIRST_OPEN]
+    if g == 1:  # the common case, without the arrays: the server with the fewest free GPUs
+        best = fewest_free(L)
+        if best >= 0:
+            need_cpu = cpu - free_cpu[best]
+            need_mem = mem - free_mem[best]
+            if need_cpu > EPS or need_mem > EPS:
+                _downgrade_on(L, best, need_cpu, need_mem)
+        return
+    servers, take = reclaim_order(free_gpu, g, first_open)
     for i in range(servers.size):
         s = servers[i]
         n = take[i]
@@ -70,21 +97,18 @@ def _reclaim(L, g, cpu, mem):
 
 
 @kernel
-def reclaim_order(free_gpu, gpus):
+def reclaim_order(free_gpu, gpus, first_open):
     """Servers on which Tune makes room for a ``gpus``-GPU job, and GPUs on each.
 
     A multi-GPU job prefers the first server with enough free GPUs; otherwise servers with the
-    fewest free GPUs are taken first (ties by index).
+    fewest free GPUs are taken first (ties by index). Servers before ``first_open`` have no free GPU.
     """
     if gpus > 1:
-        for s in range(free_gpu.size):
+        for s in range(first_open, free_gpu.size):
             if free_gpu[s] >= gpus:
                 return np.array([s], dtype=np.int64), np.array([gpus], dtype=np.int64)
     if gpus == 1:  # the common case: the server with the fewest free GPUs, without a sort
-        best = -1
-        for s in range(free_gpu.size):
-            if free_gpu[s] > 0 and (best < 0 or free_gpu[s] < free_gpu[best]):
-                best = s
+        best = _fewest_free(free_gpu, first_open)
         if best >= 0:
             return np.array([best], dtype=np.int64), np.array([1], dtype=np.int64)
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
@@ -106,6 +130,16 @@ def reclaim_order(free_gpu, gpus):
 
 
 @kernel
+def _fewest_free(free_gpu, first_open):
+    """The server with the fewest free GPUs but one at least (ties by index), or −1."""
+    best = -1
+    for s in range(first_open, free_gpu.size):
+        if free_gpu[s] > 0 and (best < 0 or free_gpu[s] < free_gpu[best]):
+            best = s
+    return best
+
+
+@kernel
 def _downgrade_on(L, server, need_cpu, need_mem):
     """Cut jobs on ``server`` back to their fallback until (need_cpu, need_mem) is freed.
 
@@ -113,27 +147,26 @@ def _downgrade_on(L, server, need_cpu, need_mem):
     CPUs per GPU, then the most memory per GPU (ties in grant order). Any excess counts, however
     small: targets from a solver carry round-off.
     """
-    slot_val, part_start, part, head = L[4], L[5], L[6], L[7]
-    # The server's grants, newest first along its chain; kept are those over their fallback.
-    k = 0
-    p = head[server]
-    while p >= 0:
-        k += 1
-        p = part[PREV, p]
-    slots = np.empty(k, dtype=np.int64)
-    gpus = np.empty(k, dtype=np.int64)
+    slot_val, part_start, part, head, scratch = L[4], L[5], L[6], L[7], L[12]
+    slots, gpus = scratch[0], scratch[1]
+    # The server's grants over their fallback, in grant order (its chain runs newest first).
     m = 0
     p = head[server]
     while p >= 0:
         slot = part[SLOT, p]
         if slot_val[CPU, slot] > slot_val[FB_CPU, slot] or slot_val[MEM, slot] > slot_val[FB_MEM, slot]:
-            slots[m] = slot
-            gpus[m] = part[GPUS, p]
             m += 1
         p = part[PREV, p]
-    # Grant order, then a stable insertion sort by (parts, -CPUs, -memory).
-    slots = slots[:m][::-1].copy()
-    gpus = gpus[:m][::-1].copy()
+    i = m
+    p = head[server]
+    while p >= 0:
+        slot = part[SLOT, p]
+        if slot_val[CPU, slot] > slot_val[FB_CPU, slot] or slot_val[MEM, slot] > slot_val[FB_MEM, slot]:
+            i -= 1
+            slots[i] = slot
+            gpus[i] = part[GPUS, p]
+        p = part[PREV, p]
+    # A stable insertion sort by (parts, -CPUs, -memory).
     for a in range(1, m):
         slot, n = slots[a], gpus[a]
         b = a
@@ -169,29 +202,29 @@ def _before(slot_val, part_start, a, b):
 
 
 @kernel
-def tune_walk(L, J, order, pos, free, total, last_gpus, place, out):
+def tune_walk(L, J, order, pos, free, total, last_gpus, place, out, k):
     """Admit the jobs of ``order`` from ``pos`` whose GPUs fit in ``free`` (backfilling), placing each at once when
     ``place`` (they then come in non-increasing GPU count, which is Tune's order).
 
-    Writes per admitted job its index, the GPUs taken before it and the ledger's undo mark before its
-    placement to ``out[0..2, k]``. Returns (pos, free, last_gpus, k, what it stopped at): the order's
-    end or no free GPU (:data:`WALK_DONE`), a job with more GPUs than the one before it while placing
-    (:data:`WALK_BIGGER`, not admitted: ``pos`` is at it) or a job that found no room (:data:`WALK_STUCK`,
-    admitted, ``out[0, k - 1]``).
+    Writes per admitted job, from position ``k`` of ``out`` on, its index (row :data:`WALK_JOBS`), the
+    GPUs taken before it (:data:`WALK_TAKEN`) and the ledger's undo mark before its placement
+    (:data:`WALK_MARKS`). Returns (pos, free, last_gpus, k, what it stopped at): the order's end or no
+    free GPU (:data:`WALK_DONE`), a job with more GPUs than the one before it while placing
+    (:data:`WALK_BIGGER`, not admitted: ``pos`` is at it) or a job that found no room
+    (:data:`WALK_STUCK`, admitted last).
     """
     gpus, tc, tm, tt, fc, fm, ft, cut = J
     count = L[10]
     n = order.size
-    k = 0
     while pos < n and free > 0:
         j = order[pos]
         g = gpus[j]
         if g <= free:
             if place and g > last_gpus:
                 return pos, free, last_gpus, k, WALK_BIGGER
-            out[0, k] = j
-            out[1, k] = total - free
-            out[2, k] = count[N_LOG]
+            out[WALK_JOBS, k] = j
+            out[WALK_TAKEN, k] = total - free
+            out[WALK_MARKS, k] = count[N_LOG]
             k += 1
             free -= g
             last_gpus = g
@@ -199,7 +232,6 @@ def tune_walk(L, J, order, pos, free, total, last_gpus, place, out):
                 return pos + 1, free, last_gpus, k, WALK_STUCK
         pos += 1
     return pos, free, last_gpus, k, WALK_DONE
-
 
 
 @kernel
