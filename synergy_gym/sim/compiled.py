@@ -6,10 +6,13 @@ then too, not when the kernels' module is (:class:`LazyKernel`): a process that 
 (``synergy-gym --help``, ``import synergy_gym``) pays for neither. The cache never goes inside the
 installed package (an installed tree stays exactly as pip wrote it):
 
-* ``NUMBA_CACHE_DIR`` set: numba's own setting is used;
+* ``NUMBA_CACHE_DIR`` set: numba's own setting is used, with numba's checks only (after a change
+  of the kernels' code, empty that folder);
 * otherwise ``SYNERGY_GYM_CACHE_DIR`` if set, else the per-user cache folder
   (``platformdirs.user_cache_dir("synergy-gym")``, e.g. ``~/.cache/synergy-gym`` on Linux), in
-  its ``numba`` sub-folder; ``SYNERGY_GYM_CACHE_DIR=""`` turns caching off;
+  its ``numba`` sub-folder, under a hash of the kernels' modules (:func:`kernel_sources_digest`:
+  numba would keep a kernel compiled with an older version of a kernel it calls from another
+  file); ``SYNERGY_GYM_CACHE_DIR=""`` turns caching off;
 * a folder that cannot be created or written turns caching off too (each process then compiles).
 
 Without numba installed, the kernels stay the functions as written: they run as plain Python
@@ -24,6 +27,7 @@ placeholder for the module instead, and takes it away again at once (:func:`_bla
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import types
@@ -37,10 +41,42 @@ CACHE_ENV = "SYNERGY_GYM_CACHE_DIR"
 
 
 def cache_dir() -> Path | None:
-    """The folder compiled kernels are cached in (None: not cached, or numba's ``NUMBA_CACHE_DIR``)."""
+    """The folder compiled kernels are cached in (None: not cached, or numba's ``NUMBA_CACHE_DIR``).
+
+    It is a sub-folder of the project's ``numba`` cache named by :func:`kernel_sources_digest`:
+    numba checks a cached kernel against its own file only, not against the kernels of other
+    files compiled into it (a Tune placement kernel holds the ledger's), so code that changes
+    anywhere among the kernels' modules gets a fresh folder.
+    """
     if os.environ.get("NUMBA_CACHE_DIR"):
         return None
-    return project_cache_folder("numba")
+    folder = project_cache_folder("numba")
+    if folder is None:
+        return None
+    folder = folder / kernel_sources_digest()
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK | os.X_OK) else None
+
+
+#: The packages whose modules define kernels (their ``*.py`` files make the cache's digest).
+KERNEL_PACKAGES = ("sim", "env")
+
+
+@functools.cache  # the same for the life of the process: read once
+def kernel_sources_digest() -> str:
+    """A short hash of the source of every module of :data:`KERNEL_PACKAGES` (its content, not its time)."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha1()
+    for package in KERNEL_PACKAGES:
+        for path in sorted((root / package).glob("*.py")):
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def project_cache_folder(name: str) -> Path | None:

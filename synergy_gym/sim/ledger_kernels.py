@@ -77,7 +77,7 @@ def new_state(
         count,
         np.zeros((2, max(num_servers, 1)), dtype=np.int64),
         np.zeros((2, max(gpus_per_server, 1)), dtype=np.int64),
-        np.zeros((3, 2 * _leaves(num_servers))),
+        np.zeros((2 * _leaves(num_servers), 3)),
     )
     rebuild_index(state)
     return state
@@ -99,7 +99,7 @@ MAX_CPU, MAX_MEM, MIN_GPU = range(3)
 def rebuild_index(L):
     """Fill the index from the free resources (every leaf, then every inner node)."""
     index = L[13]
-    leaves = index.shape[1] // 2
+    leaves = index.shape[0] // 2
     for i in range(leaves):
         _set_leaf(L, i)
     for i in range(leaves - 1, 0, -1):
@@ -109,23 +109,23 @@ def rebuild_index(L):
 @kernel
 def _set_leaf(L, s):
     free_gpu, free_cpu, free_mem, index = L[0], L[1], L[2], L[13]
-    i = index.shape[1] // 2 + s
+    i = index.shape[0] // 2 + s
     if s < free_gpu.size and free_gpu[s] > 0:
-        index[MAX_CPU, i] = free_cpu[s]
-        index[MAX_MEM, i] = free_mem[s]
-        index[MIN_GPU, i] = free_gpu[s]
+        index[i, MAX_CPU] = free_cpu[s]
+        index[i, MAX_MEM] = free_mem[s]
+        index[i, MIN_GPU] = free_gpu[s]
     else:  # no free GPU (or no server): never chosen
-        index[MAX_CPU, i] = -np.inf
-        index[MAX_MEM, i] = -np.inf
-        index[MIN_GPU, i] = np.inf
+        index[i, MAX_CPU] = -np.inf
+        index[i, MAX_MEM] = -np.inf
+        index[i, MIN_GPU] = np.inf
 
 
 @kernel
 def _pull(index, i):
     a, b = 2 * i, 2 * i + 1
-    index[MAX_CPU, i] = max(index[MAX_CPU, a], index[MAX_CPU, b])
-    index[MAX_MEM, i] = max(index[MAX_MEM, a], index[MAX_MEM, b])
-    index[MIN_GPU, i] = min(index[MIN_GPU, a], index[MIN_GPU, b])
+    index[i, MAX_CPU] = max(index[a, MAX_CPU], index[b, MAX_CPU])
+    index[i, MAX_MEM] = max(index[a, MAX_MEM], index[b, MAX_MEM])
+    index[i, MIN_GPU] = min(index[a, MIN_GPU], index[b, MIN_GPU])
 
 
 @kernel
@@ -133,9 +133,12 @@ def touch(L, s):
     """Bring the index up to date after server ``s``'s free resources changed."""
     index = L[13]
     _set_leaf(L, s)
-    i = (index.shape[1] // 2 + s) // 2
+    i = (index.shape[0] // 2 + s) // 2
     while i >= 1:
+        cpu, mem, gpu = index[i, MAX_CPU], index[i, MAX_MEM], index[i, MIN_GPU]
         _pull(index, i)
+        if index[i, MAX_CPU] == cpu and index[i, MAX_MEM] == mem and index[i, MIN_GPU] == gpu:
+            return  # nothing above it changes either
         i //= 2
 
 
@@ -144,12 +147,12 @@ def next_with_room(L, start, cpu, mem, slack):
     """The first server from ``start`` on with a free GPU, ``free_cpu + slack >= cpu`` and ``free_mem + slack >=
     mem`` (−1: none)."""
     index = L[13]
-    leaves = index.shape[1] // 2
+    leaves = index.shape[0] // 2
     if start >= leaves:
         return -1
     i = leaves + start
     while True:
-        if index[MAX_CPU, i] + slack >= cpu and index[MAX_MEM, i] + slack >= mem:
+        if index[i, MAX_CPU] + slack >= cpu and index[i, MAX_MEM] + slack >= mem:
             if i >= leaves:
                 return i - leaves
             i = 2 * i  # some server below may qualify: its left half first
@@ -165,12 +168,12 @@ def next_with_room(L, start, cpu, mem, slack):
 def fewest_free(L):
     """The server with the fewest free GPUs but one at least (ties by index), or −1."""
     index = L[13]
-    if index[MIN_GPU, 1] == np.inf:
+    if index[1, MIN_GPU] == np.inf:
         return -1
-    leaves = index.shape[1] // 2
+    leaves = index.shape[0] // 2
     i = 1
     while i < leaves:
-        i = 2 * i if index[MIN_GPU, 2 * i] == index[MIN_GPU, i] else 2 * i + 1
+        i = 2 * i if index[2 * i, MIN_GPU] == index[i, MIN_GPU] else 2 * i + 1
     return i - leaves
 
 
