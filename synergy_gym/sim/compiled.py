@@ -66,11 +66,12 @@ KERNEL_PACKAGES = ("sim", "env")
 
 
 @functools.cache  # the same for the life of the process: read once
-def kernel_sources_digest() -> str:
-    """A short hash of the source of every module of :data:`KERNEL_PACKAGES` (its content, not its time)."""
+def kernel_sources_digest(root: Path | None = None) -> str:
+    """A short hash of the source of every module of :data:`KERNEL_PACKAGES` under ``root`` (the installed
+    ``synergy_gym`` by default): their content, not their times."""
     import hashlib
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[1] if root is None else root
     digest = hashlib.sha1()
     for package in KERNEL_PACKAGES:
         for path in sorted((root / package).glob("*.py")):
@@ -103,12 +104,16 @@ def project_cache_folder(name: str) -> Path | None:
     return folder if os.access(folder, os.W_OK | os.X_OK) else None
 
 
-def kernel(function: Callable[..., Any]) -> Any:
+def kernel(function: Callable[..., Any] | None = None, *, inline: bool = False) -> Any:
     """``function`` compiled by numba on first call (a numba dispatcher), cached as :func:`cache_dir` says.
 
     Until its first use the kernel is a :class:`LazyKernel`, and numba is not imported.
+    ``@kernel(inline=True)`` marks a small helper that numba copies into the kernels calling it
+    (``inline="always"``) rather than calling it: a call passes the ledger's tuple of arrays by value.
     """
-    return LazyKernel(function)
+    if function is None:
+        return lambda f: LazyKernel(f, inline)
+    return LazyKernel(function, inline)
 
 
 class LazyKernel:
@@ -120,10 +125,11 @@ class LazyKernel:
     dispatcher from then on, with nothing in between). A reference taken before that forwards to it.
     """
 
-    __slots__ = ("function", "dispatcher")
+    __slots__ = ("function", "inline", "dispatcher")
 
-    def __init__(self, function: Callable[..., Any]) -> None:
+    def __init__(self, function: Callable[..., Any], inline: bool = False) -> None:
         self.function = function
+        self.inline = inline
         self.dispatcher: Any = None
 
     def compiled(self) -> Any:
@@ -133,10 +139,10 @@ class LazyKernel:
             for name, value in list(namespace.items()):
                 if isinstance(value, LazyKernel):
                     if value.dispatcher is None:
-                        value.dispatcher = _dispatcher(value.function)
+                        value.dispatcher = _dispatcher(value.function, value.inline)
                     namespace[name] = value.dispatcher
             if self.dispatcher is None:  # not a global of its module
-                self.dispatcher = _dispatcher(self.function)
+                self.dispatcher = _dispatcher(self.function, self.inline)
         return self.dispatcher
 
     def __call__(self, *args: Any) -> Any:
@@ -151,18 +157,19 @@ class LazyKernel:
         return f"<kernel {self.function.__qualname__}, not compiled yet>"
 
 
-def _dispatcher(function: Callable[..., Any]) -> Any:
+def _dispatcher(function: Callable[..., Any], inline: bool = False) -> Any:
     """``function`` compiled by numba on first call, cached as :func:`cache_dir` says (unchanged without numba)."""
     numba = _import_numba()
     if numba is None:  # pragma: no cover - numba is a dependency; a test runs this path in a subprocess
         return function
+    options: dict[str, Any] = {"inline": "always"} if inline else {}
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return numba.njit(cache=True)(function)
+        return numba.njit(cache=True, **options)(function)
     folder = cache_dir()
     if folder is None:
-        return numba.njit(cache=False)(function)
+        return numba.njit(cache=False, **options)(function)
     with _numba_cache_dir(folder):  # numba fixes a function's cache path when it is decorated
-        return numba.njit(cache=True)(function)
+        return numba.njit(cache=True, **options)(function)
 
 
 def _import_numba() -> Any:

@@ -98,17 +98,16 @@ MAX_CPU, MAX_MEM, MIN_GPU = range(3)
 @kernel
 def rebuild_index(L):
     """Fill the index from the free resources (every leaf, then every inner node)."""
-    index = L[13]
+    free_gpu, free_cpu, free_mem, index = L[0], L[1], L[2], L[13]
     leaves = index.shape[0] // 2
     for i in range(leaves):
-        _set_leaf(L, i)
+        _set_leaf(free_gpu, free_cpu, free_mem, index, i)
     for i in range(leaves - 1, 0, -1):
         _pull(index, i)
 
 
-@kernel
-def _set_leaf(L, s):
-    free_gpu, free_cpu, free_mem, index = L[0], L[1], L[2], L[13]
+@kernel(inline=True)
+def _set_leaf(free_gpu, free_cpu, free_mem, index, s):
     i = index.shape[0] // 2 + s
     if s < free_gpu.size and free_gpu[s] > 0:
         index[i, MAX_CPU] = free_cpu[s]
@@ -120,7 +119,7 @@ def _set_leaf(L, s):
         index[i, MIN_GPU] = np.inf
 
 
-@kernel
+@kernel(inline=True)
 def _pull(index, i):
     a, b = 2 * i, 2 * i + 1
     index[i, MAX_CPU] = max(index[a, MAX_CPU], index[b, MAX_CPU])
@@ -128,11 +127,10 @@ def _pull(index, i):
     index[i, MIN_GPU] = min(index[a, MIN_GPU], index[b, MIN_GPU])
 
 
-@kernel
-def touch(L, s):
+@kernel(inline=True)
+def touch(free_gpu, free_cpu, free_mem, index, s):
     """Bring the index up to date after server ``s``'s free resources changed."""
-    index = L[13]
-    _set_leaf(L, s)
+    _set_leaf(free_gpu, free_cpu, free_mem, index, s)
     i = (index.shape[0] // 2 + s) // 2
     while i >= 1:
         cpu, mem, gpu = index[i, MAX_CPU], index[i, MAX_MEM], index[i, MIN_GPU]
@@ -142,11 +140,10 @@ def touch(L, s):
         i //= 2
 
 
-@kernel
-def next_with_room(L, start, cpu, mem, slack):
+@kernel(inline=True)
+def next_with_room(index, start, cpu, mem, slack):
     """The first server from ``start`` on with a free GPU, ``free_cpu + slack >= cpu`` and ``free_mem + slack >=
-    mem`` (−1: none)."""
-    index = L[13]
+    mem`` (−1: none), found in the ledger's ``index``."""
     leaves = index.shape[0] // 2
     if start >= leaves:
         return -1
@@ -165,9 +162,8 @@ def next_with_room(L, start, cpu, mem, slack):
 
 
 @kernel
-def fewest_free(L):
-    """The server with the fewest free GPUs but one at least (ties by index), or −1."""
-    index = L[13]
+def fewest_free(index):
+    """The server with the fewest free GPUs but one at least (ties by index), or −1, found in the ledger's ``index``."""
     if index[1, MIN_GPU] == np.inf:
         return -1
     leaves = index.shape[0] // 2
@@ -184,14 +180,18 @@ def find(L, gpus, cpu, mem):
     First fit takes GPUs from servers in index order, as many as each holds; consolidate takes the
     single server with the fewest free GPUs that holds the job whole, or else as few servers as possible.
     """
-    free_gpu, free_cpu, free_mem = L[0], L[1], L[2]
-    count, found = L[10], L[11]
+    return find_room(L[0], L[1], L[2], L[10], L[11], L[13], gpus, cpu, mem)
+
+
+@kernel
+def find_room(free_gpu, free_cpu, free_mem, count, found, index, gpus, cpu, mem):
+    """:func:`find` on the ledger arrays it reads (a call with fewer arguments than the whole ledger)."""
     if gpus > count[FREE_TOTAL]:
         return 0
     if count[PLACEMENT] == CONSOLIDATE:
-        return _consolidate(L, gpus, cpu, mem)
+        return _consolidate(free_gpu, free_cpu, free_mem, found, gpus, cpu, mem)
     if gpus == 1:  # a free GPU where free_cpu >= cpu - EPS and free_mem >= mem - EPS
-        s = next_with_room(L, count[FIRST_OPEN], cpu - EPS, mem - EPS, 0.0)
+        s = next_with_room(index, count[FIRST_OPEN], cpu - EPS, mem - EPS, 0.0)
         if s < 0:
             return 0
         found[0, 0] = s
@@ -201,7 +201,7 @@ def find(L, gpus, cpu, mem):
     # that is free + EPS >= need.
     need = gpus
     k = 0
-    s = next_with_room(L, count[FIRST_OPEN], cpu, mem, EPS)
+    s = next_with_room(index, count[FIRST_OPEN], cpu, mem, EPS)
     while s >= 0:
         take = min(need, free_gpu[s], int((free_cpu[s] + EPS) // cpu), int((free_mem[s] + EPS) // mem))
         if take > 0:
@@ -211,13 +211,12 @@ def find(L, gpus, cpu, mem):
             need -= take
             if need == 0:
                 return k
-        s = next_with_room(L, s + 1, cpu, mem, EPS)
+        s = next_with_room(index, s + 1, cpu, mem, EPS)
     return 0
 
 
 @kernel
-def _consolidate(L, gpus, cpu, mem):
-    free_gpu, free_cpu, free_mem, found = L[0], L[1], L[2], L[11]
+def _consolidate(free_gpu, free_cpu, free_mem, found, gpus, cpu, mem):
     n = free_gpu.size
     room = np.empty(n, dtype=np.int64)
     best = -1
@@ -244,10 +243,10 @@ def _consolidate(L, gpus, cpu, mem):
     return 0
 
 
-@kernel
+@kernel(inline=True)
 def grant(L, job, nparts, cpu, mem, tput, fb_cpu, fb_mem, fb_tput):
     """Give ``job`` the GPUs of ``found[:, :nparts]`` with (cpu, mem) per GPU; returns its slot."""
-    free_gpu, free_cpu, free_mem, slot_job, slot_val, part_start, part, head, log, saved, count, found, _, _ = L
+    free_gpu, free_cpu, free_mem, slot_job, slot_val, part_start, part, head, log, saved, count, found, _, index = L
     slot = count[N_SLOTS]
     p0 = count[N_PARTS]
     if count[UNDO]:
@@ -280,7 +279,7 @@ def grant(L, job, nparts, cpu, mem, tput, fb_cpu, fb_mem, fb_tput):
         free_gpu[s] -= n
         free_cpu[s] -= n * cpu
         free_mem[s] -= n * mem
-        touch(L, s)
+        touch(free_gpu, free_cpu, free_mem, index, s)
         p = p0 + i
         part[SERVER, p] = s
         part[GPUS, p] = n
@@ -299,10 +298,12 @@ def grant(L, job, nparts, cpu, mem, tput, fb_cpu, fb_mem, fb_tput):
     return slot
 
 
-@kernel
+@kernel(inline=True)
 def resize(L, slot, cpu, mem, tput):
     """Change a grant's per-GPU CPUs and memory on every server it spans."""
-    free_cpu, free_mem, slot_val, part_start, part, log, saved, count = L[1], L[2], L[4], L[5], L[6], L[8], L[9], L[10]
+    free_gpu, free_cpu, free_mem, slot_val, part_start, part, log, saved, count, index = (
+        L[0], L[1], L[2], L[4], L[5], L[6], L[8], L[9], L[10], L[13]
+    )
     first, end = part_start[slot], part_start[slot + 1]
     if count[UNDO]:
         e = count[N_LOG]
@@ -328,7 +329,7 @@ def resize(L, slot, cpu, mem, tput):
         n = part[GPUS, p]
         free_cpu[s] += n * d_cpu
         free_mem[s] += n * d_mem
-        touch(L, s)
+        touch(free_gpu, free_cpu, free_mem, index, s)
     slot_val[CPU, slot] = cpu
     slot_val[MEM, slot] = mem
     slot_val[TPUT, slot] = tput
@@ -337,8 +338,15 @@ def resize(L, slot, cpu, mem, tput):
 @kernel
 def rollback(L, mark):
     """Undo every grant and resize logged since ``mark`` (a log length), restoring the exact old values."""
-    free_gpu, free_cpu, free_mem, slot_job, slot_val, part_start, part, head, log, saved, count, found, _, _ = L
+    free_gpu, free_cpu, free_mem, slot_job, slot_val, part_start, part, head, log, saved, count, found, _, index = L
     e = count[N_LOG]
+    # Many entries (a large cluster re-placing a long tail): the index is rebuilt once at the end
+    # rather than brought up to date entry by entry.
+    leaves = index.shape[0] // 2
+    depth = 1
+    while (1 << depth) < leaves:
+        depth += 1
+    bulk = (e - mark) * depth > leaves
     while e > mark:
         e -= 1
         slot = log[LOG_SLOT, e]
@@ -353,7 +361,8 @@ def rollback(L, mark):
                 free_cpu[s] = saved[a + 1]
                 free_mem[s] = saved[a + 2]
                 head[s] = part[PREV, p]
-                touch(L, s)
+                if not bulk:
+                    touch(free_gpu, free_cpu, free_mem, index, s)
                 if s < count[FIRST_OPEN]:  # it had a free GPU before the grant
                     count[FIRST_OPEN] = s
                 a += 3
@@ -368,10 +377,13 @@ def rollback(L, mark):
                 s = part[SERVER, p]
                 free_cpu[s] = saved[a]
                 free_mem[s] = saved[a + 1]
-                touch(L, s)
+                if not bulk:
+                    touch(free_gpu, free_cpu, free_mem, index, s)
                 a += 2
         count[N_SAVED] = at
     count[N_LOG] = e
+    if bulk:
+        rebuild_index(L)
 
 
 @kernel

@@ -284,13 +284,9 @@ class RoundPlanner:
         i = record.n
         if i >= prev.n:
             return
-        pos = scan.pos
-        ahead = scan.order[pos : pos + prev.n - i]
-        same = ahead == prev.rows[JOBS, i : i + ahead.size]
-        n = int(same.size if same.all() else same.argmin())  # length of the common prefix
+        n = int(tk.keep_prefix(scan.order, scan.pos, prev.rows, prev.n, record.rows, i))
         if n == 0:
             return
-        record.rows[:, i : i + n] = prev.rows[:, i : i + n]
         record.n = i + n
         scan.free -= int(prev.rows[TAKEN, i + n] - prev.rows[TAKEN, i])
         scan.last_gpus = self.jobs.gpus_l[prev.rows[JOBS, i + n - 1]]

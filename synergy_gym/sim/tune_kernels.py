@@ -26,7 +26,7 @@ from synergy_gym.sim.ledger_kernels import (
     PREV,
     SLOT,
     fewest_free,
-    find,
+    find_room,
     grant,
     resize,
 )
@@ -46,28 +46,28 @@ def tune_place(L, j, g, tc, tm, tt, cpu, mem, tput, cut_tput):
     ``cut_tput``: the throughput at the target capped by the fallback, what a job granted its target
     may be cut back to when its fallback asks for more of something than its target.
     """
+    free_gpu, free_cpu, free_mem, count, found, index = L[0], L[1], L[2], L[10], L[11], L[13]
     fb_cpu, fb_mem, fb_tput = cpu, mem, tput
+    n = 0
     if tt >= tput:
-        n = find(L, g, tc, tm)
+        n = find_room(free_gpu, free_cpu, free_mem, count, found, index, g, tc, tm)
         if n:
             if cpu > tc or mem > tm:  # never cut a grant back to more of anything than it holds
                 fb_cpu, fb_mem, fb_tput = min(cpu, tc), min(mem, tm), cut_tput
-            return grant(L, j, n, tc, tm, tt, fb_cpu, fb_mem, fb_tput)
-    if cpu != tc or mem != tm or tt < tput:
-        n = find(L, g, cpu, mem)
-        if n:
-            return grant(L, j, n, cpu, mem, tput, fb_cpu, fb_mem, fb_tput)
-    _reclaim(L, g, cpu, mem)
-    n = find(L, g, cpu, mem)
+            cpu, mem, tput = tc, tm, tt  # granted: the target
+    if n == 0 and (cpu != tc or mem != tm or tt < tput):
+        n = find_room(free_gpu, free_cpu, free_mem, count, found, index, g, cpu, mem)
+    if n == 0:
+        _reclaim(L, g, cpu, mem)
+        n = find_room(free_gpu, free_cpu, free_mem, count, found, index, g, cpu, mem)
     if n == 0:
         # The reference's choice of servers could not make room (a multi-GPU job placed
         # first-fit across servers): downgrade every over-provisioned job on servers with
         # free GPUs, which always leaves a fallback share per free GPU.
-        free_gpu = L[0]
-        for s in range(L[10][FIRST_OPEN], free_gpu.size):
+        for s in range(count[FIRST_OPEN], free_gpu.size):
             if free_gpu[s]:
                 _downgrade_on(L, s, np.inf, np.inf)
-        n = find(L, g, cpu, mem)
+        n = find_room(free_gpu, free_cpu, free_mem, count, found, index, g, cpu, mem)
         if n == 0:
             return -1
     return grant(L, j, n, cpu, mem, tput, fb_cpu, fb_mem, fb_tput)
@@ -79,7 +79,7 @@ def _reclaim(L, g, cpu, mem):
     free_gpu, free_cpu, free_mem = L[0], L[1], L[2]
     first_open = L[10][FIRST_OPEN]
     if g == 1:  # the common case, without the arrays: the server with the fewest free GPUs
-        best = fewest_free(L)
+        best = fewest_free(L[13])
         if best >= 0:
             need_cpu = cpu - free_cpu[best]
             need_mem = mem - free_mem[best]
@@ -232,6 +232,17 @@ def tune_walk(L, J, order, pos, free, total, last_gpus, place, out, k):
                 return pos + 1, free, last_gpus, k, WALK_STUCK
         pos += 1
     return pos, free, last_gpus, k, WALK_DONE
+
+
+@kernel
+def keep_prefix(order, pos, prev, prev_n, rows, i):
+    """Copy to ``rows`` the records of last round's admitted jobs from position ``i`` on (``prev``, ``prev_n`` of
+    them) for as long as ``order`` from ``pos`` lists the same jobs; returns how many were copied."""
+    n = 0
+    while i + n < prev_n and pos + n < order.size and order[pos + n] == prev[WALK_JOBS, i + n]:
+        n += 1
+    rows[:, i : i + n] = prev[:, i : i + n]
+    return n
 
 
 @kernel

@@ -1,0 +1,128 @@
+"""The compiled ledger against a plain reading of its rules, on random grant, resize and rollback sequences."""
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from synergy_gym import ClusterSpec
+from synergy_gym.sim import ledger_kernels as lk
+from synergy_gym.sim.compiled import kernel_sources_digest
+from synergy_gym.sim.ledger import ClusterLedger
+
+EPS = lk.EPS
+
+
+def first_fit(ledger: ClusterLedger, gpus: int, cpu: float, mem: float):
+    """First fit as the module docstring states it, by a scan of every server in index order."""
+    fg, fc, fm = ledger.free_gpu.tolist(), ledger.free_cpu.tolist(), ledger.free_mem.tolist()
+    if gpus > sum(fg):
+        return None
+    if gpus == 1:
+        for s in range(len(fg)):
+            if fg[s] > 0 and fc[s] >= cpu - EPS and fm[s] >= mem - EPS:
+                return [(s, 1)]
+        return None
+    parts, need = [], gpus
+    for s in range(len(fg)):
+        k = min(need, fg[s], int((fc[s] + EPS) // cpu), int((fm[s] + EPS) // mem)) if fg[s] > 0 else 0
+        if k > 0:
+            parts.append((s, k))
+            need -= k
+            if need == 0:
+                return parts
+    return None
+
+
+def snapshot(ledger: ClusterLedger):
+    return (
+        ledger.free_gpu.tolist(), ledger.free_cpu.tolist(), ledger.free_mem.tolist(), ledger.jobs.tolist(),
+        ledger.cpu.tolist(), ledger.mem.tolist(), ledger.tput.tolist(), ledger.parts, ledger.fallback,
+        ledger.free_gpus_total,
+    )
+
+
+def index_is_current(ledger: ClusterLedger) -> bool:
+    index = ledger.state[13].copy()
+    lk.rebuild_index(ledger.state)
+    return bool(np.array_equal(index, ledger.state[13]))
+
+
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["grant", "grant", "grant", "resize", "mark", "rollback"]),
+        st.integers(1, 6),  # GPUs
+        st.sampled_from([0.5, 1.0, 2.5, 3.0, 4.0, 6.0, 9.0]),  # CPUs per GPU
+        st.sampled_from([10.0, 31.25, 62.5, 100.0, 125.0]),  # GB per GPU
+        st.integers(0, 10**6),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(servers=st.integers(1, 19), gpus_per_server=st.sampled_from([1, 2, 4, 8]), ops=ops)
+def test_the_ledger_finds_what_a_scan_finds_and_rolls_back_exactly(servers, gpus_per_server, ops):
+    cluster = ClusterSpec(
+        num_servers=servers, gpus_per_server=gpus_per_server, cpus_per_server=3.0 * gpus_per_server,
+        mem_gb_per_server=62.5 * gpus_per_server,
+    )
+    ledger = ClusterLedger(cluster, undo=True)
+    marks: list[tuple[int, tuple]] = []
+    for kind, gpus, cpu, mem, pick in ops:
+        if kind == "grant":
+            parts = ledger.find(gpus, cpu, mem)
+            assert parts == first_fit(ledger, gpus, cpu, mem)
+            if parts is not None:
+                ledger.grant(pick, parts, cpu, mem, 1.0, (min(cpu, 3.0), min(mem, 62.5), 1.0))
+        elif kind == "resize" and ledger.n_slots:
+            slot = pick % ledger.n_slots
+            fb_cpu, fb_mem, fb_tput = ledger.fallback[slot]
+            ledger.resize(slot, fb_cpu, fb_mem, fb_tput)
+        elif kind == "mark":
+            marks.append((ledger.mark(), snapshot(ledger)))
+        elif kind == "rollback" and marks:
+            mark, before = marks.pop(pick % len(marks))
+            del marks[pick % (len(marks) + 1):]  # later marks are gone with what they marked
+            ledger.rollback(mark)
+            assert snapshot(ledger) == before  # the old values themselves, not recomputed ones
+        ledger.check_capacity()
+        assert index_is_current(ledger)
+        assert ledger.free_gpus_total == int(ledger.free_gpu.sum())
+    on_server = ledger.slot_on_server
+    for slot, parts in enumerate(ledger.parts):
+        for s, n in parts:
+            assert slot in on_server[s] and ledger.gpus_of(slot, s) == n
+
+
+def test_a_long_rollback_rebuilds_the_index_once_and_leaves_it_current():
+    cluster = ClusterSpec(num_servers=64, gpus_per_server=8)
+    ledger = ClusterLedger(cluster, undo=True)
+    before = snapshot(ledger)
+    while (parts := ledger.find(1, 3.0, 62.5)) is not None:  # fill the cluster, a GPU at a time
+        ledger.grant(ledger.n_slots, parts, 3.0, 62.5, 1.0)
+    assert ledger.free_gpus_total == 0 and ledger.n_slots == 512
+    ledger.rollback(0)
+    assert snapshot(ledger) == before and index_is_current(ledger)
+
+
+def test_consolidate_fills_the_fullest_server_that_holds_the_job():
+    cluster = ClusterSpec(num_servers=3, gpus_per_server=4, cpus_per_server=12, mem_gb_per_server=250)
+    ledger = ClusterLedger(cluster, "consolidate")
+    ledger.grant(0, [(1, 3)], 3.0, 62.5, 1.0)
+    assert ledger.find(1, 3.0, 62.5) == [(1, 1)]  # server 1 has one free GPU left
+    assert ledger.find(6, 3.0, 62.5) == [(0, 4), (2, 2)]  # most room first
+    assert ledger.find(10, 3.0, 62.5) is None and not math.isnan(ledger.free_cpu.sum())
+
+
+def test_the_kernel_cache_folder_follows_the_kernels_source(tmp_path):
+    root = tmp_path / "copy"
+    for package in ("sim", "env"):
+        (root / package).mkdir(parents=True)
+        (root / package / "kernels.py").write_text("x = 1\n")
+    same = kernel_sources_digest.__wrapped__(root)
+    assert kernel_sources_digest.__wrapped__(root) == same
+    (root / "env" / "kernels.py").write_text("x = 2\n")  # a kernel another module's kernels call, changed
+    assert kernel_sources_digest.__wrapped__(root) != same
+    assert len(kernel_sources_digest()) == 16
