@@ -19,7 +19,8 @@ recorded before them).
 
 Compiled code is cached on disk in a per-user folder, never inside the installed
 package (:mod:`synergy_gym.sim.compiled`), so only the first process on a machine
-pays the compilation (about 2 s; loading takes about 0.25 s).
+pays the compilation (about 15 s for the simulator's kernels, ledger and placement included;
+loading takes about 0.35 s).
 """
 
 from __future__ import annotations

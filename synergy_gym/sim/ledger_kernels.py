@@ -16,11 +16,9 @@ in place:
   servers before it are full), and the settings (undo on, placement);
 * ``found``: where :func:`find` writes the servers it found and the GPUs on each;
 * ``scratch``: room for one server's grants (Tune's downgrade sorts them there);
-* ``index``: a tournament tree over the servers with a free GPU – the most free CPUs and memory
-  and the fewest free GPUs in each subtree – so that the first server with room, or the one with
-  the fewest free GPUs, is found by descending it rather than by a scan of every server (a large
-  cluster's rounds). Its pruning only skips subtrees where no server can qualify, so what is found
-  is exactly what the scan found.
+* ``index``: the servers with a free GPU as a tree (:mod:`synergy_gym.sim.server_index`), so that
+  the first server with room, or the one with the fewest free GPUs, is found without a scan of
+  every server.
 
 Every grant takes at least one GPU and every part at least one, so a round never has more slots or
 parts than the cluster has GPUs: the arrays are sized once. Arithmetic is the plain Python's it
@@ -32,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_gym.sim.compiled import kernel
+from synergy_gym.sim.server_index import new_index, next_with_room, rebuild, touch
 
 #: Names of the ledger's arrays, in the order of the state tuple.
 LEDGER_FIELDS = (
@@ -77,100 +76,16 @@ def new_state(
         count,
         np.zeros((2, max(num_servers, 1)), dtype=np.int64),
         np.zeros((2, max(gpus_per_server, 1)), dtype=np.int64),
-        np.zeros((2 * _leaves(num_servers), 3)),
+        new_index(num_servers),
     )
     rebuild_index(state)
     return state
 
 
-def _leaves(num_servers: int) -> int:
-    """Leaves of the index: the power of two at or above the servers."""
-    p = 1
-    while p < num_servers:
-        p *= 2
-    return p
-
-
-# Rows of index.
-MAX_CPU, MAX_MEM, MIN_GPU = range(3)
-
-
 @kernel
 def rebuild_index(L):
-    """Fill the index from the free resources (every leaf, then every inner node)."""
-    free_gpu, free_cpu, free_mem, index = L[0], L[1], L[2], L[13]
-    leaves = index.shape[0] // 2
-    for i in range(leaves):
-        _set_leaf(free_gpu, free_cpu, free_mem, index, i)
-    for i in range(leaves - 1, 0, -1):
-        _pull(index, i)
-
-
-@kernel(inline=True)
-def _set_leaf(free_gpu, free_cpu, free_mem, index, s):
-    i = index.shape[0] // 2 + s
-    if s < free_gpu.size and free_gpu[s] > 0:
-        index[i, MAX_CPU] = free_cpu[s]
-        index[i, MAX_MEM] = free_mem[s]
-        index[i, MIN_GPU] = free_gpu[s]
-    else:  # no free GPU (or no server): never chosen
-        index[i, MAX_CPU] = -np.inf
-        index[i, MAX_MEM] = -np.inf
-        index[i, MIN_GPU] = np.inf
-
-
-@kernel(inline=True)
-def _pull(index, i):
-    a, b = 2 * i, 2 * i + 1
-    index[i, MAX_CPU] = max(index[a, MAX_CPU], index[b, MAX_CPU])
-    index[i, MAX_MEM] = max(index[a, MAX_MEM], index[b, MAX_MEM])
-    index[i, MIN_GPU] = min(index[a, MIN_GPU], index[b, MIN_GPU])
-
-
-@kernel(inline=True)
-def touch(free_gpu, free_cpu, free_mem, index, s):
-    """Bring the index up to date after server ``s``'s free resources changed."""
-    _set_leaf(free_gpu, free_cpu, free_mem, index, s)
-    i = (index.shape[0] // 2 + s) // 2
-    while i >= 1:
-        cpu, mem, gpu = index[i, MAX_CPU], index[i, MAX_MEM], index[i, MIN_GPU]
-        _pull(index, i)
-        if index[i, MAX_CPU] == cpu and index[i, MAX_MEM] == mem and index[i, MIN_GPU] == gpu:
-            return  # nothing above it changes either
-        i //= 2
-
-
-@kernel(inline=True)
-def next_with_room(index, start, cpu, mem, slack):
-    """The first server from ``start`` on with a free GPU, ``free_cpu + slack >= cpu`` and ``free_mem + slack >=
-    mem`` (−1: none), found in the ledger's ``index``."""
-    leaves = index.shape[0] // 2
-    if start >= leaves:
-        return -1
-    i = leaves + start
-    while True:
-        if index[i, MAX_CPU] + slack >= cpu and index[i, MAX_MEM] + slack >= mem:
-            if i >= leaves:
-                return i - leaves
-            i = 2 * i  # some server below may qualify: its left half first
-            continue
-        while i & 1:  # the next subtree to the right
-            i //= 2
-        if i == 0:
-            return -1
-        i += 1
-
-
-@kernel
-def fewest_free(index):
-    """The server with the fewest free GPUs but one at least (ties by index), or −1, found in the ledger's ``index``."""
-    if index[1, MIN_GPU] == np.inf:
-        return -1
-    leaves = index.shape[0] // 2
-    i = 1
-    while i < leaves:
-        i = 2 * i if index[2 * i, MIN_GPU] == index[i, MIN_GPU] else 2 * i + 1
-    return i - leaves
+    """Fill the ledger's index from its free resources."""
+    rebuild(L[0], L[1], L[2], L[13])
 
 
 @kernel
@@ -383,7 +298,7 @@ def rollback(L, mark):
         count[N_SAVED] = at
     count[N_LOG] = e
     if bulk:
-        rebuild_index(L)
+        rebuild(free_gpu, free_cpu, free_mem, index)
 
 
 @kernel

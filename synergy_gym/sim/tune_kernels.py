@@ -25,11 +25,11 @@ from synergy_gym.sim.ledger_kernels import (
     N_LOG,
     PREV,
     SLOT,
-    fewest_free,
     find_room,
     grant,
     resize,
 )
+from synergy_gym.sim.server_index import fewest_free
 
 #: What :func:`tune_walk` stopped at.
 WALK_DONE, WALK_BIGGER, WALK_STUCK = 0, 1, 2
@@ -107,11 +107,6 @@ def reclaim_order(free_gpu, gpus, first_open):
         for s in range(first_open, free_gpu.size):
             if free_gpu[s] >= gpus:
                 return np.array([s], dtype=np.int64), np.array([gpus], dtype=np.int64)
-    if gpus == 1:  # the common case: the server with the fewest free GPUs, without a sort
-        best = _fewest_free(free_gpu, first_open)
-        if best >= 0:
-            return np.array([best], dtype=np.int64), np.array([1], dtype=np.int64)
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     open_ = np.flatnonzero(free_gpu > 0)
     ranked = open_[np.argsort(free_gpu[open_], kind="mergesort")]  # fewest free first, ties by index
     servers = np.empty(ranked.size, dtype=np.int64)
@@ -127,16 +122,6 @@ def reclaim_order(free_gpu, gpus, first_open):
         need -= t
         k += 1
     return servers[:k], take[:k]
-
-
-@kernel
-def _fewest_free(free_gpu, first_open):
-    """The server with the fewest free GPUs but one at least (ties by index), or −1."""
-    best = -1
-    for s in range(first_open, free_gpu.size):
-        if free_gpu[s] > 0 and (best < 0 or free_gpu[s] < free_gpu[best]):
-            best = s
-    return best
 
 
 @kernel

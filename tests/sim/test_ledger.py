@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from synergy_gym import ClusterSpec
 from synergy_gym.sim import ledger_kernels as lk
+from synergy_gym.sim import server_index
 from synergy_gym.sim.compiled import kernel_sources_digest
 from synergy_gym.sim.ledger import ClusterLedger
 
@@ -45,7 +46,7 @@ def snapshot(ledger: ClusterLedger):
 
 def index_is_current(ledger: ClusterLedger) -> bool:
     index = ledger.state[13].copy()
-    lk.rebuild_index(ledger.state)
+    server_index.rebuild(ledger.free_gpu, ledger.free_cpu, ledger.free_mem, ledger.state[13])
     return bool(np.array_equal(index, ledger.state[13]))
 
 
