@@ -128,12 +128,13 @@ class Tune:
         ranked = list(admitted)
         if any(gpus[j] > 1 for j in ranked):
             ranked.sort(key=lambda j: -gpus[j])  # stable: policy order among equals
-        if targets is None:
-            if tk.tune_place_all(ledger.state, jobs.placement_columns(), _as_order(ranked)) >= 0:
-                raise AssertionError("tune could not place a job after reclaiming")  # pragma: no cover
+        if targets is None and type(self).place is Tune.place:  # all in one compiled call
+            stuck = tk.tune_place_all(ledger.state, jobs.placement_columns(), _as_order(ranked))
+            if stuck >= 0:  # pragma: no cover - impossible by construction
+                raise AssertionError(f"tune could not place job {jobs.job_id[stuck]} after reclaiming")
             return
         for j in ranked:
-            self.place(ledger, jobs, j, targets[j])
+            self.place(ledger, jobs, j, None if targets is None else targets[j])
 
     def place(self, ledger: ClusterLedger, jobs: JobTable, j: int, target: tuple[float, float, float] | None = None) -> int:
         """Place admitted job ``j`` (its GPUs must be free); returns its ledger slot.

@@ -60,6 +60,9 @@ class ClusterLedger:
         self._part_start, self._part = self.state[5], self.state[6]
         self._count = self.state[10]
 
+    def _set_state(self, state: tuple) -> None:
+        self.state = state  # only the undo log's arrays may be new; the rest are the same arrays
+
     @property
     def undo(self) -> bool:
         return bool(self._count[lk.UNDO])
@@ -156,6 +159,15 @@ class ClusterLedger:
         ``fallback`` = (cpu, mem, tput) no larger than the grant: what Tune may
         later cut it back to (default: nothing, the grant itself).
         """
+        parts = [(int(s), int(n)) for s, n in parts]
+        free = self.free_gpu
+        if not parts or len({s for s, _ in parts}) != len(parts) or any(
+            not (0 <= s < self.num_servers and 1 <= n <= free[s]) for s, n in parts
+        ):
+            raise ValueError(
+                f"grant of job {job}: parts={parts} must name distinct servers (0..{self.num_servers - 1}) and "
+                f"1 to their free GPUs each (free: {free.tolist()})"
+            )
         found = self.state[11]
         for i, (s, n) in enumerate(parts):
             found[0, i] = s
@@ -167,6 +179,12 @@ class ClusterLedger:
 
     def resize(self, slot: int, cpu: float, mem: float, tput: float) -> None:
         """Change a grant's per-GPU CPUs and memory on every server it spans."""
+        if not 0 <= slot < self.n_slots:
+            raise IndexError(f"resize: slot={slot} is not a grant (there are {self.n_slots})")
+        if self.undo:  # room for this entry and for everything Tune's kernels may log after it
+            cap = self._slot_job.size
+            parts = int(self._part_start[slot + 1] - self._part_start[slot])
+            self._set_state(lk.grow_log(self.state, 1 + 2 * cap, 3 + 2 * parts + 9 * cap))
         lk.resize(self.state, int(slot), float(cpu), float(mem), float(tput))
 
     def mark(self) -> int:

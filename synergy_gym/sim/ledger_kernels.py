@@ -21,8 +21,11 @@ in place:
   every server.
 
 Every grant takes at least one GPU and every part at least one, so a round never has more slots or
-parts than the cluster has GPUs: the arrays are sized once. Arithmetic is the plain Python's it
-replaced, operation for operation, so results are bit-identical.
+parts than the cluster has GPUs: those arrays are sized once (:class:`~synergy_gym.sim.ledger.ClusterLedger`
+refuses a grant of GPUs that are not free). Tune resizes a grant at most once, down to its fallback,
+so the undo log needs at most two entries a slot; resizes asked for through the ledger's own
+:meth:`~synergy_gym.sim.ledger.ClusterLedger.resize` grow it first (:func:`grow_log`). Arithmetic is the
+plain Python's it replaced, operation for operation, so results are bit-identical.
 """
 
 from __future__ import annotations
@@ -82,6 +85,26 @@ def new_state(
     return state
 
 
+def log_room(state: tuple) -> tuple[int, int]:
+    """Undo-log entries and saved values still free in ``state``."""
+    log, saved, count = state[8], state[9], state[10]
+    return log.shape[1] - int(count[N_LOG]), saved.size - int(count[N_SAVED])
+
+
+def grow_log(state: tuple, entries: int, values: int) -> tuple:
+    """``state`` with an undo log of room for at least ``entries`` more entries and ``values`` more saved values
+    (the same tuple when it has room; otherwise one with larger log arrays, the old contents copied)."""
+    free_entries, free_values = log_room(state)
+    if free_entries >= entries and free_values >= values:
+        return state
+    log, saved = state[8], state[9]
+    new_log = np.zeros((3, 2 * log.shape[1] + entries), dtype=np.int64)
+    new_log[:, : log.shape[1]] = log
+    new_saved = np.zeros(2 * saved.size + values)
+    new_saved[: saved.size] = saved
+    return state[:8] + (new_log, new_saved) + state[10:]
+
+
 @kernel
 def rebuild_index(L):
     """Fill the ledger's index from its free resources."""
@@ -118,7 +141,8 @@ def find_room(free_gpu, free_cpu, free_mem, count, found, index, gpus, cpu, mem)
     k = 0
     s = next_with_room(index, count[FIRST_OPEN], cpu, mem, EPS)
     while s >= 0:
-        take = min(need, free_gpu[s], int((free_cpu[s] + EPS) // cpu), int((free_mem[s] + EPS) // mem))
+        # The quotients stay floats until the minimum: a tiny amount per GPU gives quotients past int64.
+        take = int(min(need, free_gpu[s], (free_cpu[s] + EPS) // cpu, (free_mem[s] + EPS) // mem))
         if take > 0:
             found[0, k] = s
             found[1, k] = take
@@ -136,7 +160,7 @@ def _consolidate(free_gpu, free_cpu, free_mem, found, gpus, cpu, mem):
     room = np.empty(n, dtype=np.int64)
     best = -1
     for s in range(n):
-        room[s] = min(free_gpu[s], int((free_cpu[s] + EPS) // cpu), int((free_mem[s] + EPS) // mem))
+        room[s] = int(min(free_gpu[s], (free_cpu[s] + EPS) // cpu, (free_mem[s] + EPS) // mem))
         if room[s] >= gpus and (best < 0 or free_gpu[s] < free_gpu[best]):
             best = s
     if best >= 0:

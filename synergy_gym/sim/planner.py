@@ -105,8 +105,9 @@ class RoundPlanner:
         self.placer: JobPlacer | None = mechanism.round_placer()
         self._placer: JobPlacer = self.placer if self.placer is not None else _NoPlacer()
         self.reuse = reuse and self.placer is not None
-        #: Tune's placement of a round's walk runs compiled (:func:`~synergy_gym.sim.tune_kernels.tune_walk`).
-        self._compiled = isinstance(self.placer, Tune)
+        #: Tune's placement of a round's walk runs compiled (:func:`~synergy_gym.sim.tune_kernels.tune_walk`),
+        #: unless a subclass of Tune places jobs its own way.
+        self._compiled = isinstance(self.placer, Tune) and type(self.placer).place is Tune.place
         self._total_gpus = ledger.cluster.total_gpus
         if self.reuse:
             ledger.undo = True

@@ -43,8 +43,9 @@ def tune_place(L, j, g, tc, tm, tt, cpu, mem, tput, cut_tput):
     fallback (cpu, mem, tput), reclaiming excess from over-provisioned jobs; returns its slot (−1: no room,
     impossible by construction).
 
-    ``cut_tput``: the throughput at the target capped by the fallback, what a job granted its target
-    may be cut back to when its fallback asks for more of something than its target.
+    ``cut_tput``: the throughput at ``(min(cpu, tc), min(mem, tm))``, what a job granted its target is
+    cut back to when its fallback asks for more of something than its target (a fallback raised to
+    the fair share: then this is the target capped at the fair share, ``JobTable.tput_capped``).
     """
     free_gpu, free_cpu, free_mem, count, found, index = L[0], L[1], L[2], L[10], L[11], L[13]
     fb_cpu, fb_mem, fb_tput = cpu, mem, tput

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -127,3 +128,33 @@ def test_the_kernel_cache_folder_follows_the_kernels_source(tmp_path):
     (root / "env" / "kernels.py").write_text("x = 2\n")  # a kernel another module's kernels call, changed
     assert kernel_sources_digest.__wrapped__(root) != same
     assert len(kernel_sources_digest()) == 16
+
+
+def test_resizing_one_grant_again_and_again_grows_the_undo_log_and_rolls_back_exactly():
+    cluster = ClusterSpec(num_servers=1, gpus_per_server=1, cpus_per_server=8, mem_gb_per_server=100)
+    ledger = ClusterLedger(cluster, undo=True)
+    before = snapshot(ledger)
+    ledger.grant(7, [(0, 1)], 6.0, 50.0, 1.5, (3.0, 25.0, 1.0))
+    for k in range(20):  # far more entries than Tune ever logs for one slot
+        ledger.resize(0, 3.0 + k % 3, 25.0 + k, 1.0 + k / 100)
+    assert ledger.free_cpu.tolist() == [8.0 - (3.0 + 19 % 3)] and ledger.mark() == 21
+    ledger.rollback(0)
+    assert snapshot(ledger) == before and index_is_current(ledger)
+
+
+def test_a_grant_of_gpus_that_are_not_free_is_refused_naming_them():
+    ledger = ClusterLedger(ClusterSpec(num_servers=2, gpus_per_server=2))
+    ledger.grant(0, [(0, 2)], 3.0, 62.5, 1.0)
+    for parts in ([(0, 1)], [(1, 3)], [(2, 1)], [(1, 0)], [(1, 1), (1, 1)], []):
+        with pytest.raises(ValueError, match=r"grant of job 1: parts="):
+            ledger.grant(1, parts, 3.0, 62.5, 1.0)
+    assert ledger.n_slots == 1 and ledger.free_gpu.tolist() == [0, 2]
+    with pytest.raises(IndexError, match="slot=1 is not a grant"):
+        ledger.resize(1, 3.0, 62.5, 1.0)
+
+
+def test_a_tiny_amount_per_gpu_fits_as_many_gpus_as_are_free():
+    ledger = ClusterLedger(ClusterSpec(num_servers=2, gpus_per_server=2))
+    assert ledger.find(3, 1e-18, 1e-300) == [(0, 2), (1, 1)]  # quotients far past any integer type
+    assert ClusterLedger(ClusterSpec(num_servers=2, gpus_per_server=2), "consolidate").find(3, 1e-18, 10.0) == [
+        (0, 2), (1, 1)]

@@ -220,3 +220,21 @@ def test_add_refuses_jobs_that_do_not_fit():
     message = rf"job {too_big} needs {jobs.gpus_l[too_big]} GPUs but only {planner.free_gpus} are free"
     with pytest.raises(RuntimeError, match=message):
         planner.add(too_big)
+
+
+def test_a_tune_subclass_that_places_jobs_its_own_way_is_called(make_workload):
+    cluster = ClusterSpec(num_servers=2, gpus_per_server=4, cpus_per_server=12, mem_gb_per_server=250)
+    jobs = JobTable(cluster, make_workload(["res18", "gnmt", "res18"], [0, 1, 2], [10] * 3, gpus=[1, 2, 1]))
+
+    class Recorded(Tune):
+        def __init__(self) -> None:
+            self.placed: list[int] = []
+
+        def place(self, ledger, jobs, j, target=None):
+            self.placed.append(int(j))
+            return super().place(ledger, jobs, j, target)
+
+    for order in ([0, 2], [0, 1, 2]):  # placed as admitted; re-placed in Tune's order (more GPUs first)
+        placer = Recorded()
+        RoundPlanner(ClusterLedger(cluster), jobs, placer).plan(order)
+        assert placer.placed[-len(order):] == sorted(order, key=lambda j: -jobs.gpus_l[j])
