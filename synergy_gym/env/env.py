@@ -328,18 +328,17 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         sim = s.sim
         runnable = sim.runnable
         holds = s.holds
-        keep: list[int]
+        keep: np.ndarray
         if self.cfg.preemptive:
             s.was_running[runnable] = holds[runnable]
             holds[runnable] = False
-            keep = []
+            keep = NO_JOBS
         else:
             # Tune's placement order – descending GPUs, ties in admission order – so that the
             # planner places them now and the observation shows them (the grants are the same).
-            keep = s.admitted  # finished jobs were removed as they finished
+            keep = s.held_buf[: s.n_held].copy()  # finished jobs were removed as they finished
             if s.multi_gpu:
-                gpus = sim.jobs.gpus_l
-                keep = sorted(keep, key=lambda j: -gpus[j])
+                keep = keep[np.argsort(-sim.jobs.gpus[keep], kind="stable")]
         sim.planner.begin(keep)
         sim.planner.admit_in_order()  # the running jobs keep their GPUs and levels
         sim.planner.settle()  # the ledger now holds exactly them, for the observation

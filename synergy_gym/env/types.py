@@ -44,7 +44,7 @@ class EpisodeState:
     mask: np.ndarray
     #: Buffers of one entry per job, each filled to its count below (:mod:`synergy_gym.env.decision_kernels`):
     #: the waiting jobs in arrival order, whether each one's GPUs fit now, and (default mode) the
-    #: running jobs in admission order, as :attr:`admitted`.
+    #: running jobs in admission order.
     wait_buf: np.ndarray
     fits_buf: np.ndarray
     held_buf: np.ndarray
@@ -64,11 +64,6 @@ class EpisodeState:
     invalid: int = 0
     #: Jobs that finished since the last step (arrays, concatenated into its ``info``).
     pending_finished: list[np.ndarray] = field(default_factory=list)
-
-    @property
-    def admitted(self) -> list[int]:
-        """Running jobs in admission order (default mode): :attr:`held_buf` as a list."""
-        return self.held_buf[: self.n_held].tolist()
 
     @property
     def waiting(self) -> np.ndarray:

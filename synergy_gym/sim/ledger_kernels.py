@@ -144,10 +144,7 @@ def find_room(free_gpu, free_cpu, free_mem, count, found, index, gpus, cpu, mem)
         # The quotients stay floats until the minimum: a tiny amount per GPU gives quotients past int64.
         take = int(min(need, free_gpu[s], (free_cpu[s] + EPS) // cpu, (free_mem[s] + EPS) // mem))
         if take > 0:
-            found[0, k] = s
-            found[1, k] = take
-            k += 1
-            need -= take
+            k, need = _add_part(found, k, need, s, take)
             if need == 0:
                 return k
         s = next_with_room(index, s + 1, cpu, mem, EPS)
@@ -172,14 +169,18 @@ def _consolidate(free_gpu, free_cpu, free_mem, found, gpus, cpu, mem):
     for s in np.argsort(-room, kind="mergesort"):  # most room first, ties by index
         if room[s] <= 0:
             break
-        take = min(room[s], need)
-        found[0, k] = s
-        found[1, k] = take
-        k += 1
-        need -= take
+        k, need = _add_part(found, k, need, s, min(room[s], need))
         if need == 0:
             return k
     return 0
+
+
+@kernel(inline=True)
+def _add_part(found, k, need, server, take):
+    """Write ``take`` GPUs on ``server`` as the ``k``-th part found; returns (parts, GPUs still needed)."""
+    found[0, k] = server
+    found[1, k] = take
+    return k + 1, need - take
 
 
 @kernel(inline=True)

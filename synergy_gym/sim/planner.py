@@ -129,7 +129,7 @@ class RoundPlanner:
         self._finish(scan)
 
     # -- a round admitted job by job ----------------------------------------
-    def begin(self, order: Sequence[int], reuse_prefix: bool = True) -> None:
+    def begin(self, order: JobOrder, reuse_prefix: bool = True) -> None:
         """Start a round over the runnable jobs in policy ``order``.
 
         ``reuse_prefix=False`` stops the planner from admitting the unchanged
