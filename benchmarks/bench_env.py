@@ -25,13 +25,18 @@ from synergy_gym.sim import kernels
 
 
 def episode(env, seed: int, rng: np.random.Generator, max_steps: int | None = None) -> int:
-    """Steps of one episode with uniformly random valid actions (stopped after ``max_steps``)."""
-    env.reset(seed=seed)
+    """Steps of one episode with uniformly random valid actions (stopped after ``max_steps``).
+
+    The valid actions are read from each observation's ``action_mask`` and drawn with uniforms
+    drawn in advance, so that the loop around the environment costs as little as it can.
+    """
+    obs, _ = env.reset(seed=seed)
     steps = 0
     done = False
+    draws = rng.random(1024)
     while not done and steps != max_steps:
-        valid = np.flatnonzero(env.unwrapped.action_masks())
-        _, _, terminated, truncated, _ = env.step(int(valid[rng.integers(valid.size)]))
+        valid = np.flatnonzero(obs["action_mask"])
+        obs, _, terminated, truncated, _ = env.step(int(valid[int(draws[steps % 1024] * valid.size)]))
         done = terminated or truncated
         steps += 1
     return steps

@@ -168,10 +168,13 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         sim = Simulator(self.cluster, workload, self.policy, config)
         jobs = sim.jobs
         level_cpu, level_mem, level_tput, level_valid = self.levels.build(jobs)
+        n, n_levels = level_cpu.shape
+        # Per job and level, what admitting it there sets as its target (JobTable.target_rows).
+        level_targets = jobs.target_rows(np.repeat(np.arange(n), n_levels), level_cpu.ravel(), level_mem.ravel())
         self.obs_builder.new_episode(sim, level_cpu, level_mem, level_tput, never_ran=not self.cfg.preemptive)
-        n = jobs.n
         self._state = EpisodeState(
             sim=sim, level_cpu=level_cpu, level_mem=level_mem, level_tput=level_tput, level_valid=level_valid,
+            level_targets=level_targets.reshape(n, n_levels, -1),
             level=np.full(n, -1, dtype=np.int64), holds=np.zeros(n, dtype=bool),
             was_running=np.zeros(n, dtype=np.float32), multi_gpu=bool((jobs.gpus > 1).any()),
             meter=SystemTimeMeter(jobs, self.cfg.reward_scale), mask=np.zeros(self.layout.n, dtype=np.float32),
@@ -287,7 +290,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         changed = int(s.level[j]) != level
         if changed:
             s.level[j] = level
-            s.sim.jobs.set_target(j, float(s.level_cpu[j, level]), float(s.level_mem[j, level]))
+            s.sim.jobs.assign_target(j, *s.level_targets[j, level].tolist())
         s.sim.planner.add(j, target_changed=changed)
         s.holds[j] = True
         if not self.cfg.preemptive:

@@ -201,7 +201,7 @@ class ObservationBuilder:
         ok.fill_observation(  # through the module: its name there becomes numba's dispatcher on first use
             buf, self._offsets, slots, self.never_ran, self.fresh_rows, self.levels, self.job_table,
             sim.jobs.progress, was_running, sim.now / 3600.0,
-            np.concatenate((ledger.free_gpu, ledger.free_cpu, ledger.free_mem)).astype(float), self._free_scales,
+            ledger.free_gpu, ledger.free_cpu, ledger.free_mem, self._free_scales,
             sim.planner.free_gpus, self.cluster.total_gpus,
             ledger.jobs, ledger.tput,
             self._speedup_bin_scale, self.speedup_max, held, waiting, fits, time_fraction, mask,

@@ -48,21 +48,21 @@ def layout_offsets(sizes: list[int]) -> np.ndarray:
 @kernel
 def fill_observation(
     buf, offs, slots, never_ran, fresh_rows, levels, job_table, progress, was_running, now_h,
-    free, free_scales, free_gpus, total_gpus, run_idx, run_tput, bin_scale, speedup_max,
+    free_gpu, free_cpu, free_mem, free_scales, free_gpus, total_gpus, run_idx, run_tput, bin_scale, speedup_max,
     held, waiting, fits, time_fraction, mask,
 ):
     """Write the observation into ``buf`` (float32, zeros) at ``offs``.
 
     ``slots``: the slot jobs; ``never_ran``: every waiting job is as it arrived (non-preemptive),
-    so its slot row is its fresh row (``fresh_rows``) but for its age; ``free``: free GPUs,
-    CPUs and GB per server, one after the other (3 · servers, float64); ``free_gpus``: GPUs not taken by the jobs
+    so its slot row is its fresh row (``fresh_rows``) but for its age; ``free_gpu``, ``free_cpu``,
+    ``free_mem``: free GPUs, CPUs and GB per server (the ledger's); ``free_gpus``: GPUs not taken by the jobs
     admitted so far; ``run_idx``, ``run_tput``: the ledger's grants; ``held``: the jobs admitted
     so far (or running), in admission order; ``waiting`` (arrival order) with ``fits``.
     """
     n_waiting = waiting.size
     k = slots.size
     _slot_rows(buf, offs, slots, never_ran, fresh_rows, levels, job_table, progress, was_running, now_h)
-    _cluster(buf, offs[CLUSTER], free, free_scales, free_gpus, total_gpus, run_idx.size, n_waiting)
+    _cluster(buf, offs[CLUSTER], free_gpu, free_cpu, free_mem, free_scales, free_gpus, total_gpus, run_idx.size, n_waiting)
     _running(buf, offs[RUNNING], run_idx, run_tput, job_table, progress, bin_scale, total_gpus, speedup_max)
     _demand(buf, offs[DEMAND], held, waiting, job_table)
     _queue_rest(buf, offs[QUEUE_REST], waiting, fits, k, progress, job_table, total_gpus)
@@ -111,33 +111,41 @@ def _slot_rows(buf, offs, slots, never_ran, fresh_rows, levels, job_table, progr
 
 
 @kernel
-def _cluster(buf, base, free, scales, free_gpus, total_gpus, n_running, n_waiting):
+def _cluster(buf, base, free_gpu, free_cpu, free_mem, scales, free_gpus, total_gpus, n_running, n_waiting):
     """``cluster``: free GPU, CPU and memory fractions, per-server free-resource histograms, jobs running and waiting."""
     bins = HIST_BINS
-    top = bins - 1
-    n_servers = free.size // 3
-    step = 1.0 / n_servers
     out = np.zeros(3 + 3 * bins)  # float64, rounded to float32 once at the end
     out[0] = free_gpus / total_gpus
-    for k in range(3):
-        scale = scales[k]
-        first = 3 + k * bins
-        total = 0.0
-        for s in range(n_servers):
-            x = free[k * n_servers + s] * scale  # free fraction × bins
-            if x < 0.0:
-                x = 0.0
-            elif x > bins:
-                x = float(bins)
-            total += x
-            b = int(x)
-            out[first + (b if b < top else top)] += step
-        if k:
-            out[k] = total * step / bins
+    _free_histogram(out, 0, free_gpu, scales[0])
+    _free_histogram(out, 1, free_cpu, scales[1])
+    _free_histogram(out, 2, free_mem, scales[2])
     for c in range(out.size):
         buf[base + c] = out[c]
     buf[base + out.size] = n_running / (n_running + total_gpus)
     buf[base + out.size + 1] = n_waiting / (n_waiting + total_gpus)
+
+
+@kernel
+def _free_histogram(out, k, free, scale):
+    """Resource ``k``'s histogram of the servers' ``free`` amounts (× ``scale``: bins per unit) into ``out``, and
+    for CPUs and memory (``k`` > 0) the cluster's free fraction."""
+    bins = HIST_BINS
+    top = bins - 1
+    n_servers = free.size
+    step = 1.0 / n_servers
+    first = 3 + k * bins
+    total = 0.0
+    for s in range(n_servers):
+        x = float(free[s]) * scale  # free fraction × bins
+        if x < 0.0:
+            x = 0.0
+        elif x > bins:
+            x = float(bins)
+        total += x
+        b = int(x)
+        out[first + (b if b < top else top)] += step
+    if k:
+        out[k] = total * step / bins
 
 
 @kernel

@@ -30,6 +30,9 @@ class EpisodeState:
     level_mem: np.ndarray
     level_tput: np.ndarray
     level_valid: np.ndarray
+    #: Per job and level (jobs × levels × 7): the target admitting the job at that level sets, as
+    #: :meth:`JobTable.target_rows <synergy_gym.sim.job_table.JobTable.target_rows>` gives it.
+    level_targets: np.ndarray
     #: Per job: the level it was last admitted at (−1: never; its target is then its demand).
     level: np.ndarray
     #: Per job: admitted in the current event (or running between events).

@@ -34,6 +34,9 @@ from synergy_gym.sim.workload import Workload
 #: ``attained_s`` and ``last_end_s`` are views of its columns.
 PROGRESS_COLUMNS = ("iter_time_s", "total_iters", "executed", "start_s", "attained_s", "last_end_s")
 ITER, TOTAL, EXECUTED, START, ATTAINED, LAST_END = range(len(PROGRESS_COLUMNS))
+#: The columns of :meth:`JobTable.target_rows`: the target (CPUs, GB per GPU) and its throughput, the
+#: fallback and its throughput, and the throughput at the target capped at the fair share.
+TARGET_ROW = ("cpu", "mem", "tput_target", "fallback_cpu", "fallback_mem", "tput_fallback", "tput_capped")
 
 
 class JobTable:
@@ -214,8 +217,13 @@ class JobTable:
         self.attained_s = self.progress[:, ATTAINED]
         self.last_end_s = self.progress[:, LAST_END]
 
-    def set_targets(self, jobs: np.ndarray, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> None:
-        """Set what ``jobs`` ask for, as (CPUs, GB) per GPU; updates their throughputs."""
+    def target_rows(self, jobs: np.ndarray, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:
+        """What :meth:`set_targets` would set for ``jobs`` asking for (CPUs, GB) per GPU, without setting it.
+
+        One row per job, the columns of :data:`TARGET_ROW`: the target, its throughput, the fallback
+        and its throughput, and the target capped at the fair share's throughput; :meth:`assign_target`
+        sets a row.
+        """
         jobs = np.asarray(jobs, dtype=np.int64)
         cpu = np.broadcast_to(np.asarray(cpu_per_gpu, dtype=float), jobs.shape)
         mem = np.broadcast_to(np.asarray(mem_per_gpu, dtype=float), jobs.shape)
@@ -225,12 +233,20 @@ class JobTable:
         fb_mem = np.minimum(mem, self.fair_mem)
         t_target = self.est_throughput_many(jobs, cpu, mem)
         t_fb = self.est_throughput_many(jobs, fb_cpu, fb_mem)
-        self.tput_capped[jobs] = t_fb
+        capped = t_fb
         slow = t_fb < self.tput_fair[jobs] - 1e-12
         if slow.any():  # never fall back below the fair share
             fb_cpu = np.where(slow, self.fair_cpu, fb_cpu)
             fb_mem = np.where(slow, self.fair_mem, fb_mem)
             t_fb = np.where(slow, self.tput_fair[jobs], t_fb)
+        return np.stack([cpu, mem, t_target, fb_cpu, fb_mem, t_fb, capped], axis=-1)
+
+    def set_targets(self, jobs: np.ndarray, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> None:
+        """Set what ``jobs`` ask for, as (CPUs, GB) per GPU; updates their throughputs."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        rows = self.target_rows(jobs, cpu_per_gpu, mem_per_gpu)
+        cpu, mem, t_target, fb_cpu, fb_mem, t_fb, capped = rows.T
+        self.tput_capped[jobs] = capped
         self.target_cpu[jobs] = cpu
         self.target_mem[jobs] = mem
         self.tput_target[jobs] = t_target
@@ -244,6 +260,24 @@ class JobTable:
             self.fallback_cpu_l[j] = float(fb_cpu[i])
             self.fallback_mem_l[j] = float(fb_mem[i])
             self.tput_fallback_l[j] = float(t_fb[i])
+
+    def assign_target(
+        self, j: int, cpu: float, mem: float, t_target: float, fb_cpu: float, fb_mem: float, t_fb: float, capped: float
+    ) -> None:
+        """Set job ``j``'s target as a row of :meth:`target_rows` gives it (the environment's hot path)."""
+        self.tput_capped[j] = capped
+        self.target_cpu[j] = cpu
+        self.target_mem[j] = mem
+        self.tput_target[j] = t_target
+        self.fallback_cpu[j] = fb_cpu
+        self.fallback_mem[j] = fb_mem
+        self.tput_fallback[j] = t_fb
+        self.target_cpu_l[j] = cpu
+        self.target_mem_l[j] = mem
+        self.tput_target_l[j] = t_target
+        self.fallback_cpu_l[j] = fb_cpu
+        self.fallback_mem_l[j] = fb_mem
+        self.tput_fallback_l[j] = t_fb
 
     def set_target(self, j: int, cpu_per_gpu: float, mem_per_gpu: float) -> None:
         """:meth:`set_targets` for one job, without numpy overhead (the env's hot path)."""

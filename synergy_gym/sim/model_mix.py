@@ -90,4 +90,21 @@ class ModelAssigner:
         return model
 
     def assign(self, n: int) -> np.ndarray:
-        return np.fromiter((self.next_model() for _ in range(n)), dtype=np.int64, count=n)
+        """The next ``n`` jobs' models: :meth:`next_model` ``n`` times, in one loop."""
+        out = np.empty(n, dtype=np.int64)
+        counts, turn, share, models_of = self._counts, self._turn, self._share, self._models
+        tasks = [k for k in range(3) if share[k] > 0]
+        total = sum(counts)
+        for i in range(n):
+            best, best_gap = -1, -np.inf
+            for k in tasks:
+                # Before the first job every task is even (the reference starts with vision).
+                gap = share[k] - counts[k] / total if total else 0.0
+                if gap > best_gap:
+                    best, best_gap = k, gap
+            models = models_of[best]
+            out[i] = models[turn[best] % len(models)]
+            turn[best] += 1
+            counts[best] += 1
+            total += 1
+        return out

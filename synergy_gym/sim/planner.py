@@ -199,7 +199,11 @@ class RoundPlanner:
     def _admit_in_order(self, scan: _Scan) -> None:
         gpus = self.jobs.gpus_l
         if scan.in_sync and scan.reuse_prefix:
-            self._keep_unchanged_prefix(scan)
+            self._keep_in_step(scan)
+            if scan.in_sync and self._compiled and scan.pos < scan.order.size and scan.free:
+                # The next job that fits is not last round's next one: its placement and all later ones
+                # are made afresh, in the compiled walk.
+                self._leave_sync(scan, scan.admitted.n)
         order = scan.order
         n = order.size
         # The walk stops once the GPUs are taken, usually long before the end of a long queue.
@@ -273,25 +277,18 @@ class RoundPlanner:
         rows[MARKS, i] = ledger.mark()
         self._placer.place(ledger, self.jobs, j)
 
-    def _keep_unchanged_prefix(self, scan: _Scan) -> None:
-        """Admit at once the run of jobs that continue last round's admitted jobs in the same order.
-
-        Admission by GPUs is the same as last round for them, and so is their placement.
-        """
+    def _keep_in_step(self, scan: _Scan) -> None:
+        """Admit at once the jobs that continue last round's admitted jobs in the same order (passing over
+        those whose GPUs do not fit): their admission and their placement are the same as last round's."""
         prev = self._prev
         if prev is None:
             return
         record = scan.admitted
-        i = record.n
-        if i >= prev.n:
-            return
-        n = int(tk.keep_prefix(scan.order, scan.pos, prev.rows, prev.n, record.rows, i))
-        if n == 0:
-            return
-        record.n = i + n
-        scan.free -= int(prev.rows[TAKEN, i + n] - prev.rows[TAKEN, i])
-        scan.last_gpus = self.jobs.gpus_l[prev.rows[JOBS, i + n - 1]]
-        scan.pos += n
+        pos, free, i, last_gpus = tk.keep_in_step(
+            scan.order, scan.pos, scan.free, self._total_gpus, self.jobs.gpus, prev.rows, prev.n, record.rows, record.n,
+            scan.last_gpus,
+        )
+        scan.pos, scan.free, record.n, scan.last_gpus = int(pos), int(free), int(i), int(last_gpus)
 
     def _leave_sync(self, scan: _Scan, i: int) -> None:
         """Drop what last round placed from admitted position ``i`` on."""

@@ -221,14 +221,29 @@ def tune_walk(L, J, order, pos, free, total, last_gpus, place, out, k):
 
 
 @kernel
-def keep_prefix(order, pos, prev, prev_n, rows, i):
-    """Copy to ``rows`` the records of last round's admitted jobs from position ``i`` on (``prev``, ``prev_n`` of
-    them) for as long as ``order`` from ``pos`` lists the same jobs; returns how many were copied."""
-    n = 0
-    while i + n < prev_n and pos + n < order.size and order[pos + n] == prev[WALK_JOBS, i + n]:
-        n += 1
-    rows[:, i : i + n] = prev[:, i : i + n]
-    return n
+def keep_in_step(order, pos, free, total, gpus, prev, prev_n, rows, i, last_gpus):
+    """Admit from ``pos`` on, as :func:`tune_walk` would, the jobs that continue last round's admitted jobs
+    (``prev``, ``prev_n`` of them) from position ``i`` on, copying their records (and so their placement) to
+    ``rows``; jobs whose GPUs do not fit in ``free`` are passed over, as in the walk.
+
+    Stops at the order's end, when no GPU is free, or before the first job that fits but is not last
+    round's next one (or has more GPUs than the one before it). Returns (pos, free, i, last_gpus).
+    """
+    n = order.size
+    while pos < n and free > 0:
+        j = order[pos]
+        g = gpus[j]
+        if g <= free:
+            if i >= prev_n or prev[WALK_JOBS, i] != j or (i > 0 and g > last_gpus):
+                break
+            rows[WALK_JOBS, i] = j
+            rows[WALK_TAKEN, i] = total - free
+            rows[WALK_MARKS, i] = prev[WALK_MARKS, i]
+            i += 1
+            free -= g
+            last_gpus = g
+        pos += 1
+    return pos, free, i, last_gpus
 
 
 @kernel
