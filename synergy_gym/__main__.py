@@ -1,5 +1,5 @@
 import sys
 
-from synergy_gym.cli import main
+from synergy_gym.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -15,6 +15,7 @@ is taken as the option's value (:func:`join_dash_values`), so that it gets the v
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -181,6 +182,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of stdout went away (``… | head``): stop quietly, as a shell tool does
         _silence_stdout()
         return 141  # 128 + SIGPIPE
+
+
+def console_main() -> int:
+    """The ``synergy-gym`` script: :func:`main`, then the heap frozen for a quick exit.
+
+    A command leaves hundreds of thousands of objects (numba's compiler, matplotlib, the
+    simulation) that the interpreter's last garbage collections would walk for a tenth of a
+    second or more before the process ends; :func:`gc.freeze` keeps them out of those walks.
+    Every command has written its files by then; reference counting still closes what it left open.
+    """
+    code = main()
+    gc.freeze()
+    return code
 
 
 def _silence_stdout() -> None:

@@ -182,7 +182,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             slot_buf=np.zeros(self.cfg.max_queue, dtype=np.int64),
         )
         self._advance_to_decision(self._state)
-        return self._observation(), {}
+        return self._observation(self._state), {}
 
     def step(self, action):
         s = self._episode("env.step()")
@@ -218,7 +218,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         terminated, truncated = s.ended and not s.truncated, s.truncated
         if terminated or truncated:
             info.update(self.episode_summary())
-        return self._observation(), float(reward), terminated, truncated, info
+        return self._observation(s), float(reward), terminated, truncated, info
 
     def _episode(self, call: str) -> EpisodeState:
         """The current episode's state, or :class:`~synergy_gym.env.calls.ResetNeeded` naming ``call``."""
@@ -378,8 +378,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         s.mask[self.layout.stop] = 1
 
     # -- observations ------------------------------------------------------------------------
-    def _observation(self) -> dict[str, np.ndarray]:
-        s = self._episode("env.step()")
+    def _observation(self, s: EpisodeState) -> dict[str, np.ndarray]:
         time_fraction = s.sim.rounds_elapsed / self.cfg.max_rounds
         if s.ended:
             return self.obs_builder.empty(s.mask.copy(), time_fraction)

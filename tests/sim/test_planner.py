@@ -238,3 +238,24 @@ def test_a_tune_subclass_that_places_jobs_its_own_way_is_called(make_workload):
         placer = Recorded()
         RoundPlanner(ClusterLedger(cluster), jobs, placer).plan(order)
         assert placer.placed[-len(order):] == sorted(order, key=lambda j: -jobs.gpus_l[j])
+
+
+def test_target_rows_then_assign_target_equals_set_target():
+    # The environment precomputes each level's target row at reset and sets it with
+    # ``assign_target``; that must leave the job table exactly as ``set_target`` does.
+    _, precomputed = setup(num_jobs=30, seed=5)
+    _, direct = setup(num_jobs=30, seed=5)
+    jobs = np.arange(precomputed.n)
+    cpu = 1.0 + (jobs % 7) * 0.75
+    mem = 20.0 + (jobs % 5) * 30.0
+    rows = precomputed.target_rows(jobs, cpu, mem)
+    unchanged = {name: getattr(precomputed, name).copy() for name in ("target_cpu", "tput_target", "tput_capped")}
+    for name, before in unchanged.items():  # computing rows sets nothing
+        assert np.array_equal(getattr(precomputed, name), before)
+    for j in jobs.tolist():
+        precomputed.assign_target(j, *rows[j].tolist())
+        direct.set_target(j, float(cpu[j]), float(mem[j]))
+    for name in ("target_cpu", "target_mem", "tput_target", "fallback_cpu", "fallback_mem", "tput_fallback",
+                 "tput_capped", "target_cpu_l", "target_mem_l", "tput_target_l", "fallback_cpu_l",
+                 "fallback_mem_l", "tput_fallback_l"):
+        assert np.array_equal(np.asarray(getattr(precomputed, name)), np.asarray(getattr(direct, name))), name

@@ -329,3 +329,15 @@ def test_a_bad_row_in_a_seconds_timestamp_philly_csv_is_skipped(tmp_path):
 def test_helios_without_durations_is_rejected_in_one_line(tmp_path):
     with pytest.raises(WorkloadError, match="missing column\\(s\\) duration \\(or start_time and end_time\\)"):
         load_trace(_write(tmp_path, "submit_time,gpu_num,cpu_num\n2020-04-01 00:00:00,1,8\n", "cluster_log.csv"))
+
+
+@pytest.mark.parametrize("split", [(20, 70, 10), (60, 20, 20), (0, 100, 0), (33, 0, 67)])
+def test_assign_in_one_loop_is_next_model_job_by_job(zoo, split):
+    # ``assign`` is the generator's fast path; it must hand out what ``next_model`` would, and leave
+    # the assigner where ``next_model`` would (a second batch continues the same stream).
+    one_loop, job_by_job = ModelAssigner(zoo, split), ModelAssigner(zoo, split)
+    first = one_loop.assign(257)
+    second = one_loop.assign(31)
+    expected = [job_by_job.next_model() for _ in range(257 + 31)]
+    assert np.concatenate([first, second]).tolist() == expected
+    assert one_loop.assign(0).shape == (0,)
