@@ -141,10 +141,10 @@ def test_shared_workload_gives_every_env_the_same_kth_workload():
     seen = {i: [] for i in range(3)}
     for k in range(3):
         for i, env in enumerate(envs):
-            _, info = env.reset(seed=100 + i if k == 0 else None)
+            obs, info = env.reset(seed=100 + i if k == 0 else None)
             assert info["workload_seed"] == base + k
             seen[i].append(env.unwrapped.sim.jobs.arrival_s.copy())
-            run_episode_from_reset(env, policy)
+            run_episode_from(env, obs, policy)
     for k in range(3):
         np.testing.assert_array_equal(seen[0][k], seen[1][k])
         np.testing.assert_array_equal(seen[0][k], seen[2][k])
@@ -154,8 +154,9 @@ def test_shared_workload_gives_every_env_the_same_kth_workload():
     assert info["workload_seed"] == 5 and envs[0].next_workload_seed == base + 3
 
 
-def run_episode_from_reset(env, policy):
-    obs, done = env.unwrapped._observation(), False
+def run_episode_from(env, obs, policy):
+    """Run ``policy`` from ``obs`` (the observation ``env.reset`` returned) to the episode's end."""
+    done = False
     while not done:
         action, _ = policy.predict(obs, action_masks=env.unwrapped.action_masks())
         obs, _, terminated, truncated, _ = env.step(int(action))
