@@ -158,6 +158,8 @@ class HeldOutEvaluation(BaseCallback):
         if self.bc:  # the warm start's fit
             self.logger.record("bc/accuracy", self.bc["bc_accuracy"])
             self.logger.record("bc/final_loss", self.bc["bc_final_loss"])
+            if "dagger_agreement" in self.bc:  # the policy's own actions in the last DAgger round
+                self.logger.record("bc/dagger_agreement", self.bc["dagger_agreement"])
         self.logger.dump(self.num_timesteps)
         if self.bc:  # the imitation itself is a checkpoint candidate (step 0)
             self.run_evaluation()

@@ -136,6 +136,12 @@ class TrainConfig:
     bc_epochs: int = 10
     # The imitation's learning rate (None: learning_rate).
     bc_learning_rate: float | None = None
+    # DAgger (Ross et al., 2011) after the warm start: dagger_rounds rounds, each running the
+    # policy itself for dagger_steps env steps (None: bc_steps), labelling the states it visits
+    # with bc_policy's actions, and fitting the policy again on all the states so far
+    # (bc_epochs passes); 0: plain imitation of the heuristic's own states.
+    dagger_rounds: int = 0
+    dagger_steps: int | None = None
     # Env heuristics evaluated once on the held-out seeds at the start, for reference
     # (TensorBoard baseline/<name>/mean_jct_h, eval/jct_vs_<name>).
     reference_baselines: list = field(default_factory=lambda: list(REFERENCE_BASELINES))
@@ -214,8 +220,10 @@ class TrainConfig:
             check_positive("ent_coef_final", self.ent_coef_final, allow_zero=True)
             if self.algo == "dqn":
                 raise ConfigError("ent_coef_final (entropy schedule) needs an actor-critic algorithm, not dqn")
-        for name in ("seed", "learning_starts", "bc_steps", "eval_seed_base", "checkpoint_freq"):
+        for name in ("seed", "learning_starts", "bc_steps", "eval_seed_base", "checkpoint_freq", "dagger_rounds"):
             setattr(self, name, check_positive(name, getattr(self, name), integer=True, allow_zero=True))
+        if self.dagger_steps is not None:
+            self.dagger_steps = check_positive("dagger_steps", self.dagger_steps, integer=True)
         if self.imitates and self.algo == "dqn":
             raise ConfigError("bc_steps (imitation warm start) needs an actor-critic algorithm, not dqn")
         for name in ("learning_rate", "gamma", "gae_lambda", "clip_range", "vf_coef", "max_grad_norm", "exploration_fraction"):

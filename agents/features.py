@@ -16,7 +16,8 @@ empty slots (``slot_mask`` 0) are zeroed. The features are
   ``queue_rest`` and ``time``.
 
 Works with MaskablePPO, PPO, A2C and DQN (``MultiInputPolicy``) on any device,
-and with any ``max_queue`` and level set (``levels="grid"`` too).
+and with any ``max_queue`` and level set (``levels="grid"`` too), in every mode (the running
+rows of ``redecide="changes"``: :class:`SynergyExtractor`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from synergy_gym.env.observation import LEVEL_FEATURES, SLOT_FEATURES
+from synergy_gym.env.observation import LEVEL_FEATURES, RUNNING_SLOT_FEATURES, SLOT_FEATURES
 
 #: The observation keys outside the slots, joined by one MLP.
 GLOBAL_KEYS = ("cluster", "running", "demand", "queue_rest", "time")
@@ -39,31 +40,57 @@ def _length(space: spaces.Space) -> int:
     return int(space.shape[0])
 
 
+def _pool(rows: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked mean and max over ``rows`` (batch, n, dim) where ``mask`` (batch, n, 1) is true (zeros when none is)."""
+    count = mask.sum(dim=1)
+    mean = rows.sum(dim=1) / count.clamp(min=1)
+    top = rows.masked_fill(~mask, float("-inf")).max(dim=1).values
+    return mean, torch.where(count > 0, top, torch.zeros_like(top))
+
+
 class SynergyExtractor(BaseFeaturesExtractor):
-    """Shared per-slot MLP, masked mean/max pooling and ordered slot embeddings, plus an MLP over the rest."""
+    """Shared per-slot MLP, masked mean/max pooling and ordered slot embeddings, plus an MLP over the rest.
+
+    With ``preemptive=True, redecide="changes"`` the observation also has running rows
+    (``running_slots``, ``running_mask``): a second shared MLP embeds each, pooled (mean, max)
+    into the context and kept in row order after the slots; ``slot_fits`` joins each slot's
+    inputs when present. Features: context, slot mean and max, [row mean and max], slots, [rows].
+    """
 
     def __init__(self, observation_space: spaces.Dict, global_dim: int = 128, slot_dim: int = 32) -> None:
         n_slots = _length(observation_space["slot_mask"])
         slot_features = len(SLOT_FEATURES)
         n_levels = _length(observation_space["slot_levels"]) // (n_slots * len(LEVEL_FEATURES))
-        super().__init__(observation_space, features_dim=global_dim + (2 + n_slots) * slot_dim)
-        self.n_slots, self.n_levels = n_slots, n_levels
+        keys = observation_space.spaces
+        n_running = _length(observation_space["running_mask"]) if "running_mask" in keys else 0
+        self.with_fits = "slot_fits" in keys
+        pooled = 2 + (2 if n_running else 0)
+        super().__init__(observation_space, features_dim=global_dim + (pooled + n_slots + n_running) * slot_dim)
+        self.n_slots, self.n_levels, self.n_running = n_slots, n_levels, n_running
         self.global_dim, self.slot_dim = global_dim, slot_dim
-        per_slot = slot_features + n_levels * len(LEVEL_FEATURES) + n_levels
+        #: Features before the slot embeddings: the context the action head joins to each slot and row.
+        self.context_dim = global_dim + pooled * slot_dim
+        per_slot = slot_features + n_levels * len(LEVEL_FEATURES) + n_levels * (2 if self.with_fits else 1)
         global_in = sum(_length(observation_space[k]) for k in GLOBAL_KEYS)
         self.global_net = nn.Sequential(nn.Linear(global_in, global_dim), nn.ReLU(),
                                         nn.Linear(global_dim, global_dim), nn.ReLU())
         self.slot_net = nn.Sequential(nn.Linear(per_slot, slot_dim), nn.ReLU(), nn.Linear(slot_dim, slot_dim), nn.ReLU())
+        self.row_net = (nn.Sequential(nn.Linear(len(RUNNING_SLOT_FEATURES), slot_dim), nn.ReLU(),
+                                      nn.Linear(slot_dim, slot_dim), nn.ReLU()) if n_running else None)
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         batch, q, n_levels = obs["slots"].shape[0], self.n_slots, self.n_levels
         level_mask = obs["action_mask"][:, : q * n_levels].reshape(batch, q, n_levels)
-        rows = torch.cat([obs["slots"].reshape(batch, q, -1), obs["slot_levels"].reshape(batch, q, -1), level_mask], dim=2)
+        parts = [obs["slots"].reshape(batch, q, -1), obs["slot_levels"].reshape(batch, q, -1), level_mask]
+        if self.with_fits:
+            parts.append(obs["slot_fits"].reshape(batch, q, n_levels))
         mask = (obs["slot_mask"] > 0.5).unsqueeze(-1)  # (batch, q, 1)
-        slots = self.slot_net(rows) * mask
-        count = mask.sum(dim=1)
-        mean = slots.sum(dim=1) / count.clamp(min=1)
-        top = slots.masked_fill(~mask, float("-inf")).max(dim=1).values
-        top = torch.where(count > 0, top, torch.zeros_like(top))
-        context = self.global_net(torch.cat([obs[k] for k in GLOBAL_KEYS], dim=1))
-        return torch.cat([context, mean, top, slots.reshape(batch, -1)], dim=1)
+        slots = self.slot_net(torch.cat(parts, dim=2)) * mask
+        context = [self.global_net(torch.cat([obs[k] for k in GLOBAL_KEYS], dim=1)), *_pool(slots, mask)]
+        ordered = [slots.reshape(batch, -1)]
+        if self.row_net is not None:
+            row_mask = (obs["running_mask"] > 0.5).unsqueeze(-1)
+            rows = self.row_net(obs["running_slots"].reshape(batch, self.n_running, -1)) * row_mask
+            context.extend(_pool(rows, row_mask))
+            ordered.append(rows.reshape(batch, -1))
+        return torch.cat(context + ordered, dim=1)

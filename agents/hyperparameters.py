@@ -73,6 +73,8 @@ def inert_settings(cfg: Any) -> list[str]:
     if cfg.checkpoint_freq and cfg.checkpoint_freq >= cfg.timesteps:
         notes.append(f"checkpoint_freq {cfg.checkpoint_freq:,} is not below timesteps {cfg.timesteps:,}: "
                      "no periodic checkpoint is saved")
+    if cfg.dagger_rounds and not cfg.imitates:
+        notes.append(f"dagger_rounds {cfg.dagger_rounds} has no effect without a warm start (bc_steps and bc_policy)")
     if cfg.target_kl is not None and cfg.algo not in PPO_FAMILY:
         notes.append(f"target_kl applies to PPO only, not {cfg.algo}")
     return notes

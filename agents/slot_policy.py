@@ -36,27 +36,49 @@ HEAD_HIDDEN = 64
 
 
 class SlotScorer(nn.Module):
-    """Logits ``(batch, slots · levels + 1)`` from ``SynergyExtractor`` features: a shared MLP per slot, one for stop."""
+    """Logits from ``SynergyExtractor`` features: a shared MLP per slot (and per running row), one for stop.
 
-    def __init__(self, n_slots: int, n_levels: int, slot_dim: int, context_dim: int, hidden: int = HEAD_HIDDEN) -> None:
+    Default mode: ``(batch, slots · levels + 1)``. With running rows (``n_running`` > 0,
+    ``redecide="changes"``) each slot gets ``2 · levels`` logits – its admissions, then its
+    admissions ahead of the running jobs – and each row one preemption logit: ``(batch, slots ·
+    levels [admit] + slots · levels [ahead] + rows + 1)``, the environment's action layout.
+    """
+
+    def __init__(
+        self, n_slots: int, n_levels: int, slot_dim: int, context_dim: int, hidden: int = HEAD_HIDDEN, n_running: int = 0
+    ) -> None:
         super().__init__()
         self.n_slots, self.n_levels, self.slot_dim, self.context_dim = n_slots, n_levels, slot_dim, context_dim
-        self.slot_head = nn.Sequential(nn.Linear(slot_dim + context_dim, hidden), nn.Tanh(), nn.Linear(hidden, n_levels))
+        self.n_running = n_running
+        per_slot = n_levels * (2 if n_running else 1)
+        self.slot_head = nn.Sequential(nn.Linear(slot_dim + context_dim, hidden), nn.Tanh(), nn.Linear(hidden, per_slot))
         self.stop_head = nn.Sequential(nn.Linear(context_dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        self.row_head = (nn.Sequential(nn.Linear(slot_dim + context_dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+                         if n_running else None)
+
+    @staticmethod
+    def _per_row(head: nn.Sequential, rows: torch.Tensor, context: torch.Tensor, slot_dim: int) -> torch.Tensor:
+        """``head`` applied to [row, context] for every row, with its first layer split: the context's part
+        (W_c · context) is computed once per state instead of once per row (the same function and
+        parameters as head(cat([rows, context], 2)), a fraction of the multiply-adds)."""
+        first, activation, last = head
+        first = cast(nn.Linear, first)  # the head's first layer (built in __init__)
+        hidden = (nn.functional.linear(rows, first.weight[:, :slot_dim], first.bias)
+                  + nn.functional.linear(context, first.weight[:, slot_dim:]).unsqueeze(1))
+        return last(activation(hidden))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        batch = features.shape[0]
+        batch, q, n_levels = features.shape[0], self.n_slots, self.n_levels
         context = features[:, : self.context_dim]
-        slots = features[:, self.context_dim:].reshape(batch, self.n_slots, self.slot_dim)
-        # slot_head applied to [slot, context] for every slot, with its first layer split: the context's
-        # part (W_c · context) is computed once per state instead of once per slot (the same function
-        # and parameters as slot_head(cat([slots, context], 2)), a fraction of the multiply-adds).
-        first, activation, last = self.slot_head
-        first = cast(nn.Linear, first)  # slot_head's first layer (built in __init__)
-        hidden = (nn.functional.linear(slots, first.weight[:, : self.slot_dim], first.bias)
-                  + nn.functional.linear(context, first.weight[:, self.slot_dim:]).unsqueeze(1))
-        levels = last(activation(hidden)).reshape(batch, self.n_slots * self.n_levels)
-        return torch.cat([levels, self.stop_head(context)], dim=1)
+        end = self.context_dim + q * self.slot_dim
+        slots = features[:, self.context_dim : end].reshape(batch, q, self.slot_dim)
+        levels = self._per_row(self.slot_head, slots, context, self.slot_dim)
+        if self.row_head is None:
+            return torch.cat([levels.reshape(batch, q * n_levels), self.stop_head(context)], dim=1)
+        rows = features[:, end:].reshape(batch, self.n_running, self.slot_dim)
+        preempt = self._per_row(self.row_head, rows, context, self.slot_dim).reshape(batch, self.n_running)
+        admit, ahead = levels[..., :n_levels].reshape(batch, -1), levels[..., n_levels:].reshape(batch, -1)
+        return torch.cat([admit, ahead, preempt, self.stop_head(context)], dim=1)
 
 
 class _PerSlotHead:
@@ -67,16 +89,20 @@ class _PerSlotHead:
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)  # type: ignore[misc]
         extractor = self.pi_features_extractor  # type: ignore[attr-defined]
-        context_dim = extractor.global_dim + 2 * extractor.slot_dim
         if self.mlp_extractor.latent_dim_pi != extractor.features_dim:  # type: ignore[attr-defined]
             raise ValueError("the per-slot action head needs the policy's features unchanged: net_arch pi=[]")
-        head = SlotScorer(extractor.n_slots, extractor.n_levels, extractor.slot_dim, context_dim)
-        if self.action_space.n != extractor.n_slots * extractor.n_levels + 1:  # type: ignore[attr-defined]
-            raise ValueError(f"the per-slot action head needs slots · levels + 1 actions, the space has "
+        n_running = extractor.n_running
+        head = SlotScorer(extractor.n_slots, extractor.n_levels, extractor.slot_dim, extractor.context_dim,
+                          n_running=n_running)
+        admissions = extractor.n_slots * extractor.n_levels * (2 if n_running else 1)
+        if self.action_space.n != admissions + n_running + 1:  # type: ignore[attr-defined]
+            raise ValueError(f"the per-slot action head needs {admissions + n_running + 1} actions (slots · levels"
+                             f"{' · 2 + running rows' if n_running else ''} + 1), the space has "
                              f"{self.action_space.n}")  # type: ignore[attr-defined]
         if self.ortho_init:  # type: ignore[attr-defined]
             head.apply(partial(self.init_weights, gain=np.sqrt(2)))  # type: ignore[attr-defined]
-            for last in (head.slot_head[-1], head.stop_head[-1]):  # small initial logits, as SB3's action head
+            lasts = [head.slot_head[-1], head.stop_head[-1]] + ([head.row_head[-1]] if head.row_head is not None else [])
+            for last in lasts:  # small initial logits, as SB3's action head
                 self.init_weights(last, gain=0.01)  # type: ignore[attr-defined]
         self.action_net = head
         self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]

@@ -49,6 +49,15 @@ from typing import Any
 
 import numpy as np
 
+from synergy_gym.baselines.preempting import (
+    choose_by_target,
+    free_by_demand,
+    has_running_rows,
+    row_need_at_level,
+    run_feature,
+    running_rows,
+    runtime_h,
+)
 from synergy_gym.env.levels import DEMAND_LEVEL, level_count
 from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
 from synergy_gym.sim.profiles import ModelZoo
@@ -61,7 +70,7 @@ _RUNTIME_DEMAND = SLOT_FEATURES.index("runtime_demand")
 _ATTAINED = SLOT_FEATURES.index("attained")
 _GPU_SHARE = SLOT_FEATURES.index("gpu_share")
 _CPU, _MEM, _SPEEDUP = (LEVEL_FEATURES.index(k) for k in ("cpu", "mem", "speedup"))
-_FREE_CPU, _FREE_MEM = CLUSTER_FEATURES.index("free_cpus"), CLUSTER_FEATURES.index("free_mem")
+_FREE_GPUS, _FREE_CPU, _FREE_MEM = (CLUSTER_FEATURES.index(k) for k in ("free_gpus", "free_cpus", "free_mem"))
 
 
 class EnvHeuristic:
@@ -104,6 +113,12 @@ class EnvHeuristic:
         return np.flatnonzero(mask[: q * n_levels].reshape(q, n_levels).any(axis=1))
 
     @staticmethod
+    def slot_valid(obs: dict[str, np.ndarray], mask: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Whether each of ``slots`` has a valid level (its job can be admitted now)."""
+        q, n_levels = obs["slot_levels"].shape[:2]
+        return mask[: q * n_levels].reshape(q, n_levels)[slots].any(axis=1)
+
+    @staticmethod
     def level_mask(obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> np.ndarray:
         n_levels = obs["slot_levels"].shape[1]
         return mask[slot * n_levels : (slot + 1) * n_levels]
@@ -131,16 +146,27 @@ class EnvHeuristic:
 class SlotAtDemand(EnvHeuristic):
     """The slot with the smallest key (ties: the earlier slot, i.e. arrival) at its best-case demand."""
 
-    def __init__(self, name: str, key: Callable[[dict[str, np.ndarray], np.ndarray], np.ndarray] | None) -> None:
+    def __init__(
+        self, name: str, key: Callable[[dict[str, np.ndarray], np.ndarray], np.ndarray] | None, feature: str = "age"
+    ) -> None:
         self.name = name
         self.key = key
+        #: The slot feature ``key`` reads (``age``, negated, without a key), for the running rows too.
+        self.feature = feature
 
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        if has_running_rows(obs):
+            return self.choose_preempting(obs, mask)
         slots = self.valid_slots(obs, mask)
         if slots.size == 0:
             return self.stop(mask)
         slot = int(slots[0]) if self.key is None else int(slots[np.argmin(self.key(obs, slots))])
         return self.action(obs, slot, self.demand_level(obs, mask, slot))
+
+    def choose_preempting(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        """The walk over waiting and running jobs by the key, GPUs alone counted (:mod:`~synergy_gym.baselines.preempting`)."""
+        return gpu_walk(self, obs, mask, self.feature, self.key is None,
+                        lambda q: self.action(obs, q, self.demand_level(obs, mask, q)))
 
 
 class PriceAllocator(EnvHeuristic):
@@ -152,6 +178,9 @@ class PriceAllocator(EnvHeuristic):
         self.name, self.shortest_first, self.price = name, shortest_first, float(price)
 
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        if has_running_rows(obs):
+            return gpu_walk(self, obs, mask, "runtime_demand" if self.shortest_first else "age", not self.shortest_first,
+                            lambda q: self.action(obs, q, self.level(obs, mask, q)))
         slots = self.valid_slots(obs, mask)
         if slots.size == 0:
             return self.stop(mask)
@@ -196,6 +225,8 @@ class TetrisGreedy(EnvHeuristic):
     name = "tetris+greedy"
 
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        if has_running_rows(obs):
+            return self.choose_preempting(obs, mask)
         slots = self.valid_slots(obs, mask)
         if slots.size == 0:
             return self.stop(mask)
@@ -205,6 +236,34 @@ class TetrisGreedy(EnvHeuristic):
             return self.stop(mask)
         i = int(np.argmin(np.where(fits, score, np.inf)))
         return self.action(obs, int(slots[i]), int(demand[i]))
+
+    def choose_preempting(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        """The walk by Tetris's score over waiting and running jobs, each at its demand, counting GPUs, CPUs and memory.
+
+        What is free is counted in best-case demands (every held job at its demand, as
+        Synergy-Greedy grants them), and a job of the target set is admitted once its demand fits
+        the free CPUs and memory now.
+        """
+        filled = np.arange(int(obs["slot_mask"].sum()))
+        n_levels = obs["slot_levels"].shape[1]
+        if n_levels == _N_DEFAULT_LEVELS:
+            demand = np.full(filled.size, DEMAND_LEVEL)
+        else:  # the highest speed-up, the cheapest among equals
+            levels = obs["slot_levels"][filled]
+            cost = levels[..., _CPU] + levels[..., _MEM]
+            demand = np.lexsort((cost, -levels[..., _SPEEDUP]), axis=-1)[:, 0] if filled.size else filled
+        at_demand = obs["slot_levels"][filled, demand]
+        score, fits = _tetris_score(obs, filled, at_demand)
+        gpu = obs["slots"][filled, _GPU_SHARE].astype(float)
+        need = np.stack([gpu, gpu * at_demand[:, _CPU], gpu * at_demand[:, _MEM]], axis=1)
+        q = obs["slot_levels"].shape[0]
+        admissible = fits & (mask[: q * n_levels].reshape(q, n_levels)[filled, demand] > 0)
+        rows = running_rows(obs)
+        run_need = row_need_at_level(rows)
+        run_score = runtime_h(rows, "runtime_fair") / run_feature(rows, "level_speedup") * run_need.sum(axis=1)
+
+        return choose_by_target(obs, mask, score, run_score, need, run_need, free_by_demand(obs), admissible,
+                                lambda i: self.action(obs, int(filled[i]), int(demand[i])))
 
 
 def _tetris_score(obs: dict[str, np.ndarray], slots: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -216,6 +275,27 @@ def _tetris_score(obs: dict[str, np.ndarray], slots: np.ndarray, levels: np.ndar
     fits = (cpu <= obs["cluster"][_FREE_CPU] + 1e-6) & (mem <= obs["cluster"][_FREE_MEM] + 1e-6)
     remaining_h = hours(obs["slots"][slots, _RUNTIME_FAIR].astype(float)) / levels[..., _SPEEDUP]
     return remaining_h * (gpu + cpu + mem), fits
+
+
+def gpu_walk(
+    heuristic: EnvHeuristic, obs: dict[str, np.ndarray], mask: np.ndarray, feature: str, oldest_first: bool,
+    admit: Callable[[int], int],
+) -> int:
+    """One action of the walk over waiting and running jobs by slot ``feature`` (ascending; ``oldest_first``:
+    descending, for ``age``), counting GPUs alone (Tune admits any job whose GPUs fit). By arrival
+    (``oldest_first``) the placement stays in arrival order exactly, as the simulator's FIFO places."""
+    filled = np.arange(int(obs["slot_mask"].sum()))
+    rows = running_rows(obs)
+    sign = -1.0 if oldest_first else 1.0
+    wait_key = sign * obs["slots"][filled, SLOT_FEATURES.index(feature)].astype(float)
+    run_key = sign * run_feature(rows, feature)
+    need = np.zeros((filled.size, 3))
+    need[:, 0] = obs["slots"][filled, _GPU_SHARE]
+    run_need = np.zeros((rows.shape[0], 3))
+    run_need[:, 0] = run_feature(rows, "gpu_share")
+    free = np.array([float(obs["cluster"][_FREE_GPUS]), 0.0, 0.0])
+    return choose_by_target(obs, mask, wait_key, run_key, need, run_need, free,
+                            heuristic.slot_valid(obs, mask, filled), admit, exact_order=oldest_first)
 
 
 class RandomValid(EnvHeuristic):
@@ -243,8 +323,8 @@ def env_heuristics(seed: int | None = 0, price: float = DEFAULT_PRICE) -> dict[s
     """Every environment heuristic by name (``random`` seeded with ``seed``)."""
     return {
         "fifo+tune": SlotAtDemand("fifo+tune", None),
-        "srtf+tune": SlotAtDemand("srtf+tune", _runtime_at_demand),
-        "las+tune": SlotAtDemand("las+tune", _attained),
+        "srtf+tune": SlotAtDemand("srtf+tune", _runtime_at_demand, "runtime_demand"),
+        "las+tune": SlotAtDemand("las+tune", _attained, "attained"),
         "tetris": TetrisPacker(),
         "tetris+greedy": TetrisGreedy(),
         "fifo+price": PriceAllocator("fifo+price", shortest_first=False, price=price),

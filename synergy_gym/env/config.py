@@ -23,6 +23,8 @@ from synergy_gym.sim.workload import MAX_JOBS
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
 #: The most slots (``max_queue``) an environment offers.
 MAX_QUEUE = 4096
+#: ``redecide`` values: decide at an event only what changes, or every running job again.
+REDECIDE_MODES: tuple[str, ...] = ("changes", "every_event")
 #: Keyword arguments that were removed, and why.
 REMOVED: dict[str, str] = {"kernels": kernels_removed()}
 
@@ -53,9 +55,22 @@ class EnvConfig:
     max_rounds: int = 10_000
     #: Rewards are −(job-seconds in the system) / ``reward_scale`` (3600: job-hours).
     reward_scale: float = 3600.0
-    #: ``False`` (default): admitted jobs keep their GPUs until they finish; ``True``: at every
-    #: event all jobs return to the waiting set and the agent refills the cluster.
+    #: ``False`` (default): admitted jobs keep their GPUs until they finish; ``True``: the agent
+    #: may also preempt running jobs, at every event (see ``redecide``).
     preemptive: bool = False
+    #: With ``preemptive=True``: ``"changes"`` (default) – running jobs keep their GPUs and level
+    #: at an event unless the agent preempts them (a preempted job waits again, and may be admitted
+    #: again at another level in the same event); ``"every_event"`` – at every event all jobs return
+    #: to the waiting set and the agent refills the cluster (every running job decided again).
+    redecide: str = "changes"
+    #: With ``preemptive=True, redecide="changes"``: how many running jobs are shown and
+    #: preemptable (the running rows): the most recently admitted ones, in admission order; at
+    #: most :data:`MAX_QUEUE`. With more running jobs than this, the older ones cannot be preempted.
+    max_running: int = 32
+    #: Per slot and level, whether it fits the free CPUs and memory now (``slot_fits``); None: on
+    #: with ``preemptive=True, redecide="changes"``, off otherwise (the default mode's observation
+    #: space stays as it was).
+    fit_features: bool | None = None
     #: ``False``: only the first slot (earliest arrival that fits) is offered – allocation only.
     agent_orders: bool = True
     #: ``"fallback"``: a masked action falls back to a valid one (counted in
@@ -85,6 +100,16 @@ class EnvConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "class_split", class_split_of(self.class_split))
 
+    @property
+    def on_changes(self) -> bool:
+        """Preemptive, deciding only where something changes (``redecide="changes"``)."""
+        return bool(self.preemptive) and self.redecide == "changes"
+
+    @property
+    def with_fit_features(self) -> bool:
+        """Whether the observation has ``slot_fits``."""
+        return self.on_changes if self.fit_features is None else bool(self.fit_features)
+
     def simulation_config(self, profile_seed: int = 0) -> SimulationConfig:
         """The simulator settings these kwargs ask for (the env keeps no round log)."""
         return SimulationConfig(
@@ -112,11 +137,15 @@ class EnvConfig:
         for name in ("multigpu", "preemptive", "agent_orders", "debug"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ConfigError(f"env kwarg {name} must be true or false, got {shown(getattr(self, name))}")
-        for name in ("invalid_action", "levels", "placement", "timing", "sensitivity"):
+        if self.fit_features is not None and not isinstance(self.fit_features, (bool, np.bool_)):
+            raise ConfigError(f"env kwarg fit_features must be true, false or None, got {shown(self.fit_features)}")
+        for name in ("invalid_action", "levels", "placement", "timing", "sensitivity", "redecide"):
             if not isinstance(getattr(self, name), str):
                 raise ConfigError(f"env kwarg {name} must be a name (a string), got {shown(getattr(self, name))}")
         if self.invalid_action not in INVALID_ACTION_MODES:
             raise UnknownNameError("invalid_action", str(self.invalid_action), INVALID_ACTION_MODES)
+        if self.redecide not in REDECIDE_MODES:
+            raise UnknownNameError("redecide", str(self.redecide), REDECIDE_MODES)
         if self.levels not in LEVEL_KINDS:
             raise UnknownNameError("levels", str(self.levels), LEVEL_KINDS)
         positive("jobs_per_hour")
@@ -128,6 +157,9 @@ class EnvConfig:
         positive("max_queue", integer=True)
         if self.max_queue > MAX_QUEUE:
             raise ConfigError(f"env kwarg max_queue {self.max_queue!r} exceeds the maximum of {MAX_QUEUE:,}")
+        positive("max_running", integer=True)
+        if self.max_running > MAX_QUEUE:
+            raise ConfigError(f"env kwarg max_running {self.max_running!r} exceeds the maximum of {MAX_QUEUE:,}")
         positive("round_s")
         noise = self.profile_noise
         if isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.integer, np.floating)) \

@@ -68,3 +68,45 @@ def keep_held(held, n, holds):
             held[w] = j
             w += 1
     return w
+
+
+@kernel
+def offer_all(waiting, m, drop, gpus, free, level_valid, max_queue, slots_offered, ahead, n_preemptable, fits, slots,
+              mask):
+    """:func:`offer` for preemptive mode deciding only changes: every waiting job gets a slot (the first
+    ``max_queue``, arrival order), those whose GPUs fit in ``free`` with their valid levels in ``mask``
+    (and, when ``ahead``, the same in the ahead block that follows the admissions); then the
+    preemption actions of the first ``n_preemptable`` running rows, and stop.
+
+    Returns (m', slots filled, slots whose job fits, offered slots whose job fits).
+    """
+    if drop >= 0:
+        w = 0
+        for i in range(m):
+            j = waiting[i]
+            if j != drop:
+                waiting[w] = j
+                w += 1
+        m = w
+    n_levels = level_valid.shape[1]
+    mask[:] = 0
+    k = k_fit = k_offered = 0
+    for i in range(m):
+        f = gpus[waiting[i]] <= free
+        fits[i] = f
+        if k < max_queue:
+            slots[k] = waiting[i]
+            if f:
+                k_fit += 1
+                if k < slots_offered:
+                    k_offered += 1
+                    for lv in range(n_levels):
+                        mask[k * n_levels + lv] = level_valid[waiting[i], lv]
+                        if ahead:
+                            mask[(max_queue + k) * n_levels + lv] = level_valid[waiting[i], lv]
+            k += 1
+    first = 2 * max_queue * n_levels
+    for r in range(n_preemptable):
+        mask[first + r] = 1
+    mask[mask.size - 1] = 1
+    return m, k, k_fit, k_offered

@@ -9,7 +9,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-import synergy_gym.env.decision_kernels as dk
 from synergy_gym.env.calls import (
     EnvCallError,
     before_reset,
@@ -21,6 +20,7 @@ from synergy_gym.env.calls import (
     shown,
 )
 from synergy_gym.env.config import EnvConfig, as_cluster
+from synergy_gym.env.decision_loop import DecisionLoop
 from synergy_gym.env.levels import LevelTable
 from synergy_gym.env.masks import ActionLayout
 from synergy_gym.env.observation import ObservationBuilder
@@ -150,9 +150,15 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.policy = SchedulingPolicy(FIFO(), Tune())
         self.levels = LevelTable(self.zoo, self.cluster, cfg.levels)
         grid_shape = (len(self.zoo.cpu_grid), len(self.zoo.mem_grid)) if cfg.levels == "grid" else None
-        self.layout = ActionLayout(cfg.max_queue, self.levels.n_levels, cfg.agent_orders, cfg.invalid_action, grid_shape)
+        n_running = cfg.max_running if cfg.on_changes else 0
+        self.layout = ActionLayout(
+            cfg.max_queue, self.levels.n_levels, cfg.agent_orders, cfg.invalid_action, grid_shape, n_running
+        )
+        self.loop = DecisionLoop(cfg, self.layout, self.cluster)
         self.action_space = spaces.Discrete(self.layout.n)
-        self.obs_builder = ObservationBuilder(self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n)
+        self.obs_builder = ObservationBuilder(
+            self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n, n_running, cfg.with_fit_features
+        )
         self.observation_space = self.obs_builder.space
         self._picture: ClusterPicture | None = None
         self._state: EpisodeState | None = None
@@ -181,7 +187,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             wait_buf=np.zeros(n, dtype=np.int64), fits_buf=np.zeros(n, dtype=bool), held_buf=np.zeros(n, dtype=np.int64),
             slot_buf=np.zeros(self.cfg.max_queue, dtype=np.int64),
         )
-        self._advance_to_decision(self._state)
+        self.loop.advance(self._state)
         return self._observation(self._state), {}
 
     def step(self, action):
@@ -190,19 +196,39 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
             raise episode_ended("env.step()")
         layout = self.layout
         a = layout.parse(action)
-        slot, level = divmod(a, layout.n_levels)
+        ahead = layout.ahead <= a < layout.preempt  # redecide="changes": placed before the running jobs
+        slot, level = divmod(a - layout.ahead if ahead else a, layout.n_levels)
         invalid = False
         if a == layout.stop:
             slot = -1
-        elif not (slot < s.n_slots and slot < layout.slots_offered and s.level_valid[s.slot_buf[slot], level]):
-            slot, level, invalid = layout.resolve(a, s.slot_valid)  # masked: raise, or fall back
+        elif a >= layout.preempt:  # preempt a running row (redecide="changes"), or a masked admission
+            if s.n_preemptable:
+                row = layout.resolve_preemption(a, s.n_preemptable)
+                invalid = row != a - layout.preempt
+                s.decisions += 1
+                s.invalid += invalid
+                self.loop.preempt(s, row)
+                return self._after_action(s, invalid)
+            slot, level, invalid = layout.resolve(a, s.slot_valid)
+        elif not (slot < s.n_slots and slot < layout.slots_offered and s.level_valid[s.slot_buf[slot], level]
+                  and (s.n_slots_fit == s.n_slots or s.fits_buf[slot])):
+            slot, level, invalid = layout.resolve(slot * layout.n_levels + level, s.slot_valid)  # masked: raise, or fall back
+        if ahead and s.n_kept == 0:  # nothing runs to be placed before: an admission (masked)
+            if layout.raise_on_invalid:
+                raise EnvCallError(f"env.step(): action {a} is masked: no running job to place the admission ahead of; "
+                                   f"action {a - layout.ahead} admits the same job and level")
+            ahead, invalid = False, True
         s.decisions += 1
         s.invalid += invalid
         if slot < 0:
             s.stopped = True
         else:
-            self._admit(s, int(s.slot_buf[slot]), level)
-        self._advance_to_decision(s)
+            self.loop.admit(s, int(s.slot_buf[slot]), level, ahead)
+        return self._after_action(s, invalid)
+
+    def _after_action(self, s: EpisodeState, invalid: bool):
+        """Run to the next decision; the step's observation, reward, flags and info."""
+        self.loop.advance(s)
         sim = s.sim
         reward = s.meter.reward_until(sim.now)
         jct_h: list[float] = []
@@ -282,109 +308,20 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     def episode_summary(self) -> dict[str, float]:
         """JCT statistics of the episode so far (see :func:`synergy_gym.env.summary.episode_summary`)."""
         s = self._episode("env.episode_summary()")
-        return {**episode_summary(s.sim), "decisions": s.decisions, "invalid_actions": s.invalid}
-
-    # -- the decision loop ----------------------------------------------------------------
-    def _admit(self, s: EpisodeState, j: int, level: int) -> None:
-        """Admit job ``j`` at ``level`` through the round planner."""
-        changed = int(s.level[j]) != level
-        if changed:
-            s.level[j] = level
-            s.sim.jobs.assign_target(j, *s.level_targets[j, level].tolist())
-        s.sim.planner.add(j, target_changed=changed)
-        s.holds[j] = True
-        if not self.cfg.preemptive:
-            s.held_buf[s.n_held] = j
-            s.n_held += 1
-        s.drop = j  # taken out of the waiting jobs by the next offer (or the next event's waiting jobs)
-
-    def _advance_to_decision(self, s: EpisodeState) -> None:
-        """Run events until the agent has a choice (a waiting job fits and it has not stopped), or the episode ends."""
-        sim, cfg = s.sim, self.cfg
-        planner = sim.planner
-        while True:
-            if planner.in_round:
-                if not s.stopped and s.n_waiting and self._offer(s, planner.free_gpus):
-                    return
-                self._end_event(s)
-            if sim.done or sim.exhausted:
-                return self._end_episode(s, truncated=False)
-            if sim.rounds_elapsed >= cfg.max_rounds:
-                return self._end_episode(s, truncated=True)
-            if sim.begin_round() is not None:
-                self._begin_event(s)
-
-    def _offer(self, s: EpisodeState, free: int) -> bool:
-        """Fill the slots, their valid levels and the mask from the waiting jobs whose GPUs fit in ``free``.
-
-        Returns False (nothing filled but ``fits``) when none fits.
-        """
-        s.n_waiting, k = dk.offer(
-            s.wait_buf, s.n_waiting, s.drop, s.sim.jobs.gpus, free, s.level_valid, self.cfg.max_queue,
-            self.layout.slots_offered, s.fits_buf, s.slot_buf, s.mask,
-        )
-        s.drop = -1
-        s.n_slots = k
-        return k > 0
-
-    def _begin_event(self, s: EpisodeState) -> None:
-        sim = s.sim
-        runnable = sim.runnable
-        holds = s.holds
-        keep: np.ndarray
-        if self.cfg.preemptive:
-            s.was_running[runnable] = holds[runnable]
-            holds[runnable] = False
-            keep = NO_JOBS
-        else:
-            # Tune's placement order – descending GPUs, ties in admission order – so that the
-            # planner places them now and the observation shows them (the grants are the same).
-            keep = s.held_buf[: s.n_held].copy()  # finished jobs were removed as they finished
-            if s.multi_gpu:
-                keep = keep[np.argsort(-sim.jobs.gpus[keep], kind="stable")]
-        sim.planner.begin(keep)
-        sim.planner.admit_in_order()  # the running jobs keep their GPUs and levels
-        sim.planner.settle()  # the ledger now holds exactly them, for the observation
-        s.n_waiting = dk.waiting_jobs(runnable, holds, s.wait_buf)
-        s.drop = -1
-        s.stopped = False
-
-    def _end_event(self, s: EpisodeState) -> None:
-        sim, cfg = s.sim, self.cfg
-        # A stop is chosen only when a job was offered: some waiting job's GPUs fit.
-        stopped_with_choice = s.stopped and s.n_slots > 0
-        sim.planner.finish()
-        s.n_slots = 0
-        limit = max(1, cfg.max_rounds - sim.rounds_elapsed)
-        idle = sim.ledger.n_slots == 0
-        if not idle and (cfg.preemptive or stopped_with_choice):
-            # The next event is the next arrival (or completion), even one the free GPUs could not take.
-            wait = sim.seconds_until_admissible_arrival(self.cluster.total_gpus)
-            if wait < float("inf"):
-                limit = min(limit, max(1, int(round(wait / sim.config.round_s))))
-        finished = sim.advance(max_rounds=1 if idle else limit, allow_idle=idle and s.stopped)
-        if finished.size:
-            s.holds[finished] = False
-            if not cfg.preemptive:
-                s.n_held = dk.keep_held(s.held_buf, s.n_held, s.holds)
-            s.pending_finished.append(finished)
-            s.meter.record_finished(finished)
-
-    def _end_episode(self, s: EpisodeState, truncated: bool) -> None:
-        s.ended, s.truncated = True, truncated
-        s.n_slots = s.n_waiting = 0
-        s.drop = -1
-        s.mask[:] = 0
-        s.mask[self.layout.stop] = 1
+        return {**episode_summary(s.sim), "decisions": s.decisions, "invalid_actions": s.invalid,
+                "preemptions": s.preemptions}
 
     # -- observations ------------------------------------------------------------------------
     def _observation(self, s: EpisodeState) -> dict[str, np.ndarray]:
         time_fraction = s.sim.rounds_elapsed / self.cfg.max_rounds
         if s.ended:
             return self.obs_builder.empty(s.mask.copy(), time_fraction)
-        held = np.flatnonzero(s.holds) if self.cfg.preemptive else s.held_buf[: s.n_held]
+        held = np.flatnonzero(s.holds) if self.loop.every_event else s.held_buf[: s.n_held]
+        if not self.cfg.on_changes:
+            return self.obs_builder.build(s.sim, s.slots, s.waiting, s.fits, held, s.was_running, s.mask, time_fraction)
         return self.obs_builder.build(
-            s.sim, s.slots, s.waiting, s.fits, held, s.was_running, s.mask, time_fraction
+            s.sim, s.slots, s.waiting, s.fits, held, s.was_running, s.mask, time_fraction, s.n_slots_fit,
+            s.running_rows, s.level,
         )
 
 

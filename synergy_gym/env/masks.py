@@ -15,6 +15,14 @@ replaced by a valid one (:meth:`ActionLayout.resolve`):
 So a masked action always admits a job (an agent without masking starts out
 admitting jobs, not idling the cluster); only the stop action stops.
 
+With ``preemptive=True, redecide="changes"`` two blocks follow the admissions: the *ahead*
+admissions (action ``n_slots · n_levels + slot · n_levels + level``: the same job and level,
+placed before the running jobs instead of after them) and the running rows (``max_running``):
+action ``2 · n_slots · n_levels + r`` preempts running row ``r``'s job; stop comes after those.
+A masked ahead admission falls back as a masked admission does (and is placed ahead); a masked
+preemption falls back to the last filled running row, or (with no running row) to a masked
+admission as above.
+
 With ``invalid_action="raise"`` a masked action raises
 :class:`~synergy_gym.env.calls.EnvCallError` (a ``ValueError``), as does an action that is not
 an integer of the space.
@@ -37,14 +45,21 @@ class ActionLayout:
     """
 
     def __init__(
-        self, n_slots: int, n_levels: int, agent_orders: bool, invalid_action: str, grid_shape: tuple[int, int] | None
+        self, n_slots: int, n_levels: int, agent_orders: bool, invalid_action: str, grid_shape: tuple[int, int] | None,
+        n_running: int = 0,
     ) -> None:
         if invalid_action not in INVALID_ACTION_MODES:
             raise UnknownNameError("invalid_action", str(invalid_action), INVALID_ACTION_MODES)
         self.n_slots, self.n_levels = n_slots, n_levels
         self.agent_orders = agent_orders
         self.raise_on_invalid = invalid_action == "raise"
-        self.stop = n_slots * n_levels
+        #: With running rows (``n_running`` > 0): the first *ahead* admission (slot 0, level 0), placed
+        #: before the running jobs; ``n_slots · n_levels`` of them. Without: no ahead admissions.
+        self.ahead = n_slots * n_levels
+        #: The first preemption action (running row 0); there are ``n_running`` of them.
+        self.preempt = self.ahead + (n_slots * n_levels if n_running else 0)
+        self.n_running = n_running
+        self.stop = self.preempt + n_running
         self.n = self.stop + 1
         self.slots_offered = n_slots if agent_orders else 1
         #: For each level, every level nearest first (itself first).
@@ -79,13 +94,34 @@ class ActionLayout:
             raise EnvCallError(f"env.step(): action {shown(a)} is out of range: the action space is 0..{self.n - 1}")
         return a
 
+    def resolve_preemption(self, a: int, n_preemptable: int) -> int:
+        """The running row preemption action ``a`` preempts, after the fallback (−1: none is running).
+
+        ``n_preemptable``: the running rows filled (all of them preemptable).
+        """
+        r = a - self.preempt
+        if r < n_preemptable:
+            return r
+        if self.raise_on_invalid:
+            raise EnvCallError(f"env.step(): action {a} is masked: running row {r} is empty "
+                               f"({n_preemptable} running jobs can be preempted now); action {self.stop} stops")
+        return n_preemptable - 1
+
     def resolve(self, a: int, valid_levels: np.ndarray) -> tuple[int, int, bool]:
         """``(slot, level, invalid)`` for action ``a`` (slot −1: stop); ``invalid`` when it fell back.
 
-        ``valid_levels`` (slots, levels) are the filled slots' valid levels.
+        ``valid_levels`` (slots, levels) are the filled slots' valid levels. A preemption action
+        reaching here (no running row) is resolved as a masked admission of the last slot at the fair
+        share. A filled slot whose job does not fit now (``redecide="changes"``: no valid level) falls
+        back to the nearest slot whose job fits (the earlier of two as near), or to stop when none does.
         """
         if a == self.stop:
             return -1, -1, False
+        if a >= self.preempt:
+            if self.raise_on_invalid:
+                raise EnvCallError(f"env.step(): action {a} is masked: no running job can be preempted now; "
+                                   f"action {self.stop} stops")
+            a = (self.n_slots - 1) * self.n_levels  # the last slot's fair share: falls back as a masked admission
         slot, level = divmod(a, self.n_levels)
         filled = valid_levels.shape[0]
         if slot < min(filled, self.slots_offered) and valid_levels[slot, level]:
@@ -95,6 +131,11 @@ class ActionLayout:
         if filled == 0:  # pragma: no cover - the environment asks only while a job fits
             return -1, -1, True
         slot = min(slot, filled - 1) if self.agent_orders else 0
+        if not valid_levels[slot].any():  # a slot whose job does not fit now (preemptive, "changes"): the nearest that does
+            usable = np.flatnonzero(valid_levels[: min(filled, self.slots_offered)].any(axis=1))
+            if usable.size == 0:
+                return -1, -1, True
+            slot = int(usable[np.argmin(np.abs(usable - slot) * 2 + (usable > slot))])
         row = valid_levels[slot]
         for k in self.nearest[level]:
             if row[k]:

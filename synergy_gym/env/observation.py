@@ -17,6 +17,7 @@ from gymnasium import spaces
 import synergy_gym.env.observe_kernel as ok
 from synergy_gym.env.observe_kernel import HIST_BINS, TIME_SCALE_H, layout_offsets
 from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.job_table import ATTAINED, EXECUTED, TOTAL
 from synergy_gym.sim.profiles import TASKS, ModelZoo
 from synergy_gym.sim.simulator import Simulator
 
@@ -37,6 +38,15 @@ LEVEL_FEATURES = (
     "cpu",  # CPUs per GPU / the fair share's
     "mem",  # GB per GPU / the fair share's
     "speedup",  # throughput / fair-share throughput (≥ 1)
+)
+#: Per running row (``preemptive=True, redecide="changes"``), ``running_slots[r]``: the job's slot
+#: features but ``was_running``, then what it runs at and what preempting it would free.
+RUNNING_SLOT_FEATURES = (
+    *SLOT_FEATURES[:-1],
+    "runtime_now",  # run time left at its current grant's throughput (squashed hours)
+    "level_cpu", "level_mem", "level_speedup",  # its level's features (as LEVEL_FEATURES)
+    "frees_cpu",  # CPUs it holds / the cluster's (what preempting it frees; GPUs: gpu_share)
+    "frees_mem",  # GB it holds / the cluster's
 )
 #: What the running jobs hold and how fast they run, ``running``.
 RUNNING_FEATURES = (
@@ -92,7 +102,10 @@ def hours(x):
 class ObservationBuilder:
     """Builds observations from the simulator's state and the episode's level table."""
 
-    def __init__(self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int) -> None:
+    def __init__(
+        self, cluster: ClusterSpec, zoo: ModelZoo, max_queue: int, n_levels: int, n_actions: int,
+        n_running: int = 0, fit_features: bool = False,
+    ) -> None:
         self.cluster = cluster
         self.zoo = zoo
         self.q = q = int(max_queue)
@@ -112,8 +125,10 @@ class ObservationBuilder:
                 "queue_rest": spaces.Box(0.0, 1.0, (len(QUEUE_REST_FEATURES),), np.float32),
                 "time": spaces.Box(0.0, 1.0, (1,), np.float32),
                 "action_mask": spaces.Box(0.0, 1.0, (n_actions,), np.float32),
+                **self._extra_spaces(q, n_levels, n_running, fit_features),
             }
         )
+        self.n_running, self.fit_features = n_running, fit_features
         self._level_high = level_high
         self._speedup_bin_scale = HIST_BINS / max(speedup_max - 1.0, 1e-9)
         # Histogram bins per free GPU, CPU and GB of a server.
@@ -121,11 +136,26 @@ class ObservationBuilder:
             [HIST_BINS / cluster.gpus_per_server, HIST_BINS / cluster.cpus_per_server, HIST_BINS / cluster.mem_gb_per_server]
         )
         # One buffer per observation; its parts, in the order of observe_kernel's offsets.
-        names = ("slots", "slot_levels", "slot_mask", "cluster", "running", "demand", "queue_rest", "time", "action_mask")
+        names = ("slots", "slot_levels", "slot_mask", "cluster", "running", "demand", "queue_rest", "time", "action_mask",
+                 *(["running_slots", "running_mask"] if n_running else []), *(["slot_fits"] if fit_features else []))
         sizes = [int(np.prod(self.space.spaces[name].shape or ())) for name in names]
         self._offsets = offsets = layout_offsets(sizes)
         self._size = int(offsets[-1])
         self._parts = [(name, int(offsets[i]), int(offsets[i + 1])) for i, name in enumerate(names)]
+
+    @staticmethod
+    def _extra_spaces(q: int, n_levels: int, n_running: int, fit_features: bool) -> dict[str, spaces.Box]:
+        """The parts only some modes have: running rows (``redecide="changes"``) and ``slot_fits``."""
+        extra: dict[str, spaces.Box] = {}
+        if n_running:
+            high = np.ones(len(RUNNING_SLOT_FEATURES), dtype=np.float32)
+            first_level = RUNNING_SLOT_FEATURES.index("level_cpu")
+            high[first_level : first_level + 3] = (RESOURCE_HIGH, RESOURCE_HIGH, SPEEDUP_HIGH)
+            extra["running_slots"] = spaces.Box(0.0, np.tile(high, n_running), dtype=np.float32)
+            extra["running_mask"] = spaces.Box(0.0, 1.0, (n_running,), np.float32)
+        if fit_features:
+            extra["slot_fits"] = spaces.Box(0.0, 1.0, (q * n_levels,), np.float32)
+        return extra
 
     def new_episode(
         self, sim: Simulator, level_cpu: np.ndarray, level_mem: np.ndarray, level_tput: np.ndarray, never_ran: bool
@@ -149,6 +179,9 @@ class ObservationBuilder:
         levels[:, :, 1] = level_mem / c.fair_mem_gb_per_gpu
         levels[:, :, 2] = level_tput / jobs.tput_fair[:, None]
         self.levels = np.minimum(levels, self._level_high)
+        # Per job and level, CPUs and GB per GPU, and per job its GPUs, for slot_fits.
+        self.level_per_gpu = (level_cpu, level_mem)
+        self.job_gpus = jobs.gpus
         # Per job, what the observation reads (observe_kernel's columns).
         table = np.empty((n, ok.JOB_COLUMNS))
         table[:, ok.ARRIVAL_H] = jobs.arrival_s / 3600.0
@@ -188,13 +221,18 @@ class ObservationBuilder:
         was_running: np.ndarray,
         mask: np.ndarray,
         time_fraction: float,
+        n_slots_fit: int | None = None,
+        running: np.ndarray | None = None,
+        level: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """The observation at a decision: a fresh buffer, its parts as the dict's arrays.
 
         ``slots``: the slot jobs; ``waiting``: every waiting job (arrival order)
         with ``fits`` whether its GPUs fit now; ``held``: the jobs admitted so
         far this event, in admission order; ``was_running``: per job, whether it
-        held GPUs before this event; ``mask``: the valid actions (float32, copied).
+        held GPUs before this event; ``mask``: the valid actions (float32, copied);
+        ``n_slots_fit``: the slots whose job fits (default: all); ``running``: the running rows'
+        jobs and ``level`` every job's level (``redecide="changes"``).
         """
         buf = np.zeros(self._size, dtype=np.float32)
         ledger = sim.ledger
@@ -205,5 +243,54 @@ class ObservationBuilder:
             sim.planner.free_gpus, self.cluster.total_gpus,
             ledger.jobs, ledger.tput,
             self._speedup_bin_scale, self.speedup_max, held, waiting, fits, time_fraction, mask,
+            slots.size if n_slots_fit is None else n_slots_fit,
         )
-        return {name: buf[a:b] for name, a, b in self._parts}
+        obs = {name: buf[a:b] for name, a, b in self._parts}
+        if self.fit_features:
+            self._slot_fits(obs["slot_fits"], sim, slots, fits)
+        if self.n_running and running is not None and level is not None:
+            self._running_rows(obs, sim, running, level)
+        return obs
+
+    def _slot_fits(self, out: np.ndarray, sim: Simulator, slots: np.ndarray, fits: np.ndarray) -> None:
+        """Per slot and level: whether the job can be placed there now without taking anything from a running job.
+
+        That is, the servers have room for all its GPUs at the level: summed over servers, the GPUs
+        each could host (free GPUs, and as many GPUs' worth of the level's CPUs and GB as it has
+        free) reach the job's GPUs.
+        """
+        ledger = sim.ledger
+        cpu, mem = (a[slots][:, :, None] for a in self.level_per_gpu)  # (k, levels, 1)
+        eps = 1e-9
+        room = np.minimum(np.minimum(ledger.free_gpu[None, None, :], np.floor((ledger.free_cpu + eps) / np.maximum(cpu, eps))),
+                          np.floor((ledger.free_mem + eps) / np.maximum(mem, eps)))
+        ok_now = (room.sum(axis=2) >= self.job_gpus[slots][:, None]) & fits[: slots.size, None]
+        out[: ok_now.size] = ok_now.ravel()
+
+    def _running_rows(self, obs: dict[str, np.ndarray], sim: Simulator, running: np.ndarray, level: np.ndarray) -> None:
+        """``running_slots`` and ``running_mask`` of the running rows' jobs."""
+        n = running.size
+        if n == 0:
+            return
+        c, jobs, ledger = self.cluster, sim.jobs, sim.ledger
+        table, progress = self.job_table, jobs.progress
+        rows = obs["running_slots"].reshape(self.n_running, len(RUNNING_SLOT_FEATURES))[:n]
+        rows[:, :5] = self.fresh_rows[running, :5]
+        total = progress[running, TOTAL]
+        left = total - progress[running, EXECUTED]
+        rows[:, 5] = left / total
+        rows[:, 6] = squash_hours(left * table[running, ok.FAIR_H])
+        rows[:, 7] = squash_hours(left * table[running, ok.DEMAND_H])
+        rows[:, 8] = squash_hours(sim.now / 3600.0 - table[running, ok.ARRIVAL_H])
+        rows[:, 9] = squash_hours(progress[running, ATTAINED] / 3600.0)
+        grant = np.full(jobs.n, -1, dtype=np.int64)
+        grant[ledger.jobs] = np.arange(ledger.n_slots)
+        g = grant[running]
+        placed = g >= 0
+        tput = np.where(placed, ledger.tput[np.maximum(g, 0)], jobs.tput_fair[running])
+        rows[:, 10] = squash_hours(left * table[running, ok.ITER_H] / tput)
+        rows[:, 11:14] = self.levels[running, np.maximum(level[running], 0)]
+        gpus = table[running, ok.GPUS]
+        rows[:, 14] = np.where(placed, gpus * ledger.cpu[np.maximum(g, 0)], 0.0) / c.total_cpus
+        rows[:, 15] = np.where(placed, gpus * ledger.mem[np.maximum(g, 0)], 0.0) / c.total_mem_gb
+        obs["running_mask"][:n] = 1.0

@@ -49,7 +49,7 @@ def layout_offsets(sizes: list[int]) -> np.ndarray:
 def fill_observation(
     buf, offs, slots, never_ran, fresh_rows, levels, job_table, progress, was_running, now_h,
     free_gpu, free_cpu, free_mem, free_scales, free_gpus, total_gpus, run_idx, run_tput, bin_scale, speedup_max,
-    held, waiting, fits, time_fraction, mask,
+    held, waiting, fits, time_fraction, mask, n_slots_fit,
 ):
     """Write the observation into ``buf`` (float32, zeros) at ``offs``.
 
@@ -57,10 +57,11 @@ def fill_observation(
     so its slot row is its fresh row (``fresh_rows``) but for its age; ``free_gpu``, ``free_cpu``,
     ``free_mem``: free GPUs, CPUs and GB per server (the ledger's); ``free_gpus``: GPUs not taken by the jobs
     admitted so far; ``run_idx``, ``run_tput``: the ledger's grants; ``held``: the jobs admitted
-    so far (or running), in admission order; ``waiting`` (arrival order) with ``fits``.
+    so far (or running), in admission order; ``waiting`` (arrival order) with ``fits``;
+    ``n_slots_fit``: the slots whose job fits (all of them but with ``redecide="changes"``).
     """
     n_waiting = waiting.size
-    k = slots.size
+    k = n_slots_fit
     _slot_rows(buf, offs, slots, never_ran, fresh_rows, levels, job_table, progress, was_running, now_h)
     _cluster(buf, offs[CLUSTER], free_gpu, free_cpu, free_mem, free_scales, free_gpus, total_gpus, run_idx.size, n_waiting)
     _running(buf, offs[RUNNING], run_idx, run_tput, job_table, progress, bin_scale, total_gpus, speedup_max)

@@ -56,6 +56,18 @@ class EpisodeState:
     n_waiting: int = 0
     n_held: int = 0
     n_slots: int = 0
+    #: Slots whose job's GPUs fit now (all of them but with ``redecide="changes"``).
+    n_slots_fit: int = 0
+    #: ``redecide="changes"``: ``n_kept`` of the held jobs ran before this event (the others were
+    #: admitted in it); the last ``n_preemptable`` of those in placement order (at most
+    #: ``max_running``) are the running rows, shown and preemptable.
+    n_kept: int = 0
+    n_preemptable: int = 0
+    #: ``redecide="changes"``: jobs admitted ahead in this event, at the front of the held jobs
+    #: (held: the ``n_ahead`` admitted ahead, the ``n_kept`` that ran before, then those admitted after).
+    n_ahead: int = 0
+    #: Preemptions chosen so far this episode.
+    preemptions: int = 0
     #: A job admitted since the slots were offered, still to be taken out of the waiting jobs
     #: (−1: none); the next offer does it.
     drop: int = -1
@@ -85,5 +97,14 @@ class EpisodeState:
 
     @property
     def slot_valid(self) -> np.ndarray:
-        """The slots' rows of :attr:`level_valid` (slots × levels)."""
-        return self.level_valid[self.slots]
+        """The slots' rows of :attr:`level_valid` (slots × levels); none for a slot whose job does not fit now."""
+        valid = self.level_valid[self.slots]
+        if self.n_slots_fit < self.n_slots:
+            valid &= self.fits_buf[: self.n_slots, None]
+        return valid
+
+    @property
+    def running_rows(self) -> np.ndarray:
+        """``redecide="changes"``: the running rows' jobs (the preemptable ones shown), in admission order (a view)."""
+        end = self.n_ahead + self.n_kept
+        return self.held_buf[end - self.n_preemptable : end]

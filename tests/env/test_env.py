@@ -23,6 +23,7 @@ from synergy_gym.env.observation import (
     QUEUE_REST_FEATURES,
     RESOURCE_HIGH,
     RUNNING_FEATURES,
+    RUNNING_SLOT_FEATURES,
     SLOT_FEATURES,
     SPEEDUP_HIGH,
     slot_arrays,
@@ -141,9 +142,12 @@ def test_one_model_runs_on_every_registered_id_and_its_observations_stay_in_the_
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    spaces = {env_id: (gym.make(env_id).observation_space, gym.make(env_id).action_space) for env_id in ENV_IDS}
+    # Within a mode every id has the same spaces (preemptive "changes" adds running rows and slot_fits).
+    made = {env_id: gym.make(env_id, preemptive=preemptive) for env_id in ENV_IDS}
+    spaces = {env_id: (env.observation_space, env.action_space) for env_id, env in made.items()}
     assert all(s == spaces[ENV_IDS[0]] for s in spaces.values())
-    model = MaskablePPO("MultiInputPolicy", gym.make(ENV_IDS[0], num_jobs=12), n_steps=16, batch_size=16, seed=0, device="cpu")
+    model = MaskablePPO("MultiInputPolicy", gym.make(ENV_IDS[0], num_jobs=12, preemptive=preemptive), n_steps=16,
+                        batch_size=16, seed=0, device="cpu")
     space = model.observation_space
     for env_id in ENV_IDS:
         env = gym.make(env_id, num_jobs=30, preemptive=preemptive, max_rounds=100_000)
@@ -166,22 +170,26 @@ CUSTOM = {"num_servers": 3, "gpus_per_server": 4, "cpus_per_server": 16, "mem_gb
 CPU_POOR = {"num_servers": 4, "cpus_per_server": 4, "mem_gb_per_server": 100}
 
 
-def test_observation_shapes_do_not_depend_on_the_cluster():
+@pytest.mark.parametrize("mode", [{}, {"preemptive": True, "redecide": "every_event"}, {"preemptive": True}])
+def test_observation_shapes_do_not_depend_on_the_cluster(mode):
     spaces, shapes = [], []
+    changes = mode.get("redecide", "changes") == "changes" and mode.get("preemptive", False)
+    n_actions = Q * L * 2 + Q + 1 if changes else Q * L + 1  # with running rows: ahead admissions, preemptions
     for cluster in ("small", "default", CUSTOM, CPU_POOR):
-        for preemptive in (False, True):
-            env = SynergyEnv(cluster=cluster, num_jobs=30, jobs_per_hour=3.0, preemptive=preemptive)
-            obs, _ = env.reset(seed=0)
-            spaces.append(env.observation_space)
-            shapes.append({k: v.shape for k, v in obs.items()})
-            assert env.action_space.n == Q * L + 1
+        env = SynergyEnv(cluster=cluster, num_jobs=30, jobs_per_hour=3.0, **mode)
+        obs, _ = env.reset(seed=0)
+        spaces.append(env.observation_space)
+        shapes.append({k: v.shape for k, v in obs.items()})
+        assert env.action_space.n == n_actions
     assert all(s == shapes[0] for s in shapes)
     assert all(s == spaces[0] for s in spaces)  # the level bounds are constants: one space for every cluster
     expected = {
         "slots": (Q * len(SLOT_FEATURES),), "slot_levels": (Q * L * len(LEVEL_FEATURES),), "slot_mask": (Q,),
         "cluster": (len(CLUSTER_FEATURES),), "running": (len(RUNNING_FEATURES),), "demand": (len(DEMAND_FEATURES),),
-        "queue_rest": (len(QUEUE_REST_FEATURES),), "time": (1,), "action_mask": (Q * L + 1,),
+        "queue_rest": (len(QUEUE_REST_FEATURES),), "time": (1,), "action_mask": (n_actions,),
     }
+    if changes:
+        expected.update({"running_slots": (Q * len(RUNNING_SLOT_FEATURES),), "running_mask": (Q,), "slot_fits": (Q * L,)})
     assert shapes[0] == expected
     assert all(len(shape) == 1 for shape in expected.values())  # flat: no image-like or unconventional shapes
     assert SynergyEnv(cluster=CUSTOM).cluster.total_gpus == 12
@@ -269,8 +277,16 @@ def test_observations_stay_within_the_space_along_random_episodes(kwargs, preemp
         assert np.array_equal(obs["slot_mask"], (np.arange(len(obs["slot_mask"])) < filled).astype(np.float32))
         slots, slot_levels = slot_arrays(obs)
         n_levels = slot_levels.shape[1]
-        assert obs["action_mask"][-1] == 1.0
-        assert not obs["action_mask"][filled * n_levels : -1].any()
+        mask, q = obs["action_mask"], len(obs["slot_mask"])
+        assert mask[-1] == 1.0
+        assert not mask[filled * n_levels : q * n_levels].any()
+        if "running_mask" in obs:  # redecide="changes": ahead admissions (as the admissions), then the rows
+            ahead, rows = mask[q * n_levels : 2 * q * n_levels], mask[2 * q * n_levels : -1]
+            assert not (ahead > mask[: q * n_levels]).any()
+            n_rows = int(obs["running_mask"].sum())
+            assert rows[:n_rows].all() and not rows[n_rows:].any()
+        else:
+            assert mask.size == q * n_levels + 1
         assert not slots[filled:].any() and not slot_levels[filled:].any()
         # A filled slot shows its job: every level has resources and a speed-up (the fair share's is 1).
         assert np.all(slot_levels[:filled] > 0)
@@ -356,8 +372,8 @@ def test_a_stop_with_jobs_running_waits_for_the_next_event():
 
 
 def test_default_mode_keeps_admitted_jobs_running_and_preemptive_mode_re_decides_them():
-    for preemptive in (False, True):
-        env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0}, preemptive=preemptive)
+    for preemptive in (False, True):  # preemptive: every job decided again at every event
+        env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0}, preemptive=preemptive, redecide="every_event")
         env.reset(seed=2)
         asked_again = 0
         admitted: set[int] = set()
@@ -378,7 +394,7 @@ def test_default_mode_keeps_admitted_jobs_running_and_preemptive_mode_re_decides
 
 
 def test_preemptive_observations_flag_the_jobs_that_were_running():
-    env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0, "multigpu": True}, preemptive=True)
+    env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0, "multigpu": True}, preemptive=True, redecide="every_event")
     obs, _ = env.reset(seed=2)
     col = SLOT_FEATURES.index("was_running")
     now, before, admitted = env.sim.now, set(), set()
@@ -507,7 +523,7 @@ def _make_small():
 
 
 def _make_small_preemptive():
-    return SynergyEnv(**SMALL, preemptive=True)
+    return SynergyEnv(**SMALL, preemptive=True, redecide="every_event")  # the default mode's spaces
 
 
 @pytest.mark.slow  # about 5 s, almost all of it starting the worker processes
@@ -563,7 +579,7 @@ def test_rllib_style_config_dict():
     )
     env = SynergyEnv(config)
     assert env.cfg.num_jobs == 30 and env.cluster.total_gpus == 32 and env.cfg.preemptive
-    assert env.action_space.n == 8 * 45 + 1
+    assert env.action_space.n == 2 * 8 * 45 + env.cfg.max_running + 1  # admissions, ahead, running rows, stop
     assert SynergyEnv(config, num_jobs=12).cfg.num_jobs == 12  # kwargs override the dict
     _, _, infos, _ = run_episode(env, seed=0)
     assert infos[-1]["jobs_finished"] == 30
@@ -679,7 +695,8 @@ def test_observed_running_jobs_are_the_jobs_holding_gpus(preemptive):
     # Mid-event observations show the jobs admitted so far (the planner settles its ledger at each
     # event start): not last round's placement, whose finished jobs (and in preemptive mode, jobs
     # not re-admitted yet) no longer hold GPUs.
-    env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0}, preemptive=preemptive)
+    # Preemptive: every job decided again at every event (tests/env/test_env_changes.py: the rows).
+    env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0}, preemptive=preemptive, redecide="every_event")
     obs, _ = env.reset(seed=0)
     g = env.cluster.total_gpus
     jobs = env.sim.jobs

@@ -21,14 +21,17 @@ ZOO = ModelZoo.default()
 GRID = GridPoints(ZOO)
 N_MEM = len(ZOO.mem_grid)
 
+#: Preemptive, every job decided again at every event (the actions of the default mode); deciding
+#: only what changes adds ahead admissions and preemptions: tests/env/test_env_changes.py.
+EVERY_EVENT = {"preemptive": True, "redecide": "every_event"}
 CASES = [
     pytest.param({}, id="default"),
-    pytest.param({"preemptive": True}, id="preemptive"),
+    pytest.param(EVERY_EVENT, id="preemptive"),
     pytest.param({"agent_orders": False, "jobs_per_hour": 6.0}, id="fifo-order"),
-    pytest.param({"agent_orders": False, "preemptive": True, "levels": "grid"}, id="fifo-order-grid-preemptive"),
+    pytest.param({"agent_orders": False, **EVERY_EVENT, "levels": "grid"}, id="fifo-order-grid-preemptive"),
     pytest.param({"levels": "grid", "multigpu": True, "jobs_per_hour": 4.0}, id="grid-multigpu"),
     pytest.param({**SCARCE, "levels": "grid", "max_queue": 4, "jobs_per_hour": 4.0}, id="grid-scarce"),
-    pytest.param({**SCARCE, "multigpu": True, "preemptive": True, "max_queue": 3}, id="scarce-multigpu-preemptive"),
+    pytest.param({**SCARCE, "multigpu": True, **EVERY_EVENT, "max_queue": 3}, id="scarce-multigpu-preemptive"),
 ]
 
 

@@ -1,8 +1,12 @@
 """Always "slot 0 at its demand" (action 1) is the simulator's fifo+tune, per job, to the bit.
 
-Issue 12, item 2: exact in preemptive mode (single- and multi-GPU, generated and replayed jobs), and
-in the default mode on single-GPU workloads. The simulator runs the same jobs
-(``env.workload_for_seed``) under ``make_policy("fifo+tune")``.
+Issue 12, item 2: exact in preemptive mode re-deciding every job at every event
+(``redecide="every_event"``; single- and multi-GPU, generated and replayed jobs), and in the default
+mode on single-GPU workloads. Issue 26: with ``preemptive=True`` deciding only what changes (the
+default), the environment heuristic ``fifo+tune`` – which also preempts a backfilled job for an
+earlier one and keeps the placement in arrival order – is the simulator's fifo+tune to the bit
+(single- and multi-GPU); action 1 alone is, on single-GPU workloads. The simulator runs the same
+jobs (``env.workload_for_seed``) under ``make_policy("fifo+tune")``.
 """
 
 import numpy as np
@@ -18,6 +22,8 @@ from synergy_gym.traces.replay import read_workload_csv
 from tests.support import golden
 
 ACTION_1 = DEMAND_LEVEL  # slot 0 · L + DEMAND_LEVEL
+#: Preemptive, every job decided again at every event (action 1 is fifo+tune there).
+EVERY_EVENT = {"preemptive": True, "redecide": "every_event"}
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 300, "max_rounds": 100_000}
 SCARCE = {"cluster": {"num_servers": 4, "cpus_per_server": 12}, "class_split": (60, 20, 20)}
 REFERENCE = "synergy/reference_workloads"
@@ -44,8 +50,8 @@ def sim_finish_times(env, seed, config=None):
     return sim.jobs.finish_s.copy()
 
 
-def assert_exact(env, seed, config=None):
-    got, steps = env_finish_times(env, seed)
+def assert_exact(env, seed, config=None, policy=None):
+    got, steps = env_finish_times(env, seed, policy)
     want = sim_finish_times(env, seed, config)
     if not np.array_equal(got, want):
         i = int(np.flatnonzero(got != want)[0])
@@ -76,9 +82,29 @@ SEEDS = [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytes
     ],
 )
 def test_preemptive_action_1_is_fifo_tune_exactly_on_generated_workloads(kwargs, seed):
-    env = SynergyEnv(**{**SMALL, **kwargs}, preemptive=True)
+    env = SynergyEnv(**{**SMALL, **kwargs}, **EVERY_EVENT)
     _, steps = assert_exact(env, seed, env.sim_config)
-    assert steps > env.cfg.num_jobs  # jobs were re-decided at later events
+    assert steps > 3 * env.cfg.num_jobs  # jobs were re-decided at later events
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({}, id="single-gpu"),
+        pytest.param({"multigpu": True}, id="multi-gpu"),
+        pytest.param({**SCARCE, "multigpu": True, "jobs_per_hour": 3.0}, id="scarce-multi-gpu"),
+        pytest.param({"multigpu": True, "placement": "consolidate", "round_s": 600.0}, id="multi-gpu-consolidate-600s"),
+    ],
+)
+def test_preemptive_fifo_tune_heuristic_deciding_changes_is_fifo_tune_exactly(kwargs, seed):
+    env = SynergyEnv(**{**SMALL, **kwargs}, preemptive=True)
+    assert env.cfg.redecide == "changes"
+    _, steps = assert_exact(env, seed, env.sim_config, env_heuristics()["fifo+tune"])
+    # An admission per job, and a stop or a preemption where something changed: far fewer
+    # decisions than re-deciding every running job at every event.
+    every_event = SynergyEnv(**{**SMALL, **kwargs}, **EVERY_EVENT)
+    assert env.cfg.num_jobs <= steps < env_finish_times(every_event, seed)[1] / 3
 
 
 @pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
@@ -106,7 +132,7 @@ def test_the_simulation_config_the_issue_names_is_the_envs():
 def test_preemptive_exact_timing_agrees_to_rounding():
     # With timing="exact" the env splits the simulator's segments at arrivals that the simulator
     # runs through, so finish times may differ in the last bits (sums of rate · dt).
-    env = SynergyEnv(**{**SMALL, "num_jobs": 200, "multigpu": True}, preemptive=True, timing="exact")
+    env = SynergyEnv(**{**SMALL, "num_jobs": 200, "multigpu": True}, **EVERY_EVENT, timing="exact")
     got, _ = env_finish_times(env, 0)
     np.testing.assert_allclose(got, sim_finish_times(env, 0, env.sim_config), rtol=1e-12, atol=0)
 
@@ -147,9 +173,13 @@ def reference(shared_dir):
 def test_action_1_is_fifo_tune_exactly_on_replayed_reference_workloads(reference, name, n, preemptive):
     w = reference(name, n)
     assert len(w) == n and ((w.gpus > 1).any() == ("multigpu" in name))
-    env = SynergyEnv(workload=w, preemptive=preemptive, max_rounds=100_000)  # the paper's cluster
+    kwargs = EVERY_EVENT if preemptive else {}
+    env = SynergyEnv(workload=w, **kwargs, max_rounds=100_000)  # the paper's cluster
     got, _ = assert_exact(env, 0)
     assert np.array_equal(env.workload_for_seed(0).job_id, w.job_id) and got.size == n
+    if preemptive:  # deciding only what changes: the env heuristic
+        env = SynergyEnv(workload=w, preemptive=True, max_rounds=100_000)
+        np.testing.assert_array_equal(assert_exact(env, 0, policy=env_heuristics()["fifo+tune"])[0], got)
 
 
 def test_a_replay_file_given_by_path_is_the_same_workload(reference, shared_dir):
@@ -167,8 +197,9 @@ def test_a_replay_file_given_by_path_is_the_same_workload(reference, shared_dir)
 @pytest.mark.parametrize(
     "kwargs",
     [
-        pytest.param({"preemptive": True, "multigpu": True, "num_jobs": 120}, id="preemptive-multi-gpu"),
-        pytest.param({"preemptive": True, **SCARCE, "num_jobs": 120}, id="preemptive-scarce", marks=pytest.mark.slow),
+        pytest.param({**EVERY_EVENT, "multigpu": True, "num_jobs": 120}, id="preemptive-multi-gpu"),
+        pytest.param({**EVERY_EVENT, **SCARCE, "num_jobs": 120}, id="preemptive-scarce", marks=pytest.mark.slow),
+        pytest.param({"preemptive": True, **SCARCE, "num_jobs": 120}, id="changes-scarce"),
         pytest.param({"num_jobs": 300}, id="default"),
         pytest.param({"num_jobs": 300, "multigpu": True}, id="default-multi-gpu"),
     ],

@@ -78,11 +78,11 @@ SCARCE = {"cluster": {"num_servers": 4, "cpus_per_server": 12.0}, "class_split":
 #: the same with multi-GPU jobs (re-placement in Tune's order) and on the scarce scenario.
 ENV_MODES = {
     "default": (ENV_ID, {}),
-    "preemptive": (ENV_ID, {"preemptive": True}),
+    "preemptive": (ENV_ID, {"preemptive": True, "redecide": "every_event"}),
     "multigpu": (ENV_ID, {"multigpu": True}),
-    "multigpu-preemptive": (ENV_ID, {"multigpu": True, "preemptive": True}),
+    "multigpu-preemptive": (ENV_ID, {"multigpu": True, "preemptive": True, "redecide": "every_event"}),
     "scarce": (ENV_ID, SCARCE),
-    "scarce-preemptive": (ENV_ID, {**SCARCE, "preemptive": True}),
+    "scarce-preemptive": (ENV_ID, {**SCARCE, "preemptive": True, "redecide": "every_event"}),
 }
 ENV_SEEDS = (0, 1, 2)
 #: ``demand``: always action 1 (slot 0 at its demand level); ``random_any``: uniformly random over the
