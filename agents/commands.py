@@ -1,8 +1,8 @@
-"""The command lines of ``synergy-gym train`` and ``synergy-gym evaluate`` (the ``synergy_gym.commands`` entry points).
+"""The command lines of ``synergy-gym train``, ``evaluate`` and ``benchmark`` (the ``synergy_gym.commands`` entry points).
 
 Building a parser imports only these light modules; the command's own module
-(:mod:`synergy_gym.agents.train`, :mod:`synergy_gym.agents.evaluate`), with pandas and, once it
-needs them, PyTorch and Stable-Baselines3, is imported when the command runs
+(:mod:`synergy_gym.agents.train`, :mod:`synergy_gym.agents.evaluate`, :mod:`synergy_gym.agents.benchmark`),
+with pandas and, once it needs them, PyTorch and Stable-Baselines3, is imported when the command runs
 (:class:`~synergy_gym.cli.command.RunLater`).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from synergy_gym.agents.benchmark_cells import DEFAULT_SEEDS, MODES
 from synergy_gym.agents.config import (
     ACTION_HEADS,
     ALGOS,
@@ -27,6 +28,9 @@ from synergy_gym.env.scenarios import SCENARIOS
 TRAIN_DESCRIPTION = "``synergy-gym train``: train a Stable-Baselines3 agent on any registered ``Synergy-*`` environment."
 EVALUATE_DESCRIPTION = ("``synergy-gym evaluate``: trained agents, environment heuristics and simulator policies on "
                         "identical workloads.")
+BENCHMARK_DESCRIPTION = ("``synergy-gym benchmark``: the standard protocol – agents on every registered scenario and mode, "
+                         "every environment heuristic and the bounds on the same held-out workloads, a normalised score "
+                         "per cell (0 = env fifo+tune, 100 = the best env heuristic) and paired differences.")
 
 
 def register_train(subparsers: argparse._SubParsersAction) -> None:
@@ -60,6 +64,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                    help=f"warm start: imitate this env heuristic first; none: no warm start (default: {d.bc_policy})")
     p.add_argument("--bc-steps", type=int, default=None,
                    help=f"env steps of the heuristic to imitate; 0: no warm start (default: {d.bc_steps})")
+    p.add_argument("--dagger-rounds", type=int, default=None, metavar="N",
+                   help="after the warm start, N rounds of DAgger: run the policy, label its states with --bc-policy's "
+                        f"actions, fit again on all states so far (default: {d.dagger_rounds})")
     p.add_argument("--reward", default=None, choices=REWARDS,
                    help="absolute: the env's −∫N dt/scale; heuristic_relative: minus the --relative-to heuristic's "
                         f"on the same workload (default: {d.reward})")
@@ -143,3 +150,36 @@ def register_evaluate(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-large", action="store_true",
                    help="run an evaluation estimated to need over an hour or too much memory (default: refused)")
     p.set_defaults(run=RunLater("synergy_gym.agents.evaluate"))
+
+
+def register_benchmark(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``synergy-gym benchmark`` (the ``synergy_gym.commands`` entry point)."""
+    p = subparsers.add_parser("benchmark", help="agents on every scenario and mode, scored against the env heuristics",
+                              description=BENCHMARK_DESCRIPTION)
+    p.add_argument("--model", action="append", default=None,
+                   help="SB3 model zip, or pretrained:NAME for a shipped policy (pretrained:small-scarce, "
+                        "pretrained:small); repeat for several models; it runs in every cell whose spaces it fits, the "
+                        "others are listed with the reason (default: none, the heuristics and bounds alone)")
+    p.add_argument("--label", action="append", default=None,
+                   help="a model's row name; repeat: one per --model, in the same order (default: the --model argument)")
+    p.add_argument("--env", action="append", default=None, metavar="ID",
+                   help=f"environment ids, separated by commas or repeated, or all (default: all: {', '.join(SCENARIOS)})")
+    p.add_argument("--mode", action="append", default=None, metavar="MODE",
+                   help=f"modes, separated by commas or repeated, or all: default (the scenario as registered), "
+                        f"preemptive (preemptive=true) (default: all: {', '.join(MODES)})")
+    p.add_argument("--seeds", default=None, help=f"workload seeds: 1000000..1000019 or a,b,c (default: {DEFAULT_SEEDS}, "
+                                                  "the held-out seeds)")
+    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE",
+                   help="env kwargs for every cell on top of the scenario's and the mode's, e.g. num_jobs=50 "
+                        "(default: none; preemptive is the mode's)")
+    p.add_argument("--contention-bound", action="store_true",
+                   help="also the contention-aware bound: an LP per seed, cached once solved; about 1–5 s a seed on "
+                        "Synergy-small-v0 and Synergy-v0, 20 s on Synergy-small-scarce-v0 and 4 min on Synergy-scarce-v0 "
+                        "(default: the no-waiting bound alone)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (for --model)")
+    p.add_argument("--json", type=Path, default=None, help="also write results.json (the rows and meta) here")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/benchmark-<timestamp>)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--allow-large", action="store_true",
+                   help="run a benchmark estimated to need over an hour or too much memory (default: refused)")
+    p.set_defaults(run=RunLater("synergy_gym.agents.benchmark"))

@@ -1,8 +1,10 @@
 """Environment speed: steps and episodes per second for uniformly random valid actions, one core.
 
 For each registered environment, in the default (non-preemptive) mode and with
-``preemptive=True``, it runs episodes with uniformly random valid actions and
-prints steps/s and full episodes/s of the raw environment, steps per episode,
+``preemptive=True`` (and, with ``--mode every-event``, the preemptive mode that decides every job
+again at every event), it runs episodes with uniformly random valid actions – or an env
+heuristic's (``--policy tetris+greedy``: decisions per episode under that policy) – and
+prints steps/s and full episodes/s of the raw environment, steps (decisions) per episode,
 and steps/s through ``gym.make`` (which adds Gymnasium's checker and
 order-enforcing wrappers), each after an untimed warm-up. It says whether the
 kernels are compiled (numba) or run as plain Python (numba not installed). Run it
@@ -10,6 +12,7 @@ on an otherwise idle machine, pinned to one core (``taskset -c 1``); on a shared
 one, ``--repeat 3`` keeps the best of three measurements of each.
 
     python benchmarks/bench_env.py [--seconds 5] [--repeat 1] [--env Synergy-small-v0 ...] [--mode default preemptive]
+        [--policy tetris+greedy]
 """
 
 from __future__ import annotations
@@ -23,39 +26,50 @@ import numpy as np
 import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym.sim import kernels
 
+#: The modes measured: env kwargs.
+MODES = {"default": {}, "preemptive": {"preemptive": True}, "every-event": {"preemptive": True, "redecide": "every_event"}}
 
-def episode(env, seed: int, rng: np.random.Generator, max_steps: int | None = None) -> int:
-    """Steps of one episode with uniformly random valid actions (stopped after ``max_steps``).
+
+def episode(env, seed: int, rng: np.random.Generator, max_steps: int | None = None, policy=None) -> int:
+    """Steps of one episode with uniformly random valid actions, or ``policy``'s (stopped after ``max_steps``).
 
     The valid actions are read from each observation's ``action_mask`` and drawn with uniforms
-    drawn in advance, so that the loop around the environment costs as little as it can.
+    drawn in advance, so that the loop around the environment costs as little as it can. A
+    ``policy`` (an env heuristic) acts on the workload of ``seed`` (``options={"workload_seed": seed}``).
     """
-    obs, _ = env.reset(seed=seed)
+    if policy is not None:
+        obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
+    else:
+        obs, _ = env.reset(seed=seed)
     steps = 0
     done = False
     draws = rng.random(1024)
     while not done and steps != max_steps:
-        valid = obs["action_mask"].nonzero()[0]  # the mask is 1-D: no ravel (np.flatnonzero) needed
-        obs, _, terminated, truncated, _ = env.step(int(valid[int(draws[steps % 1024] * valid.size)]))
+        if policy is None:
+            valid = obs["action_mask"].nonzero()[0]  # the mask is 1-D: no ravel (np.flatnonzero) needed
+            action = int(valid[int(draws[steps % 1024] * valid.size)])
+        else:
+            action = int(policy.predict(obs)[0])
+        obs, _, terminated, truncated, _ = env.step(action)
         done = terminated or truncated
         steps += 1
     return steps
 
 
-def run(env, seconds: float, repeat: int = 1) -> tuple[float, float, float]:
+def run(env, seconds: float, repeat: int = 1, policy=None) -> tuple[float, float, float]:
     """(steps/s, full episodes/s, steps per episode) over at least ``seconds`` of whole episodes (or one).
 
     First an untimed warm-up of up to 1,000 steps (numba loads or compiles its kernels on first use);
     with ``repeat`` > 1 the fastest of that many measurements (the same episodes each time).
     """
-    episode(env, 10**6, np.random.default_rng(0), max_steps=1000)
+    episode(env, 10**6, np.random.default_rng(0), max_steps=1000, policy=policy)
     best: tuple[float, float, float] | None = None
     for _ in range(repeat):
         rng = np.random.default_rng(0)
         steps = episodes = 0
         started = time.perf_counter()
         while time.perf_counter() - started < seconds or episodes == 0:
-            steps += episode(env, episodes, rng)
+            steps += episode(env, (1_000_000 if policy is not None else 0) + episodes, rng, policy=policy)
             episodes += 1
         wall = time.perf_counter() - started
         if best is None or steps / wall > best[0]:
@@ -68,18 +82,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="time per measurement (whole episodes, at least one)")
     parser.add_argument("--env", nargs="+", default=list(synergy_gym.SCENARIOS), help="environment ids")
-    parser.add_argument("--mode", nargs="+", default=["default", "preemptive"], choices=["default", "preemptive"])
+    parser.add_argument("--mode", nargs="+", default=["default", "preemptive"], choices=list(MODES),
+                        help="default; preemptive (deciding only what changes); every-event (preemptive, every job "
+                             "decided again at every event)")
+    parser.add_argument("--policy", default=None, metavar="NAME",
+                        help="an env heuristic (e.g. tetris+greedy) instead of random valid actions, on the held-out "
+                             "workload seeds from 1,000,000; its own time counts")
     parser.add_argument("--repeat", type=int, default=1, help="measurements of each, the fastest reported")
     parser.add_argument("--no-wrapped", action="store_true", help="skip the gym.make measurement")
     args = parser.parse_args()
-    print(f"kernels: {'numba' if hasattr(kernels.run_rounds, 'py_func') else 'plain Python (numba is not installed)'}")
-    print(f"{'env':<25}{'mode':<12}{'raw steps/s':>12}{'episodes/s':>12}{'steps/episode':>15}{'gym.make steps/s':>18}")
+    policy = None
+    if args.policy is not None:
+        from synergy_gym.baselines.env_heuristics import env_heuristics
+
+        policy = env_heuristics()[args.policy]
+    print(f"kernels: {'numba' if hasattr(kernels.run_rounds, 'py_func') else 'plain Python (numba is not installed)'}; "
+          f"actions: {args.policy or 'random valid'}")
+    print(f"{'env':<25}{'mode':<13}{'raw steps/s':>12}{'episodes/s':>12}{'steps/episode':>15}{'gym.make steps/s':>18}")
     for env_id in args.env:
         for mode in args.mode:
-            kwargs = {"preemptive": mode == "preemptive"}
-            raw, eps, per_episode = run(gym.make(env_id, **kwargs).unwrapped, args.seconds, args.repeat)
-            wrapped = "" if args.no_wrapped else f"{run(gym.make(env_id, **kwargs), args.seconds, args.repeat)[0]:,.0f}"
-            print(f"{env_id:<25}{mode:<12}{raw:>12,.0f}{eps:>12.2f}{per_episode:>15,.0f}{wrapped:>18}", flush=True)
+            kwargs = MODES[mode]
+            raw, eps, per_episode = run(gym.make(env_id, **kwargs).unwrapped, args.seconds, args.repeat, policy)
+            wrapped = ("" if args.no_wrapped
+                       else f"{run(gym.make(env_id, **kwargs), args.seconds, args.repeat, policy)[0]:,.0f}")
+            print(f"{env_id:<25}{mode:<13}{raw:>12,.0f}{eps:>12.2f}{per_episode:>15,.0f}{wrapped:>18}", flush=True)
 
 
 if __name__ == "__main__":

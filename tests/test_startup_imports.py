@@ -25,7 +25,7 @@ from tests.test_import_direction import python_outside
 HEAVY = ("pandas", "matplotlib", "scipy", "numba", "torch", "stable_baselines3", "sb3_contrib", "ray")
 #: The modules of the commands themselves.
 COMMAND_MODULES = ("synergy_gym.baselines.compare", "synergy_gym.baselines.sweep", "synergy_gym.agents.train",
-                   "synergy_gym.agents.evaluate", "synergy_gym.traces.trace_stats")
+                   "synergy_gym.agents.evaluate", "synergy_gym.agents.benchmark", "synergy_gym.traces.trace_stats")
 
 
 def loaded(folder: Path, setup: str, names: tuple[str, ...]) -> list[str]:
@@ -55,7 +55,7 @@ def test_help_loads_no_heavy_library(tmp_path):
 def test_every_command_runs_a_function_of_its_own_module():
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices
-    assert set(commands) == {"compare", "evaluate", "sweep", "trace-stats", "train"}
+    assert set(commands) == {"benchmark", "compare", "evaluate", "sweep", "trace-stats", "train"}
     targets = set()
     for name, sub in commands.items():
         run = sub.get_default("run")

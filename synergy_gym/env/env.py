@@ -28,13 +28,15 @@ from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
 from synergy_gym.env.source import episode_workload, source_from_config
 from synergy_gym.env.summary import episode_summary
-from synergy_gym.env.types import NO_JOBS, EpisodeState
+from synergy_gym.env.types import NO_JOBS, Decision, EpisodeState
 from synergy_gym.sim.allocation import Tune
 from synergy_gym.sim.ordering import FIFO
 from synergy_gym.sim.policy import SchedulingPolicy
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import Workload
+
+_STOP = Decision("stop")
 
 
 class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
@@ -53,11 +55,15 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     round the running jobs are re-placed in admission order at their levels with
     Synergy-Tune's mechanics (a level that does not fit falls back towards the fair share and
     over-provisioned jobs give back their excess; placement in descending GPU count, ties in
-    admission order). **``preemptive=True``:** at each event every job returns to the waiting
-    set and the agent refills the cluster, as the paper's simulator re-plans every round.
-    Always choosing the first slot at its demand level reproduces the simulator's
-    ``fifo+tune`` exactly in preemptive mode, and in the default mode on single-GPU workloads
-    (with ``timing="exact"`` to rounding error: the environment splits time at arrivals).
+    admission order). **``preemptive=True``** (``redecide="changes"``): running jobs keep their
+    GPUs and level at an event unless the agent preempts them; the agent may also admit a job
+    *ahead* of the running jobs (placed before them). **``preemptive=True,
+    redecide="every_event"``:** at each event every job returns to the waiting set and the agent
+    refills the cluster, as the paper's simulator re-plans every round. Always choosing the first
+    slot at its demand level reproduces the simulator's ``fifo+tune`` exactly with
+    ``"every_event"``, and in the default mode on single-GPU workloads (with ``timing="exact"`` to
+    rounding error: the environment splits time at arrivals); with ``"changes"`` the environment
+    heuristic ``fifo+tune`` does.
 
     ## Action Space
 
@@ -68,7 +74,10 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     levels: 0 the fair share, 1 the job's best-case demand, 2–4 the cheapest grid points
     reaching 90 %, 75 % and 50 % of the way from fair-share to demand throughput. Slots are
     the first ``max_queue`` waiting jobs by arrival among those whose GPUs fit now.
-    ``agent_orders=False`` offers only the first slot (the agent allocates, FIFO orders).
+    ``agent_orders=False`` offers only the first slot (the agent allocates, FIFO orders). With
+    ``preemptive=True, redecide="changes"``: ``Discrete(2 · max_queue · L + max_running + 1)`` –
+    the admissions, the same placed ahead of the running jobs, a preemption per running row,
+    stop; every waiting job has a slot, those whose GPUs do not fit now masked.
 
     Every action is accepted: :meth:`action_masks` (and ``obs["action_mask"]``) marks the
     valid ones – filled slots, levels that can ever be honoured for the job, stop – and with
@@ -89,8 +98,11 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     at: count, mean speed-up, speed-up and run-time-left histograms); ``demand`` (best-case
     CPU and memory demand of running and waiting jobs, waiting GPUs, against capacity);
     ``queue_rest`` (waiting jobs beyond the slots: count and work; jobs that do not fit);
-    ``time`` (rounds / ``max_rounds``); ``action_mask``. All four ids share one observation
-    space. During an event that admits a job with more GPUs than one admitted before it,
+    ``time`` (rounds / ``max_rounds``); ``action_mask``; with ``preemptive=True,
+    redecide="changes"`` also ``running_slots`` (``max_running`` × 16, flat: the running rows'
+    job features, level, and what preempting each frees), ``running_mask`` and ``slot_fits``
+    (per slot and level, whether the servers have room for it now). All four ids share one
+    observation space in each mode. During an event that admits a job with more GPUs than one admitted before it,
     the free resources are provisional: the round is re-placed in Tune's order when it ends.
 
     ## Rewards
@@ -133,7 +145,9 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     ## Version History
 
-    * v0: scheduling actions (slot × allocation level, and stop), non-preemptive by default.
+    * v0: scheduling actions (slot × allocation level, and stop), non-preemptive by default;
+      ``preemptive=True`` decides only what changes (preemptions, admissions ahead) since issue 26,
+      the earlier preemptive mode is ``redecide="every_event"``.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -194,37 +208,51 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         s = self._episode("env.step()")
         if s.ended:
             raise episode_ended("env.step()")
+        d = self._decode(s, action)
+        s.decisions += 1
+        s.invalid += d.invalid
+        if d.kind == "stop":
+            s.stopped = True
+        elif d.kind == "preempt":
+            self.loop.preempt(s, d.row)
+        else:
+            self.loop.admit(s, int(s.slot_buf[d.slot]), d.level, d.ahead)
+        return self._after_action(s, d.invalid)
+
+    def decode(self, action) -> Decision:
+        """What ``action`` would do at the current decision, after the fallback for a masked action; nothing changes.
+
+        With ``invalid_action="raise"`` a masked action raises as :meth:`step` would.
+        """
+        s = self._episode("env.decode()")
+        if s.ended:
+            raise episode_ended("env.decode()")
+        return self._decode(s, action)
+
+    def _decode(self, s: EpisodeState, action) -> Decision:
         layout = self.layout
         a = layout.parse(action)
-        ahead = layout.ahead <= a < layout.preempt  # redecide="changes": placed before the running jobs
+        if a == layout.stop:
+            return _STOP
+        if a >= layout.preempt and s.n_preemptable:  # preempt a running row (redecide="changes")
+            row = layout.resolve_preemption(a, s.n_preemptable)
+            return Decision("preempt", row=row, invalid=row != a - layout.preempt)
+        ahead = layout.ahead <= a < layout.preempt  # placed before the running jobs (redecide="changes")
         slot, level = divmod(a - layout.ahead if ahead else a, layout.n_levels)
         invalid = False
-        if a == layout.stop:
-            slot = -1
-        elif a >= layout.preempt:  # preempt a running row (redecide="changes"), or a masked admission
-            if s.n_preemptable:
-                row = layout.resolve_preemption(a, s.n_preemptable)
-                invalid = row != a - layout.preempt
-                s.decisions += 1
-                s.invalid += invalid
-                self.loop.preempt(s, row)
-                return self._after_action(s, invalid)
+        if a >= layout.preempt:  # no running row: a masked admission
             slot, level, invalid = layout.resolve(a, s.slot_valid)
         elif not (slot < s.n_slots and slot < layout.slots_offered and s.level_valid[s.slot_buf[slot], level]
                   and (s.n_slots_fit == s.n_slots or s.fits_buf[slot])):
             slot, level, invalid = layout.resolve(slot * layout.n_levels + level, s.slot_valid)  # masked: raise, or fall back
+        if slot < 0:
+            return Decision("stop", invalid=invalid)
         if ahead and s.n_kept == 0:  # nothing runs to be placed before: an admission (masked)
             if layout.raise_on_invalid:
                 raise EnvCallError(f"env.step(): action {a} is masked: no running job to place the admission ahead of; "
                                    f"action {a - layout.ahead} admits the same job and level")
             ahead, invalid = False, True
-        s.decisions += 1
-        s.invalid += invalid
-        if slot < 0:
-            s.stopped = True
-        else:
-            self.loop.admit(s, int(s.slot_buf[slot]), level, ahead)
-        return self._after_action(s, invalid)
+        return Decision("admit", slot=slot, level=level, ahead=ahead, invalid=invalid)
 
     def _after_action(self, s: EpisodeState, invalid: bool):
         """Run to the next decision; the step's observation, reward, flags and info."""

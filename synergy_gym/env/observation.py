@@ -15,9 +15,9 @@ import numpy as np
 from gymnasium import spaces
 
 import synergy_gym.env.observe_kernel as ok
+import synergy_gym.env.observe_rows_kernel as rk
 from synergy_gym.env.observe_kernel import HIST_BINS, TIME_SCALE_H, layout_offsets
 from synergy_gym.sim.cluster import ClusterSpec
-from synergy_gym.sim.job_table import ATTAINED, EXECUTED, TOTAL
 from synergy_gym.sim.profiles import TASKS, ModelZoo
 from synergy_gym.sim.simulator import Simulator
 
@@ -142,6 +142,9 @@ class ObservationBuilder:
         self._offsets = offsets = layout_offsets(sizes)
         self._size = int(offsets[-1])
         self._parts = [(name, int(offsets[i]), int(offsets[i + 1])) for i, name in enumerate(names)]
+        starts = {name: a for name, a, _ in self._parts}
+        self._rows_at, self._row_mask_at, self._fits_at = (starts.get(k, -1) for k in ("running_slots", "running_mask",
+                                                                                   "slot_fits"))
 
     @staticmethod
     def _extra_spaces(q: int, n_levels: int, n_running: int, fit_features: bool) -> dict[str, spaces.Box]:
@@ -245,52 +248,12 @@ class ObservationBuilder:
             self._speedup_bin_scale, self.speedup_max, held, waiting, fits, time_fraction, mask,
             slots.size if n_slots_fit is None else n_slots_fit,
         )
-        obs = {name: buf[a:b] for name, a, b in self._parts}
         if self.fit_features:
-            self._slot_fits(obs["slot_fits"], sim, slots, fits)
+            rk.fill_slot_fits(buf, self._fits_at, slots, fits, *self.level_per_gpu, self.job_gpus, ledger.free_gpu,
+                              ledger.free_cpu, ledger.free_mem)
         if self.n_running and running is not None and level is not None:
-            self._running_rows(obs, sim, running, level)
-        return obs
-
-    def _slot_fits(self, out: np.ndarray, sim: Simulator, slots: np.ndarray, fits: np.ndarray) -> None:
-        """Per slot and level: whether the job can be placed there now without taking anything from a running job.
-
-        That is, the servers have room for all its GPUs at the level: summed over servers, the GPUs
-        each could host (free GPUs, and as many GPUs' worth of the level's CPUs and GB as it has
-        free) reach the job's GPUs.
-        """
-        ledger = sim.ledger
-        cpu, mem = (a[slots][:, :, None] for a in self.level_per_gpu)  # (k, levels, 1)
-        eps = 1e-9
-        room = np.minimum(np.minimum(ledger.free_gpu[None, None, :], np.floor((ledger.free_cpu + eps) / np.maximum(cpu, eps))),
-                          np.floor((ledger.free_mem + eps) / np.maximum(mem, eps)))
-        ok_now = (room.sum(axis=2) >= self.job_gpus[slots][:, None]) & fits[: slots.size, None]
-        out[: ok_now.size] = ok_now.ravel()
-
-    def _running_rows(self, obs: dict[str, np.ndarray], sim: Simulator, running: np.ndarray, level: np.ndarray) -> None:
-        """``running_slots`` and ``running_mask`` of the running rows' jobs."""
-        n = running.size
-        if n == 0:
-            return
-        c, jobs, ledger = self.cluster, sim.jobs, sim.ledger
-        table, progress = self.job_table, jobs.progress
-        rows = obs["running_slots"].reshape(self.n_running, len(RUNNING_SLOT_FEATURES))[:n]
-        rows[:, :5] = self.fresh_rows[running, :5]
-        total = progress[running, TOTAL]
-        left = total - progress[running, EXECUTED]
-        rows[:, 5] = left / total
-        rows[:, 6] = squash_hours(left * table[running, ok.FAIR_H])
-        rows[:, 7] = squash_hours(left * table[running, ok.DEMAND_H])
-        rows[:, 8] = squash_hours(sim.now / 3600.0 - table[running, ok.ARRIVAL_H])
-        rows[:, 9] = squash_hours(progress[running, ATTAINED] / 3600.0)
-        grant = np.full(jobs.n, -1, dtype=np.int64)
-        grant[ledger.jobs] = np.arange(ledger.n_slots)
-        g = grant[running]
-        placed = g >= 0
-        tput = np.where(placed, ledger.tput[np.maximum(g, 0)], jobs.tput_fair[running])
-        rows[:, 10] = squash_hours(left * table[running, ok.ITER_H] / tput)
-        rows[:, 11:14] = self.levels[running, np.maximum(level[running], 0)]
-        gpus = table[running, ok.GPUS]
-        rows[:, 14] = np.where(placed, gpus * ledger.cpu[np.maximum(g, 0)], 0.0) / c.total_cpus
-        rows[:, 15] = np.where(placed, gpus * ledger.mem[np.maximum(g, 0)], 0.0) / c.total_mem_gb
-        obs["running_mask"][:n] = 1.0
+            c = self.cluster
+            rk.fill_running_rows(buf, self._rows_at, self._row_mask_at, running, self.fresh_rows, self.job_table,
+                                 sim.jobs.progress, sim.now / 3600.0, ledger.jobs, ledger.cpu, ledger.mem, ledger.tput,
+                                 self.levels, level, c.total_cpus, c.total_mem_gb)
+        return {name: buf[a:b] for name, a, b in self._parts}

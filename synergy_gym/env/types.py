@@ -19,6 +19,23 @@ from synergy_gym.sim.simulator import Simulator
 NO_JOBS = np.zeros(0, dtype=np.int64)
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What an action does at the current decision, after the fallback for a masked action
+    (:meth:`SynergyEnv.decode <synergy_gym.env.SynergyEnv.decode>`)."""
+
+    #: ``"admit"``, ``"preempt"`` (``redecide="changes"``) or ``"stop"``.
+    kind: str
+    #: An admission's slot and level (−1 otherwise); ``ahead``: placed before the running jobs.
+    slot: int = -1
+    level: int = -1
+    ahead: bool = False
+    #: A preemption's running row (−1 otherwise).
+    row: int = -1
+    #: The action was masked and fell back to this one.
+    invalid: bool = False
+
+
 @dataclass
 class EpisodeState:
     """One episode of :class:`~synergy_gym.env.SynergyEnv`: the simulator and the decision loop's state."""

@@ -36,8 +36,8 @@ SUMMARY_KEYS = (
 #: Counters of the final ``info`` (NaN in the row when an environment does not report them).
 EPISODE_KEYS = ("episode_rounds", "decisions", "invalid_actions")
 #: Keys of each decision record (:func:`decision_record`), in order.
-DECISION_KEYS = ("round", "time_h", "job_id", "slot", "level", "action", "stop", "invalid", "n_valid",
-                 "filled_slots", "features")
+DECISION_KEYS = ("round", "time_h", "kind", "job_id", "slot", "level", "ahead", "row", "action", "stop", "invalid",
+                 "n_valid", "filled_slots", "features")
 #: Columns of :func:`job_frame`, in order.
 JOB_COLUMNS = ("job_id", "arrival_h", "start_h", "finish_h", "jct_h", "gpus", "model")
 
@@ -66,34 +66,38 @@ def job_frame(jobs: Any, start_s: np.ndarray | None = None, finish_s: np.ndarray
 def decision_record(env: gym.Env, obs: dict, action: Any) -> dict[str, Any]:
     """One decision, taken before ``env.step(action)``: what the environment will do with ``action``.
 
-    ``slot`` and ``level`` are after the environment's fallback for a masked
-    action (:meth:`~synergy_gym.env.masks.ActionLayout.resolve` on the valid
-    levels of the filled slots, which the action mask holds); ``job_id`` is the
-    chosen slot's job (``sim.jobs.job_id``) and ``features`` its slot features
-    ``{name: value}`` as observed (:data:`~synergy_gym.env.observation.SLOT_FEATURES`).
-    A stop has ``stop`` true and ``slot``, ``level``, ``job_id``, ``features`` None.
-    ``n_valid`` counts the valid actions (stop included), ``filled_slots`` the
-    waiting jobs offered. ``invalid`` is filled in from the step's ``info``.
+    ``kind`` is ``"admit"``, ``"preempt"`` (``preemptive=True, redecide="changes"``) or ``"stop"``,
+    after the environment's fallback for a masked action (:meth:`SynergyEnv.decode
+    <synergy_gym.env.SynergyEnv.decode>`). An admission has its ``slot``, ``level`` and ``ahead``
+    (placed before the running jobs), ``job_id`` the slot's job (``sim.jobs.job_id``) and
+    ``features`` its slot features ``{name: value}`` as observed
+    (:data:`~synergy_gym.env.observation.SLOT_FEATURES`); a preemption its running ``row``, the
+    row's job and features (:data:`~synergy_gym.env.observation.RUNNING_SLOT_FEATURES`). A stop has
+    ``stop`` true and ``slot``, ``level``, ``job_id``, ``features`` None. ``n_valid`` counts the
+    valid actions (stop included), ``filled_slots`` the waiting jobs offered. ``invalid`` is filled
+    in from the step's ``info``.
     """
-    from synergy_gym.env.observation import SLOT_FEATURES, slot_arrays
+    from synergy_gym.env.observation import RUNNING_SLOT_FEATURES, SLOT_FEATURES, slot_arrays
 
     base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its simulator, layout, mask and slots)
-    sim, layout = base.sim, base.layout
+    sim = base.sim
     mask = np.asarray(base.action_masks(), dtype=np.bool_)
     slot_jobs = np.asarray(base.slot_jobs)
-    a = layout.parse(action)
-    # The mask holds the valid levels of the offered slots; resolve reads no others.
-    valid = mask[: layout.stop].reshape(layout.n_slots, layout.n_levels)[: slot_jobs.size]
-    slot, level, invalid = layout.resolve(a, valid)
+    d = base.decode(action)
     record: dict[str, Any] = {
-        "round": int(sim.rounds_elapsed), "time_h": float(sim.now) / 3600.0, "job_id": None, "slot": None,
-        "level": None, "action": a, "stop": slot < 0, "invalid": bool(invalid), "n_valid": int(mask.sum()),
+        "round": int(sim.rounds_elapsed), "time_h": float(sim.now) / 3600.0, "kind": d.kind, "job_id": None,
+        "slot": None, "level": None, "ahead": d.ahead, "row": None, "action": base.layout.parse(action),
+        "stop": d.kind == "stop", "invalid": bool(d.invalid), "n_valid": int(mask.sum()),
         "filled_slots": int(slot_jobs.size), "features": None,
     }
-    if slot >= 0:
+    if d.kind == "admit":
         slots, _ = slot_arrays(obs)
-        record.update(job_id=int(sim.jobs.job_id[int(slot_jobs[slot])]), slot=int(slot), level=int(level),
-                      features={k: round(float(v), 6) for k, v in zip(SLOT_FEATURES, np.asarray(slots[slot]))})
+        record.update(job_id=int(sim.jobs.job_id[int(slot_jobs[d.slot])]), slot=d.slot, level=d.level,
+                      features={k: round(float(v), 6) for k, v in zip(SLOT_FEATURES, np.asarray(slots[d.slot]))})
+    elif d.kind == "preempt":
+        rows = np.asarray(obs["running_slots"]).reshape(-1, len(RUNNING_SLOT_FEATURES))
+        record.update(job_id=int(sim.jobs.job_id[int(base.state.running_rows[d.row])]), row=d.row,
+                      features={k: round(float(v), 6) for k, v in zip(RUNNING_SLOT_FEATURES, rows[d.row])})
     return record
 
 

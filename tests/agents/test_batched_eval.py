@@ -136,8 +136,10 @@ def test_tiny_models_act_the_same_in_batches_as_one_at_a_time(algo, action_head,
 
 @pytest.mark.parametrize("preemptive", [False, True])
 def test_the_pretrained_policy_acts_the_same_in_batches_as_one_at_a_time(preemptive):
+    # A default-mode policy: with preemption, in the mode that re-decides every job (the same spaces).
     agent = load_pretrained("small-scarce")
-    one, predictor = both_ways(agent, "Synergy-small-scarce-v0", [1000000, 1000001], num_jobs=40, preemptive=preemptive)
+    one, predictor = both_ways(agent, "Synergy-small-scarce-v0", [1000000, 1000001], num_jobs=40, preemptive=preemptive,
+                               redecide="every_event")
     decisions = int(one["decisions"].sum())
     assert predictor.redone < 0.05 * decisions  # near-ties are rare for a trained policy: the batches do the work
 
@@ -146,7 +148,7 @@ def test_batched_logits_differ_from_one_row_by_far_less_than_the_tie_tolerance()
     """The margin the exactness rests on: a batch's logits against each row's own forward pass."""
     agent = load_pretrained("small-scarce")
     predictor = agent.batch_predictor(True)
-    env = gym.make("Synergy-small-scarce-v0", num_jobs=40, preemptive=True)
+    env = gym.make("Synergy-small-scarce-v0", num_jobs=40, preemptive=True, redecide="every_event")
     obs, _ = env.reset(seed=1000002, options={"workload_seed": 1000002})
     seen = []
     for _ in range(64):

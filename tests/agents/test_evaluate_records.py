@@ -66,15 +66,19 @@ def _save_ppo(path: Path, num_jobs: int = 10) -> Path:
 # -- the decision record against the environment -------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"preemptive": True}, {"agent_orders": False}])
+@pytest.mark.parametrize("kwargs", [{}, {"preemptive": True}, {"preemptive": True, "redecide": "every_event"},
+                                    {"agent_orders": False}])
 def test_a_decision_record_is_what_the_environment_does_with_the_action(kwargs):
     env = gym.make("Synergy-small-v0", num_jobs=12, **kwargs)
     base = env.unwrapped
     rng = np.random.default_rng(0)
     obs, _ = env.reset(seed=4, options={"workload_seed": 4})
     done, steps, invalid = False, 0, 0
+    kinds = {"admit": 0, "preempt": 0, "stop": 0}
+    ahead = 0
     while not done:
         slot_jobs = base.slot_jobs
+        rows, now = base.state.running_rows.copy(), base.sim.now
         action = int(rng.integers(base.layout.n))  # anywhere in the space, masked or not
         rec = decision_record(env, obs, action)
         assert rec["round"] == base.sim.rounds_elapsed and rec["n_valid"] == int(base.action_masks().sum())
@@ -82,14 +86,23 @@ def test_a_decision_record_is_what_the_environment_does_with_the_action(kwargs):
         done = terminated or truncated
         assert rec["invalid"] == info["invalid_action"]
         invalid += rec["invalid"]
+        kinds[rec["kind"]] += 1
         if rec["stop"]:
-            assert action == base.layout.stop
+            assert rec["kind"] == "stop" and (action == base.layout.stop or rec["invalid"])
+        elif rec["kind"] == "preempt":
+            j = int(rows[rec["row"]])
+            assert rec["job_id"] == int(base.sim.jobs.job_id[j]) and j not in base.sim.ledger.jobs
         else:
             j = int(slot_jobs[rec["slot"]])
             assert rec["job_id"] == int(base.sim.jobs.job_id[j]) and base.level_of(j) == rec["level"]
+            if rec["ahead"] and base.sim.now == now:  # placed before every running job (same event)
+                order = base.sim.ledger.jobs.tolist()
+                assert all(order.index(j) < order.index(int(r)) for r in rows)
+                ahead += 1
         steps += 1
         assert steps < 20_000
     assert invalid > 0 and steps == base.episode_summary()["decisions"]
+    assert kinds["admit"] and bool(kinds["preempt"]) == bool(ahead) == (base.layout.n_running > 0)
 
 
 def test_evaluate_logs_the_first_seed_only_and_keeps_every_job():

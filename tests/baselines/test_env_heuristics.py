@@ -94,11 +94,11 @@ def test_tetris_greedy_admits_only_at_demand_and_finishes_its_episodes(preemptiv
                               preemptive=preemptive, log_decisions=True)
     assert df.loc[0, "terminated"] and df.loc[0, "jobs_finished"] == 40 and df.loc[0, "invalid_actions"] == 0
     records = df.loc[0, "decision_log"]
-    admitted = [r for r in records if not r["stop"]]
+    admitted = [r for r in records if r["kind"] == "admit"]
     assert admitted and all(r["level"] == DEMAND_LEVEL for r in admitted)
     if preemptive:  # CPU-scarce: at some event the free CPUs fit no waiting job's demand, and it waits
         assert any(r["stop"] and r["filled_slots"] > 0 for r in records)
     # tetris, on the same workload, starts some job below its demand.
     df = synergy_gym.evaluate(env_heuristics()["tetris"], "Synergy-small-scarce-v0", seeds=[3], num_jobs=40,
                               preemptive=preemptive, log_decisions=True)
-    assert any(r["level"] != DEMAND_LEVEL for r in df.loc[0, "decision_log"] if not r["stop"])
+    assert any(r["level"] != DEMAND_LEVEL for r in df.loc[0, "decision_log"] if r["kind"] == "admit")
