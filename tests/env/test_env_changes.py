@@ -11,7 +11,8 @@ import pytest
 from synergy_gym.baselines.env_heuristics import env_heuristics
 from synergy_gym.env import SynergyEnv
 from synergy_gym.env.calls import EnvCallError
-from synergy_gym.env.observation import RUNNING_SLOT_FEATURES, SLOT_FEATURES
+from synergy_gym.env.observation import RUNNING_SLOT_FEATURES, SLOT_FEATURES, slot_arrays
+from synergy_gym.env.observe_rows_kernel import ROW_WIDTH
 from synergy_gym.errors import ConfigError, UnknownNameError
 
 SMALL = {"cluster": "small", "jobs_per_hour": 2.25, "num_jobs": 40, "max_rounds": 20_000, "preemptive": True}
@@ -72,14 +73,31 @@ def test_running_rows_are_the_running_jobs_and_the_mask_offers_each(seed):
     mask = env.action_masks()
     assert mask[preempt : preempt + n].all() and not mask[preempt + n : stop].any() and mask[stop]
     width = len(RUNNING_SLOT_FEATURES)
+    assert width == ROW_WIDTH
     table = obs["running_slots"].reshape(-1, width)
     assert (table[n:] == 0).all() and (table[:n, RUNNING_SLOT_FEATURES.index("gpu_share")] > 0).all()
-    frees_cpu = table[:n, RUNNING_SLOT_FEATURES.index("frees_cpu")]
-    ledger = env.sim.ledger
+    col = {name: i for i, name in enumerate(RUNNING_SLOT_FEATURES)}
+    ledger, jobs = env.sim.ledger, env.sim.jobs
+    levels = slot_arrays({**obs, "slot_levels": obs["slot_levels"]})[1]
     for r, j in enumerate(rows):
         slot = int(np.flatnonzero(ledger.jobs == j)[0])
-        held = env.sim.jobs.gpus[j] * ledger.cpu[slot] / env.cluster.total_cpus
-        assert frees_cpu[r] == pytest.approx(held, rel=1e-5)
+        held = jobs.gpus[j] * np.array([ledger.cpu[slot] / env.cluster.total_cpus, ledger.mem[slot] / env.cluster.total_mem_gb])
+        np.testing.assert_allclose(table[r, [col["frees_cpu"], col["frees_mem"]]], held, rtol=1e-5)
+        left_h = (jobs.total_iters[j] - jobs.executed[j]) * jobs.iter_time_s[j] / ledger.tput[slot] / 3600.0
+        assert table[r, col["runtime_now"]] == pytest.approx(left_h / (left_h + 10.0), rel=1e-5)
+        level = s.level[j]
+        expected = [s.level_cpu[j, level] / env.cluster.fair_cpus_per_gpu, s.level_mem[j, level] / env.cluster.fair_mem_gb_per_gpu,
+                    s.level_tput[j, level] / jobs.tput_fair[j]]
+        np.testing.assert_allclose(table[r, [col["level_cpu"], col["level_mem"], col["level_speedup"]]],
+                                   np.minimum(expected, [16.0, 16.0, 8.0]), rtol=1e-5)
+        assert table[r, col["age"]] == pytest.approx(obs_age(env, j), rel=1e-5)
+    assert levels.shape[0] == env.cfg.max_queue
+
+
+def obs_age(env: SynergyEnv, j: int) -> float:
+    """Job ``j``'s age as observed (squashed hours)."""
+    age_h = (env.sim.now - env.sim.jobs.arrival_s[j]) / 3600.0
+    return age_h / (age_h + 10.0)
 
 
 def test_preempting_a_row_puts_its_job_back_in_the_waiting_slots():
