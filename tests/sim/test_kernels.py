@@ -30,7 +30,7 @@ from tests.support import REPO, golden
 #: Environment cases that take every kernel's path: slots of jobs that never ran (default) and of
 #: jobs that may have run (preemptive), multi-GPU re-placement, scarce CPUs.
 ENV_CASES = [("default", "random_valid", 0), ("preemptive", "random_any", 1), ("multigpu", "random_valid", 2),
-             ("scarce-preemptive", "random_valid", 0)]
+             ("scarce-preemptive", "random_valid", 0), ("scarce-multigpu-changes", "random_valid", 1)]
 ENV_STEPS = 600
 #: Simulator cases: a skipping (static) ordering, a dynamic one, and exact timing.
 SIM_CASES = [("fifo+tune", "round"), ("srtf+tune", "round"), ("fifo+fair", "exact")]

@@ -32,7 +32,10 @@ cannot reproduce is a bug in the refactor, not in the file.
   ``info["invalid_action"]``, finished jobs) of three seeded policies – always action 1 (slot 0 at
   its demand: fifo+tune), uniformly random over the whole ``Discrete`` space (masked actions fall
   back), uniformly random valid actions – on ``Synergy-small-v0`` seeds 0–2 in the default and the
-  preemptive mode, with multi-GPU jobs, and with 12 CPUs per server (``SCARCE``), stored as chained
+  preemptive mode that re-decides every job at every event (``redecide="every_event"``, the
+  preemptive mode when they were recorded), with multi-GPU jobs, and with 12 CPUs per server
+  (``SCARCE``) – and, recorded with issue 26, the preemptive mode that decides only what changes
+  (``changes``, and scarce with multi-GPU jobs) –, stored as chained
   digests every 256 steps (preemptive episodes make about 10,000 steps; at most ``MAX_STEPS``
   are recorded), plus a digest of every job's finish time.
 """
@@ -83,6 +86,9 @@ ENV_MODES = {
     "multigpu-preemptive": (ENV_ID, {"multigpu": True, "preemptive": True, "redecide": "every_event"}),
     "scarce": (ENV_ID, SCARCE),
     "scarce-preemptive": (ENV_ID, {**SCARCE, "preemptive": True, "redecide": "every_event"}),
+    # Recorded with issue 26: preemptive, deciding only what changes (running rows, ahead admissions).
+    "changes": (ENV_ID, {"preemptive": True}),
+    "scarce-multigpu-changes": (ENV_ID, {**SCARCE, "multigpu": True, "preemptive": True}),
 }
 ENV_SEEDS = (0, 1, 2)
 #: ``demand``: always action 1 (slot 0 at its demand level); ``random_any``: uniformly random over the
