@@ -51,7 +51,6 @@ import numpy as np
 
 from synergy_gym.baselines.preempting import (
     choose_by_target,
-    free_by_demand,
     has_running_rows,
     row_need_at_level,
     run_feature,
@@ -240,9 +239,10 @@ class TetrisGreedy(EnvHeuristic):
     def choose_preempting(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         """The walk by Tetris's score over waiting and running jobs, each at its demand, counting GPUs, CPUs and memory.
 
-        What is free is counted in best-case demands (every held job at its demand, as
-        Synergy-Greedy grants them), and a job of the target set is admitted once its demand fits
-        the free CPUs and memory now.
+        As a refill at every event would (the simulator's Synergy-Greedy, or ``redecide="every_event"``):
+        a job is in the target set when its demand fits what the jobs before it leave, a running job
+        taking what it holds now (its grant), a waiting one its demand; a job of the target set is
+        admitted once its demand fits the free CPUs and memory now.
         """
         filled = np.arange(int(obs["slot_mask"].sum()))
         n_levels = obs["slot_levels"].shape[1]
@@ -261,9 +261,11 @@ class TetrisGreedy(EnvHeuristic):
         rows = running_rows(obs)
         run_need = row_need_at_level(rows)
         run_score = runtime_h(rows, "runtime_fair") / run_feature(rows, "level_speedup") * run_need.sum(axis=1)
-
-        return choose_by_target(obs, mask, score, run_score, need, run_need, free_by_demand(obs), admissible,
-                                lambda i: self.action(obs, int(filled[i]), int(demand[i])))
+        held = np.stack([run_feature(rows, "gpu_share"), run_feature(rows, "frees_cpu"), run_feature(rows, "frees_mem")],
+                        axis=1)
+        free = np.array([float(obs["cluster"][k]) for k in (_FREE_GPUS, _FREE_CPU, _FREE_MEM)])
+        return choose_by_target(obs, mask, score, run_score, need, run_need, free, admissible,
+                                lambda i: self.action(obs, int(filled[i]), int(demand[i])), run_takes=held)
 
 
 def _tetris_score(obs: dict[str, np.ndarray], slots: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,10 @@ time, with :func:`choose_by_target`:
    behind it backfill, as Tune's admission and Synergy-Greedy do).
 2. **One action.** Preempt the lowest-priority running row outside the target set; when there
    is none, admit the highest-priority waiting job of the target set that can be admitted now –
-   *ahead* of the running jobs (placed before them) when it outranks one of them; else stop.
+   *ahead* of the running jobs (placed before them) when it outranks one of them; else stop. A
+   job preempted in the event waits for the next one (re-admitting it in the same event, once
+   the placement has changed, would cost two decisions for what the next event decides anyway),
+   except under ``fifo+tune``, which keeps its placement in arrival order exactly.
 
 Each action changes the observation the next one reads, and the walk over the new observation
 gives the same target set, so an event costs one decision per preemption and per admission,
@@ -30,7 +33,6 @@ import numpy as np
 
 from synergy_gym.env.observation import (
     CLUSTER_FEATURES,
-    DEMAND_FEATURES,
     RUNNING_SLOT_FEATURES,
     SLOT_FEATURES,
     hours,
@@ -39,6 +41,7 @@ from synergy_gym.env.observation import (
 _FREE_GPUS = CLUSTER_FEATURES.index("free_gpus")
 _RUN = {name: RUNNING_SLOT_FEATURES.index(name) for name in RUNNING_SLOT_FEATURES}
 _AGE = SLOT_FEATURES.index("age")
+_WAS_RUNNING = SLOT_FEATURES.index("was_running")
 _EPS = 1e-6
 
 
@@ -59,29 +62,24 @@ def run_feature(rows: np.ndarray, name: str) -> np.ndarray:
     return rows[:, _RUN[name]].astype(float)
 
 
-def free_by_demand(obs: dict[str, np.ndarray]) -> np.ndarray:
-    """The free GPU share, and the CPU and memory shares that the held jobs' best-case demands leave."""
-    demand = np.asarray(obs["demand"]).astype(float)
-    held = [demand[DEMAND_FEATURES.index(k)] for k in ("running_cpu", "running_mem")]
-    cpu, mem = (1.0 - y / max(1.0 - y, 1e-9) for y in held)  # the observation holds x / (x + 1)
-    return np.array([float(np.asarray(obs["cluster"])[_FREE_GPUS]), cpu, mem])
-
-
 def row_need_at_level(rows: np.ndarray) -> np.ndarray:
     """What each running row needs at its level: (GPU, CPU, memory) shares of the cluster (n × 3)."""
     gpu = run_feature(rows, "gpu_share")
     return np.stack([gpu, gpu * run_feature(rows, "level_cpu"), gpu * run_feature(rows, "level_mem")], axis=1)
 
 
-def target_set(keys: np.ndarray, ages: np.ndarray, needs: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+def target_set(keys: np.ndarray, ages: np.ndarray, needs: np.ndarray, capacity: np.ndarray,
+               takes: np.ndarray | None = None) -> np.ndarray:
     """Which jobs the priority walk keeps: by ``keys`` (ties: the larger age, i.e. the earlier arrival),
-    each whose ``needs`` row still fits in what is left of ``capacity``."""
+    each whose ``needs`` row still fits in what is left of ``capacity``; a kept job takes its ``takes``
+    row (default: its needs) from what is left."""
+    takes = needs if takes is None else takes
     keep = np.zeros(keys.size, dtype=bool)
     left = capacity.astype(float).copy()
     for i in np.lexsort((-ages, keys)):
         if np.all(needs[i] <= left + _EPS):
             keep[i] = True
-            left -= needs[i]
+            left -= takes[i]
     return keep
 
 
@@ -96,6 +94,7 @@ def choose_by_target(
     admissible: np.ndarray,
     admit: Callable[[int], int],
     exact_order: bool = False,
+    run_takes: np.ndarray | None = None,
 ) -> int:
     """One action of the walk (module docstring) over the filled slots and :func:`running_rows`.
 
@@ -105,8 +104,9 @@ def choose_by_target(
     needs; ``admit(slot)`` the action admitting ``slot``'s job. ``exact_order``: keep the placement
     in priority order exactly – an admission that outranks some running jobs but not all first
     preempts those it outranks (they are admitted again after it), where by default it is placed
-    ahead of all of them. Returns an admission, a preemption (action ``stop − running rows +
-    row``) or stop.
+    ahead of all of them. ``run_takes`` (running rows × 3): what each running job takes from the
+    capacity when the walk keeps it (default: ``run_need``; ``free`` is then what is free beside
+    those). Returns an admission, a preemption (action ``stop − running rows + row``) or stop.
     """
     stop = mask.size - 1
     first_preempt = stop - np.asarray(obs["running_mask"]).size
@@ -114,12 +114,16 @@ def choose_by_target(
     n_wait, n_run = wait_key.size, rows.shape[0]
     ages = np.concatenate([obs["slots"][:n_wait, _AGE].astype(float), run_feature(rows, "age")])
     keys = np.concatenate([wait_key, run_key])
+    run_takes = run_need if run_takes is None else run_takes
     needs = np.concatenate([wait_need, run_need]) if n_run else wait_need
-    capacity = free + run_need.sum(axis=0) if n_run else free
-    keep = target_set(keys, ages, needs, capacity)
+    takes = np.concatenate([wait_need, run_takes]) if n_run else wait_need
+    capacity = free + run_takes.sum(axis=0) if n_run else free
+    keep = target_set(keys, ages, needs, capacity, takes)
     out = np.flatnonzero(~keep[n_wait:] & (mask[first_preempt : first_preempt + n_run] > 0))
     if out.size:  # the lowest priority first (ties: the later arrival)
         return first_preempt + int(out[np.lexsort((ages[n_wait + out], -run_key[out]))[0]])
+    if not exact_order:  # a job preempted in this event waits for the next one
+        admissible = admissible & (obs["slots"][:n_wait, _WAS_RUNNING] == 0)
     ready = np.flatnonzero(keep[:n_wait] & admissible)
     if not ready.size:
         return stop

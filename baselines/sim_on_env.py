@@ -16,8 +16,11 @@ mechanics, so :func:`simulate_on_env` takes everything from the environment:
   end-of-episode summary – JCT (finish − arrival) over all jobs of the episode,
   its 99th percentile, and the makespan (last finish − first arrival).
 
-``no-wait-bound`` is the no-waiting bound (:mod:`synergy_gym.sim.bounds`) on the same
-workloads, reported with ``source`` "bound". The simulator runs every job to
+``no-wait-bound`` is the no-waiting bound (:mod:`synergy_gym.sim.bounds`) and
+``contention-bound`` the contention-aware bound (:mod:`synergy_gym.sim.contention_bound`: a
+linear program per seed, whose solve time is the row's ``wall_s``) on the same workloads, both
+reported with ``source`` "bound"; the contention bound has only a mean JCT (its p99, median and
+makespan are NaN, and it has no per-job JCTs or jobs). The simulator runs every job to
 completion; it has no ``max_rounds`` (an env episode is truncated there).
 Synergy-OPT (``*+opt``) solves an integer program per round: a few seconds per
 300-job episode on 32 GPUs, about 10 s per 1,000-job episode on 128 GPUs
@@ -40,6 +43,8 @@ from synergy_gym.env.summary import episode_summary
 from synergy_gym.experiments.evaluation import job_frame
 from synergy_gym.sim.bounds import no_wait_jct_s
 from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.config import SimulationConfig
+from synergy_gym.sim.contention_bound import contention_bound
 from synergy_gym.sim.metrics import summarise_jcts
 from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import Workload
@@ -47,8 +52,14 @@ from synergy_gym.sim.workload import Workload
 #: Not a policy: every job at its demand from the round boundary after its arrival, never waiting
 #: (:func:`synergy_gym.sim.bounds.no_wait_jct_s`) – a lower bound on what any policy here can reach.
 NO_WAIT_BOUND = "no-wait-bound"
-#: The simulator policies ``synergy-gym evaluate --baselines all`` runs by default, and the bound.
-SIM_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+tune", "fifo+opt", "srtf+tune", "tetris+greedy", NO_WAIT_BOUND)
+#: Not a policy: the contention-aware bound (:func:`synergy_gym.sim.contention_bound.contention_bound`, default
+#: settings and the environment's round length and timing) – a lower bound on every policy's mean JCT that counts
+#: the cluster's capacity.
+CONTENTION_BOUND = "contention-bound"
+#: The bounds, which ``--sim-policies`` and ``--baselines`` take as simulator policies (source "bound").
+BOUNDS: tuple[str, ...] = (NO_WAIT_BOUND, CONTENTION_BOUND)
+#: The simulator policies ``synergy-gym evaluate --baselines all`` runs by default, and the bounds.
+SIM_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+tune", "fifo+opt", "srtf+tune", "tetris+greedy", *BOUNDS)
 
 
 def _bound_jobs(workload: Workload, cluster: ClusterSpec, round_s: float) -> pd.DataFrame:
@@ -75,6 +86,14 @@ def _bound_summary(workload: Workload, cluster: ClusterSpec, round_s: float) -> 
     return summary, (finish_s - workload.arrival_s) / 3600.0
 
 
+def _contention_row(workload: Workload, cluster: ClusterSpec, config: SimulationConfig) -> dict[str, Any]:
+    """The contention bound's row: its mean JCT (the other statistics NaN) and its solve time as ``wall_s``."""
+    bound = contention_bound(workload, cluster, round_s=config.round_s, timing=config.timing)
+    nan = float("nan")
+    return {"mean_jct_h": bound.mean_jct_h, "median_jct_h": nan, "p99_jct_h": nan, "makespan_h": nan,
+            "jobs_finished": len(workload), "jobs_unfinished": 0, "jobs_total": len(workload), "wall_s": bound.solve_s}
+
+
 def simulate_on_env(
     policy: str,
     env_id: str | Callable[..., gym.Env] = "Synergy-small-v0",
@@ -91,12 +110,12 @@ def simulate_on_env(
     with ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs, with
     ``keep_jobs`` a column ``jobs`` each episode's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`
     of the simulator's job table; for the bound, each job starts at the first round boundary
-    at or after its arrival). A fresh policy object runs each seed. ``on_episode(done, total)``
-    is told after each seed (for a progress display).
+    at or after its arrival; the contention bound has none, and no JCTs). A fresh policy object runs
+    each seed. ``on_episode(done, total)`` is told after each seed (for a progress display).
     """
     import synergy_gym  # noqa: F401  (registers the environments)
 
-    if policy != NO_WAIT_BOUND:
+    if policy not in BOUNDS:
         make_policy(policy)  # an unknown name fails before any work
     env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
     try:
@@ -114,6 +133,13 @@ def simulate_on_env(
                 config = base.sim.config
             started = time.perf_counter()
             row: dict[str, Any]
+            if policy == CONTENTION_BOUND:
+                row = {"policy": policy, "seed": seed, "terminated": True,
+                       **_contention_row(base.workload_for_seed(seed), base.cluster, config)}
+                if keep_jcts:
+                    row["jct_h"] = []
+                rows.append(row)
+                continue
             if policy == NO_WAIT_BOUND:
                 summary, jct_h = _bound_summary(base.workload_for_seed(seed), base.cluster, config.round_s)
                 row = {"policy": policy, "seed": seed, "terminated": True, "wall_s": time.perf_counter() - started, **summary}

@@ -81,12 +81,13 @@ def test_running_rows_are_the_running_jobs_and_the_mask_offers_each(seed):
     levels = slot_arrays({**obs, "slot_levels": obs["slot_levels"]})[1]
     for r, j in enumerate(rows):
         slot = int(np.flatnonzero(ledger.jobs == j)[0])
-        held = jobs.gpus[j] * np.array([ledger.cpu[slot] / env.cluster.total_cpus, ledger.mem[slot] / env.cluster.total_mem_gb])
+        c = env.cluster
+        held = jobs.gpus[j] * np.array([ledger.cpu[slot] / c.total_cpus, ledger.mem[slot] / c.total_mem_gb])
         np.testing.assert_allclose(table[r, [col["frees_cpu"], col["frees_mem"]]], held, rtol=1e-5)
         left_h = (jobs.total_iters[j] - jobs.executed[j]) * jobs.iter_time_s[j] / ledger.tput[slot] / 3600.0
         assert table[r, col["runtime_now"]] == pytest.approx(left_h / (left_h + 10.0), rel=1e-5)
         level = s.level[j]
-        expected = [s.level_cpu[j, level] / env.cluster.fair_cpus_per_gpu, s.level_mem[j, level] / env.cluster.fair_mem_gb_per_gpu,
+        expected = [s.level_cpu[j, level] / c.fair_cpus_per_gpu, s.level_mem[j, level] / c.fair_mem_gb_per_gpu,
                     s.level_tput[j, level] / jobs.tput_fair[j]]
         np.testing.assert_allclose(table[r, [col["level_cpu"], col["level_mem"], col["level_speedup"]]],
                                    np.minimum(expected, [16.0, 16.0, 8.0]), rtol=1e-5)
