@@ -78,13 +78,13 @@ def default_sim_policies() -> tuple[str, ...]:
 def parse_sim_policies(text: str) -> tuple[str, ...]:
     """``--sim-policies``: simulator policy names separated by commas, or ``none``."""
     from synergy_gym.baselines.registry import parse_policy_list
-    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
+    from synergy_gym.baselines.sim_on_env import BOUNDS
 
     if text.strip().lower() in ("", "none"):
         return ()
     names = [t.strip() for t in text.split(",") if t.strip()]
-    bound = (NO_WAIT_BOUND,) if NO_WAIT_BOUND in names else ()
-    rest = ",".join(n for n in names if n != NO_WAIT_BOUND)
+    bound = tuple(b for b in BOUNDS if b in names)
+    rest = ",".join(n for n in names if n not in BOUNDS)
     if not rest:
         return bound
     try:
@@ -96,13 +96,13 @@ def parse_sim_policies(text: str) -> tuple[str, ...]:
 def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``--baselines`` → (env heuristic names, simulator policy names), each de-duplicated in order.
 
-    ``all``: every env heuristic and ``sim_policies`` (default :data:`synergy_gym.baselines.sim_on_env.SIM_POLICIES`);
-    ``env``, ``sim``, ``none``; ``env:NAME``, ``sim:NAME``; a bare NAME selects the env heuristic
-    and/or the simulator policy of that name.
+    ``all``: every env heuristic and ``sim_policies`` (default :data:`synergy_gym.baselines.sim_on_env.SIM_POLICIES`,
+    which include the bounds); ``env``, ``sim``, ``none``; ``env:NAME``, ``sim:NAME``; a bare NAME selects the env
+    heuristic and/or the simulator policy of that name (or the bound: ``no-wait-bound``, ``contention-bound``).
     """
     from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
     from synergy_gym.baselines.registry import make_policy
-    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
+    from synergy_gym.baselines.sim_on_env import BOUNDS
 
     sims = default_sim_policies() if sim_policies is None else tuple(sim_policies)
     env: list[str] = []
@@ -122,7 +122,7 @@ def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> t
             raise ConfigError(f"--baselines {text!r}: unknown source {source!r} in {raw.strip()!r}; use env:NAME or sim:NAME")
         is_env = name in HEURISTIC_NAMES and source in ("", "env")
         try:
-            if name != NO_WAIT_BOUND:
+            if name not in BOUNDS:
                 make_policy(name)
             is_sim = source in ("", "sim")
         except UnknownNameError:

@@ -1,7 +1,8 @@
 """``synergy-gym evaluate``'s size guard: the time and memory of an evaluation, estimated before it runs.
 
 Every policy runs one episode per seed. A simulator policy's episode costs what one simulation of
-the environment's jobs on its cluster costs (:func:`synergy_gym.cli.guards.simulation_seconds`); a
+the environment's jobs on its cluster costs (:func:`synergy_gym.cli.guards.simulation_seconds`), the
+contention bound what building and solving its linear program does (:data:`CONTENTION_JOB_S`); a
 policy that acts through the environment costs a step per decision, and an agent a forward pass
 more. Decisions per job were measured on the registered ids (one core of a 2-core AMD EPYC VM):
 about one a job in the default mode and 40–55 in the preemptive mode (12,000–16,000 an episode
@@ -31,11 +32,17 @@ AGENT_DECISION_S = 1e-3
 TORCH_BYTES = 600 * 1024**2
 #: Kept per job of an episode: its JCT, and the row of ``--jobs-csv``.
 KEPT_JOB_BYTES = 300
+#: Seconds per job of the contention bound's LP (one a seed, default periods): measured 5–11 s for the 300 jobs of
+#: ``Synergy-small-scarce-v0`` and 13–40 s for the 1,200 of ``Synergy-scarce-v0`` on a busy 2-core machine.
+CONTENTION_JOB_S = 0.04
+#: Memory per job of the contention bound's LP while HiGHS solves it.
+CONTENTION_JOB_BYTES = 256 * 1024
 
 
 def evaluation_estimate(env_kwargs: dict[str, Any], seeds: int, agents: int, env_names: tuple[str, ...],
                         sim_names: tuple[str, ...]) -> Estimate:
     """The estimate for ``seeds`` episodes of each policy; ``env_kwargs``: every env kwarg's effective value."""
+    from synergy_gym.baselines.sim_on_env import CONTENTION_BOUND
     from synergy_gym.env.config import as_cluster
 
     jobs = int(env_kwargs.get("num_jobs", 1000))
@@ -43,10 +50,12 @@ def evaluation_estimate(env_kwargs: dict[str, Any], seeds: int, agents: int, env
     decisions = jobs * DECISIONS_PER_JOB[bool(env_kwargs.get("preemptive", False))]
     episode_env = decisions * ENV_STEP_S
     seconds = seeds * (agents * (episode_env + decisions * AGENT_DECISION_S) + len(env_names) * episode_env
-                       + sum(simulation_seconds(name, servers, jobs) for name in sim_names))
+                       + sum(jobs * CONTENTION_JOB_S if name == CONTENTION_BOUND else simulation_seconds(name, servers, jobs)
+                             for name in sim_names))
     policies = agents + len(env_names) + len(sim_names)
     live = min(seeds, BATCH_ENVS) if agents else 1  # an agent's episodes run side by side
-    memory = (BASE_BYTES + (TORCH_BYTES if agents else 0) + live * simulation_bytes(servers, jobs)
+    lp = jobs * CONTENTION_JOB_BYTES if CONTENTION_BOUND in sim_names else 0
+    memory = (BASE_BYTES + (TORCH_BYTES if agents else 0) + max(live * simulation_bytes(servers, jobs), lp)
               + seeds * policies * jobs * KEPT_JOB_BYTES)
     episodes = seeds * policies
     what = f"{episodes:,} episode{'s' if episodes != 1 else ''} of {jobs:,} jobs on {servers:,} servers"

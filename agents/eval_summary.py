@@ -106,7 +106,8 @@ def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str) -> str:
             ci += "*"
         ratio = f"{r.mean_jct_h / ref:.3f}×" if ref_label else ""
         flag = f"  ({r.truncated} truncated)" if r.truncated else ""
-        lines.append(f"{r.policy:<{width}}{r.source:<8}{r.mean_jct_h:>11.3f}{ci:>10}{r.p99_jct_h:>9.2f}{r.makespan_h:>12.1f}"
+        p99, makespan = (_cell(r.p99_jct_h, ".2f"), _cell(r.makespan_h, ".1f"))  # "-": a bound with a mean only
+        lines.append(f"{r.policy:<{width}}{r.source:<8}{r.mean_jct_h:>11.3f}{ci:>10}{p99:>9}{makespan:>12}"
                      f"{ratio:>20}{r.wall_s:>9.1f}{flag}")
     if (summary["ci95_over"] == "models").any():
         lines.append("* the CI of the agents' mean is over models, the others' over episodes")
@@ -120,6 +121,11 @@ def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str) -> str:
         lines.append(f"paired vs {p['heuristic']}: {name} {p['mean_diff_h']:+.3f} h{ci} ({p['relative']:+.1%}), "
                      f"lower JCT on {p['better_seeds']} of {p['seeds']} seeds")
     return "\n".join(lines)
+
+
+def _cell(value: float, spec: str) -> str:
+    """A number of the table, or ``-`` where there is none (NaN)."""
+    return "-" if math.isnan(value) else format(value, spec)
 
 
 def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:

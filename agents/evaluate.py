@@ -11,6 +11,11 @@ jobs and per-seed differences are paired. Three sources:
   which act through the environment and read only the observation and the mask;
 * ``sim`` – the simulator's named policies (default fifo+fair, fifo+tune,
   fifo+opt, srtf+tune, tetris+greedy; ``--sim-policies``);
+* ``bound`` – lower bounds on every policy's mean JCT, taken as simulator policies by
+  ``--sim-policies`` and ``--baselines`` and run by default: ``no-wait-bound``
+  (:mod:`synergy_gym.sim.bounds`: every job alone at its demand) and ``contention-bound``
+  (:mod:`synergy_gym.sim.contention_bound`: a linear program per seed that counts the
+  cluster's capacity; its ``wall_s`` is the solve time, and it has a mean JCT only);
 * ``agent`` – each ``--model`` (optional; repeatable). Each model gets its own
   row, named by its ``--label`` (repeatable, one per ``--model``, in the same
   order; default: the ``--model`` argument as given, e.g. ``pretrained:small-scarce``
@@ -36,22 +41,23 @@ also ``paired_vs_best_env`` (:func:`synergy_gym.agents.eval_summary.paired_vs_be
 the per-seed difference to the best env heuristic, its 95 % CI over seeds, and on how
 many seeds the agent is better); ``results.csv``, one row per policy and seed;
 ``jct_cdf.png``, the CDF of the agents, the best env heuristic, fifo+tune and the
-no-waiting bound (every policy with ``--plot-all``).
+no-waiting bound (every policy with ``--plot-all``; the contention bound has no per-job JCTs and no curve).
 
 Optional records: ``--decisions DIR`` writes, for every policy that acts
 through the environment (agents and env heuristics; simulator policies and the
 bound make no environment decisions and get none), ``DIR/<label>.jsonl`` with
 one JSON line per decision of the first seed's episode: ``seed``, ``round``,
-``time_h``, ``job_id``, ``slot``, ``level`` (slot and level after the
-environment's fallback for a masked action), ``action``, ``stop``, ``invalid``,
-``n_valid`` (valid actions, stop included), ``filled_slots`` and ``features``
-(the chosen slot's features ``{name: value}`` as observed); a stop has ``slot``,
+``time_h``, ``kind`` (``admit``, ``preempt`` or ``stop``), ``job_id``, ``slot``, ``level``,
+``ahead`` (slot and level after the environment's fallback for a masked action; ahead:
+placed before the running jobs), ``row`` (a preemption's running row), ``action``, ``stop``,
+``invalid``, ``n_valid`` (valid actions, stop included), ``filled_slots`` and ``features``
+(the chosen slot's – or row's – features ``{name: value}`` as observed); a stop has ``slot``,
 ``level``, ``job_id`` and ``features`` null. The label becomes the file name
 with characters other than letters, digits and ``._+=-`` replaced by ``_``.
 ``--jobs-csv FILE`` writes every job of every episode of every policy:
 ``policy, source, seed, job_id, arrival_h, start_h, finish_h, jct_h, gpus,
-model`` (start: the job's first start; for the bound the first round boundary
-at or after its arrival; start, finish and JCT empty for a job that never
+model`` (start: the job's first start; for the no-waiting bound the first round boundary
+at or after its arrival; the contention bound has no jobs; start, finish and JCT empty for a job that never
 started / did not finish in an episode cut off at ``max_rounds``).
 
 ``--model pretrained:NAME`` takes a policy shipped with the package
@@ -141,7 +147,7 @@ def run_policies(
     each policy as it starts, and the callback it returns each finished episode.
     """
     from synergy_gym.baselines.env_heuristics import env_heuristics
-    from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND, simulate_on_env
+    from synergy_gym.baselines.sim_on_env import BOUNDS, simulate_on_env
 
     runs: list[tuple[str, str, Any]] = [("agent", a.name, a) for a in agents]
     runs += [("env", n, None) for n in env_names] + [("sim", n, None) for n in sim_names]
@@ -163,7 +169,7 @@ def run_policies(
             policy = policy if policy is not None else env_heuristics(0)[name]
             df = evaluate(policy, env_id, seeds, name=name, keep_jcts=True, keep_jobs=keep_jobs,
                           log_decisions=log_decisions, on_episode=episode, **env_kwargs)
-        df.insert(1, "source", "bound" if source == "sim" and name == NO_WAIT_BOUND else source)
+        df.insert(1, "source", "bound" if source == "sim" and name in BOUNDS else source)
         frames.append(df)
         jcts[(name, df["source"].iloc[0])] = np.concatenate([np.asarray(x, dtype=float) for x in df["jct_h"]])
     results = pd.concat(frames, ignore_index=True)

@@ -1,8 +1,8 @@
 """``synergy-gym evaluate`` and ``synergy_gym.evaluate`` on the scheduling-action environment.
 
 Without ``--model`` the command scores the env heuristics (source ``env``), the
-simulator's policies (source ``sim``) and the no-waiting bound (source ``bound``) on the same workloads: the seed is the
-workload seed. The env heuristic ``fifo+tune`` reproduces the simulator's
+simulator's policies (source ``sim``) and the bounds (source ``bound``: no-waiting and contention-aware) on the same
+workloads: the seed is the workload seed. The env heuristic ``fifo+tune`` reproduces the simulator's
 ``fifo+tune`` exactly in preemptive mode, and in the default mode on single-GPU
 workloads, so their per-seed results must be equal here.
 """
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from synergy_gym import evaluate
-from synergy_gym.agents.eval_policies import parse_baselines
+from synergy_gym.agents.eval_policies import parse_baselines, parse_sim_policies
 from synergy_gym.agents.eval_summary import SUMMARY_FIELDS
 from synergy_gym.agents.evaluate import run_policies
 from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES, env_heuristics
-from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND, SIM_POLICIES, simulate_on_env
+from synergy_gym.baselines.sim_on_env import BOUNDS, CONTENTION_BOUND, NO_WAIT_BOUND, SIM_POLICIES, simulate_on_env
 from synergy_gym.errors import SynergyGymError
 from tests.support.cli_runs import run_cli, snapshot
 
@@ -40,16 +40,25 @@ def test_evaluate_without_a_model_runs_env_heuristics_and_simulator_policies(tmp
                              capsys)
     assert code == 0, err
     rows = rows_by_key(tmp_path / "r.json")
-    # The no-waiting bound runs with the simulator's policies and is reported with source "bound".
-    assert NO_WAIT_BOUND in SIM_POLICIES
-    simulated = {(n, "bound" if n == NO_WAIT_BOUND else "sim") for n in SIM_POLICIES}
+    # The bounds run with the simulator's policies and are reported with source "bound".
+    assert set(BOUNDS) == {NO_WAIT_BOUND, CONTENTION_BOUND} and set(BOUNDS) <= set(SIM_POLICIES)
+    simulated = {(n, "bound" if n in BOUNDS else "sim") for n in SIM_POLICIES}
     assert set(rows) == {(n, "env") for n in HEURISTIC_NAMES} | simulated
-    assert min(r["mean_jct_h"] for r in rows.values()) == rows[(NO_WAIT_BOUND, "bound")]["mean_jct_h"]
+    no_wait, contention = rows[(NO_WAIT_BOUND, "bound")], rows[(CONTENTION_BOUND, "bound")]
+    # 30 jobs on 32 GPUs hardly contend: the contention bound is the no-waiting bound up to rounding.
+    assert min(r["mean_jct_h"] for r in rows.values()) == pytest.approx(no_wait["mean_jct_h"], rel=1e-9)
     for row in rows.values():
         assert set(SUMMARY_FIELDS) <= set(row), row
         assert row["episodes"] == 3 and set(row["per_seed"]) == {"3", "4", "5"}
         assert row["mean_jct_h"] == pytest.approx(np.mean(list(row["per_seed"].values())))
+        if row is contention:  # a mean JCT only, and the LP's solve time
+            assert row["p99_jct_h"] is None and row["makespan_h"] is None and row["wall_s"] > 0
+            continue
         assert row["mean_jct_ci95_h"] > 0 and row["p99_jct_h"] >= row["mean_jct_h"] and row["makespan_h"] > 0
+        # No policy beats the contention bound on any seed, and it counts more than the no-waiting bound.
+        for seed, mean in row["per_seed"].items():
+            assert mean >= contention["per_seed"][seed] * (1 - 1e-9) or row is no_wait, (row["policy"], seed)
+            assert contention["per_seed"][seed] >= no_wait["per_seed"][seed] * (1 - 1e-9)
     # Preemptive mode: the env's fifo+tune is the simulator's fifo+tune, seed by seed.
     env_tune, sim_tune = rows[("fifo+tune", "env")], rows[("fifo+tune", "sim")]
     assert env_tune["per_seed"] == sim_tune["per_seed"]
@@ -117,7 +126,13 @@ def test_baseline_names_pick_sources():
     assert parse_baselines("env") == (HEURISTIC_NAMES, ())
     assert parse_baselines("all", ("fifo+tune",)) == (HEURISTIC_NAMES, ("fifo+tune",))
     assert parse_baselines("none") == ((), ())
-    for bad in ("nope", "env:fifo+opt", "sim:tetris", "gpu:fifo+tune"):
+    # The bounds are taken as simulator policies, each on its own too; "all" runs both.
+    assert parse_baselines("contention-bound") == ((), (CONTENTION_BOUND,))
+    assert parse_baselines("sim:contention-bound,no-wait-bound") == ((), (CONTENTION_BOUND, NO_WAIT_BOUND))
+    assert set(BOUNDS) <= set(parse_baselines("all")[1])
+    assert parse_sim_policies("contention-bound,fifo+tune") == ("fifo+tune", CONTENTION_BOUND)
+    assert parse_sim_policies("no-wait-bound,contention-bound") == BOUNDS
+    for bad in ("nope", "env:fifo+opt", "sim:tetris", "gpu:fifo+tune", "env:contention-bound"):
         with pytest.raises(SynergyGymError):
             parse_baselines(bad)
 
