@@ -7,7 +7,7 @@
 # RUNS (default runs/ref) holds the training runs, each trained with
 #   synergy-gym train --config agents/configs/small_scarce.toml --seed S --out RUNS/ss-main-sS      (S = 0, 1, 2)
 #   synergy-gym train --config agents/configs/small.toml --seed S --out RUNS/small-main-sS          (S = 0, 1, 2)
-#   synergy-gym train --config agents/configs/small_scarce_preemptive.toml --seed S --out RUNS/ss-pre-sS  (S = 0, 1)
+#   synergy-gym train --config agents/configs/small_scarce_preemptive.toml --seed S --out RUNS/ss-pre-sS  (S = 0, 1, 2)
 # and the ablations at seed 0 (agents/configs/ablations.txt). OUT (default docs/results) gets one
 # NAME.txt (the table) and NAME.json (its rows) per evaluation; the full outputs (per-seed CSV,
 # JCT CDF) go to runs/results/NAME.
@@ -41,14 +41,16 @@ models() {  # models PREFIX [SEED...]: the training seeds' best checkpoints (def
 evaluate small-scarce --env Synergy-small-scarce-v0 $(models ss-main) --baselines all
 evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
 
-# With preemption on the same workloads (README: where the room is): the env heuristics and the
-# exploratory agents of agents/configs/small_scarce_preemptive.toml (training seeds 0 and 1), and
-# two variants of it at seed 0 (agents/configs/ablations.txt).
+# With preemption on the same workloads (issue 26: deciding only what changes): the env heuristics,
+# the simulator's policies, both bounds and the agents of agents/configs/small_scarce_preemptive.toml
+# (training seeds 0, 1, 2), and its two ablations at seed 0 (agents/configs/ablations.txt).
 evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \
-    $(models ss-pre 0 1) --baselines all
+    $(models ss-pre) --baselines all --sim-policies fifo+tune,srtf+tune,las+tune,tetris+greedy
 evaluate ablation-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
-    --model "$RUNS/ss-pre-abl-bc-60k/best_model.zip" --label bc-60k \
-    --model "$RUNS/ss-pre-abl-teacher-tetris/best_model.zip" --label teacher-tetris
+    --model "$RUNS/ss-pre-s0/best_model.zip" --label main \
+    --model "$RUNS/ss-pre-abl-no-dagger/best_model.zip" --label no-dagger
+evaluate ablation-preemptive-no-fits --env Synergy-small-scarce-v0 --env-kwargs preemptive=true fit_features=false \
+    --baselines env --model "$RUNS/ss-pre-abl-no-fits/best_model.zip" --label no-slot-fits
 
 # Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario (at 0.7× load the 300
 # jobs arrive over a longer time than the scenario's max_rounds allow, so it is doubled there).

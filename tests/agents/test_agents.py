@@ -160,7 +160,11 @@ def test_reference_configs_are_valid(name, env_id, env_kwargs, teacher):
     cfg = TrainConfig.from_mapping(load_config_file(path))
     assert (cfg.env_id, cfg.env_kwargs, cfg.bc_policy) == (env_id, env_kwargs, teacher)
     assert (cfg.action_head, cfg.reward) == ("per_slot", "heuristic_relative")
-    assert cfg.imitates and cfg.shared_workload and cfg.timesteps == 1_000_000 and cfg.stop_on_stall_after
+    assert cfg.imitates and cfg.shared_workload and cfg.stop_on_stall_after
+    if env_kwargs.get("preemptive"):  # deciding only what changes: DAgger after the warm start, fewer steps
+        assert cfg.dagger_rounds > 0 and cfg.timesteps == 300_000
+    else:
+        assert cfg.timesteps == 1_000_000
 
 
 @pytest.mark.parametrize(

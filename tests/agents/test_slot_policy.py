@@ -164,3 +164,30 @@ def test_training_stops_once_the_validation_jct_stalls(tmp_path):
     assert history["mean_jct_h"].nunique() == 1
     assert any("has not improved since step 64" in line for line in lines)
     assert (out / "last_model.zip").is_file()
+
+
+def test_dagger_labels_the_policys_own_states_with_the_heuristic(tmp_path, monkeypatch):
+    """DAgger rounds run the policy (its sampled actions step the envs), the heuristic labels every state, and each
+    round fits on all states so far; on the preemptive mode's spaces (running rows, ahead admissions, preemptions)."""
+    from synergy_gym.agents import imitation
+    from synergy_gym.agents.models import build_model
+    from synergy_gym.agents.vec_envs import make_vec_env
+
+    from tests.support.agent_runs import tiny_train_config
+
+    cfg = tiny_train_config("Synergy-small-scarce-v0", bc_steps=64, bc_policy="tetris+greedy", dagger_rounds=2,
+                            dagger_steps=32, action_head="per_slot", n_envs=2,
+                            env_kwargs={"num_jobs": 12, "preemptive": True})
+    vec = make_vec_env(cfg)
+    model = build_model(cfg, vec, "cpu", tmp_path)
+    fitted, acted = [], []
+    fit, act = imitation._fit, imitation._policy_actions
+    monkeypatch.setattr(imitation, "_fit", lambda m, data, c: fitted.append(len(data.actions)) or fit(m, data, c))
+    monkeypatch.setattr(imitation, "_policy_actions", lambda m, o, mask, c: acted.append(mask) or act(m, o, mask, c))
+    stats = imitation.behaviour_clone(model, vec, cfg)
+    steps = [64 // cfg.n_envs, 32 // cfg.n_envs]
+    assert fitted == [steps[0], steps[0] + steps[1], steps[0] + 2 * steps[1]]  # each round on all states so far
+    assert len(acted) == 2 * steps[1]  # the policy acted in the DAgger rounds only
+    assert all(m.shape == (cfg.n_envs, vec.action_space.n) for m in acted)
+    assert stats["bc_samples"] == (steps[0] + 2 * steps[1]) * cfg.n_envs and 0.0 <= stats["dagger_agreement"] <= 1.0
+    vec.close()
