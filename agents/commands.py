@@ -64,6 +64,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                    help=f"warm start: imitate this env heuristic first; none: no warm start (default: {d.bc_policy})")
     p.add_argument("--bc-steps", type=int, default=None,
                    help=f"env steps of the heuristic to imitate; 0: no warm start (default: {d.bc_steps})")
+    p.add_argument("--attention-heads", type=int, default=None, metavar="N",
+                   help="one self-attention layer with N heads over the slot and running-row embeddings; 0: none "
+                        f"(default: {d.attention_heads})")
     p.add_argument("--dagger-rounds", type=int, default=None, metavar="N",
                    help="after the warm start, N rounds of DAgger: run the policy, label its states with --bc-policy's "
                         f"actions, fit again on all states so far (default: {d.dagger_rounds})")

@@ -97,6 +97,8 @@ class TrainConfig:
     net_arch: list = field(default_factory=lambda: [128, 128])
     global_dim: int = 128
     slot_dim: int = 32
+    # Heads of one self-attention layer over the slot (and running-row) embeddings; 0: none.
+    attention_heads: int = 0
     # The policy's action head: "linear" (SB3's: one linear layer from the net_arch MLP to every
     # slot · level and stop logit) or "per_slot" (synergy_gym.agents.slot_policy: one MLP scores each slot's
     # levels from its embedding and the context, one gives stop; net_arch is then the value
@@ -220,8 +222,11 @@ class TrainConfig:
             check_positive("ent_coef_final", self.ent_coef_final, allow_zero=True)
             if self.algo == "dqn":
                 raise ConfigError("ent_coef_final (entropy schedule) needs an actor-critic algorithm, not dqn")
-        for name in ("seed", "learning_starts", "bc_steps", "eval_seed_base", "checkpoint_freq", "dagger_rounds"):
+        for name in ("seed", "learning_starts", "bc_steps", "eval_seed_base", "checkpoint_freq", "dagger_rounds",
+                     "attention_heads"):
             setattr(self, name, check_positive(name, getattr(self, name), integer=True, allow_zero=True))
+        if self.attention_heads and self.slot_dim % self.attention_heads:
+            raise ConfigError(f"attention_heads {self.attention_heads} must divide slot_dim {self.slot_dim}")
         if self.dagger_steps is not None:
             self.dagger_steps = check_positive("dagger_steps", self.dagger_steps, integer=True)
         if self.imitates and self.algo == "dqn":

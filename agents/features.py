@@ -57,7 +57,8 @@ class SynergyExtractor(BaseFeaturesExtractor):
     inputs when present. Features: context, slot mean and max, [row mean and max], slots, [rows].
     """
 
-    def __init__(self, observation_space: spaces.Dict, global_dim: int = 128, slot_dim: int = 32) -> None:
+    def __init__(self, observation_space: spaces.Dict, global_dim: int = 128, slot_dim: int = 32,
+                 attention_heads: int = 0) -> None:
         n_slots = _length(observation_space["slot_mask"])
         slot_features = len(SLOT_FEATURES)
         n_levels = _length(observation_space["slot_levels"]) // (n_slots * len(LEVEL_FEATURES))
@@ -77,6 +78,11 @@ class SynergyExtractor(BaseFeaturesExtractor):
         self.slot_net = nn.Sequential(nn.Linear(per_slot, slot_dim), nn.ReLU(), nn.Linear(slot_dim, slot_dim), nn.ReLU())
         self.row_net = (nn.Sequential(nn.Linear(len(RUNNING_SLOT_FEATURES), slot_dim), nn.ReLU(),
                                       nn.Linear(slot_dim, slot_dim), nn.ReLU()) if n_running else None)
+        if attention_heads and slot_dim % attention_heads:
+            raise ValueError(f"attention_heads {attention_heads} must divide slot_dim {slot_dim}")
+        #: One self-attention layer over the slot and row embeddings (a residual update), so that each
+        #: job's embedding can depend on the others' (their ranks, what they need): None without it.
+        self.attend = nn.MultiheadAttention(slot_dim, attention_heads, batch_first=True) if attention_heads else None
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         batch, q, n_levels = obs["slots"].shape[0], self.n_slots, self.n_levels
@@ -86,11 +92,29 @@ class SynergyExtractor(BaseFeaturesExtractor):
             parts.append(obs["slot_fits"].reshape(batch, q, n_levels))
         mask = (obs["slot_mask"] > 0.5).unsqueeze(-1)  # (batch, q, 1)
         slots = self.slot_net(torch.cat(parts, dim=2)) * mask
-        context = [self.global_net(torch.cat([obs[k] for k in GLOBAL_KEYS], dim=1)), *_pool(slots, mask)]
-        ordered = [slots.reshape(batch, -1)]
+        rows = row_mask = None
         if self.row_net is not None:
             row_mask = (obs["running_mask"] > 0.5).unsqueeze(-1)
             rows = self.row_net(obs["running_slots"].reshape(batch, self.n_running, -1)) * row_mask
+        if self.attend is not None:
+            slots, rows = self._attend(slots, mask, rows, row_mask)
+        context = [self.global_net(torch.cat([obs[k] for k in GLOBAL_KEYS], dim=1)), *_pool(slots, mask)]
+        ordered = [slots.reshape(batch, -1)]
+        if rows is not None and row_mask is not None:
             context.extend(_pool(rows, row_mask))
             ordered.append(rows.reshape(batch, -1))
         return torch.cat(context + ordered, dim=1)
+
+    def _attend(self, slots: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor | None,
+                row_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Slots and rows updated by self-attention over all of them (filled ones only), residually."""
+        assert self.attend is not None
+        q = slots.shape[1]
+        tokens, present = slots, mask
+        if rows is not None and row_mask is not None:
+            tokens, present = torch.cat([slots, rows], dim=1), torch.cat([mask, row_mask], dim=1)
+        ignore = ~present.squeeze(-1)
+        ignore[ignore.all(dim=1), 0] = False  # a state with no job at all attends to token 0 (its output is zeroed)
+        attended, _ = self.attend(tokens, tokens, tokens, key_padding_mask=ignore, need_weights=False)
+        tokens = (tokens + attended) * present
+        return tokens[:, :q], (tokens[:, q:] if rows is not None else None)

@@ -63,6 +63,8 @@ def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None)
         "features_extractor_kwargs": {"global_dim": cfg.global_dim, "slot_dim": cfg.slot_dim},
         "net_arch": list(cfg.net_arch),
     }
+    if cfg.attention_heads:  # (not passed otherwise: models saved before it load and compare as they were)
+        policy_kwargs["features_extractor_kwargs"]["attention_heads"] = cfg.attention_heads
     policy: Any = "MultiInputPolicy"
     if cfg.action_head == "per_slot":
         from synergy_gym.agents.slot_policy import MaskableSlotPolicy, SlotPolicy

@@ -23,7 +23,8 @@ from synergy_gym.errors import ConfigError, SynergyGymError
 #: Options that set a TrainConfig field of the same name (``--env`` sets ``env_id``).
 OPTION_FIELDS = ("algo", "env_id", "timesteps", "n_envs", "seed", "device", "eval_freq", "eval_episodes", "bc_policy",
                  "bc_steps", "torch_threads", "reward", "relative_to", "shared_workload", "ent_coef_final",
-                 "stop_on_stall_after", "gamma", "action_head", "vec_env", "checkpoint_freq", "dagger_rounds")
+                 "stop_on_stall_after", "gamma", "action_head", "vec_env", "checkpoint_freq", "dagger_rounds",
+                 "attention_heads")
 
 
 def config_from_args(args: argparse.Namespace, checkpoint: Path | None = None) -> TrainConfig:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.relative_reward import HeuristicRunCache
 
 #: Observation keys that are masks: not normalised (the feature extractor and MaskablePPO read them as 0/1).
-MASK_KEYS = ("action_mask", "slot_mask")
+MASK_KEYS = ("action_mask", "slot_mask", "running_mask")
 
 
 def check_env_kwargs(cfg: TrainConfig) -> None:

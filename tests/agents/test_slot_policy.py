@@ -172,7 +172,6 @@ def test_dagger_labels_the_policys_own_states_with_the_heuristic(tmp_path, monke
     from synergy_gym.agents import imitation
     from synergy_gym.agents.models import build_model
     from synergy_gym.agents.vec_envs import make_vec_env
-
     from tests.support.agent_runs import tiny_train_config
 
     cfg = tiny_train_config("Synergy-small-scarce-v0", bc_steps=64, bc_policy="tetris+greedy", dagger_rounds=2,
@@ -191,3 +190,56 @@ def test_dagger_labels_the_policys_own_states_with_the_heuristic(tmp_path, monke
     assert all(m.shape == (cfg.n_envs, vec.action_space.n) for m in acted)
     assert stats["bc_samples"] == (steps[0] + 2 * steps[1]) * cfg.n_envs and 0.0 <= stats["dagger_agreement"] <= 1.0
     vec.close()
+
+
+def test_masks_are_not_normalised_in_any_mode():
+    """The extractor reads slot_mask and running_mask as 0/1 (and MaskablePPO the action mask): VecNormalize skips them."""
+    from synergy_gym.agents.vec_envs import MASK_KEYS, make_vec_env
+    from tests.support.agent_runs import tiny_train_config
+
+    cfg = tiny_train_config("Synergy-small-scarce-v0", env_kwargs={"num_jobs": 12, "preemptive": True})
+    vec = make_vec_env(cfg)
+    masks = {k for k in vec.observation_space.spaces if k.endswith("_mask")}
+    assert masks == {"action_mask", "slot_mask", "running_mask"} == set(MASK_KEYS)
+    assert not masks & set(vec.norm_obs_keys) and "running_slots" in vec.norm_obs_keys
+    vec.close()
+
+
+def test_attention_relates_the_jobs_and_keeps_the_slots_order_free():
+    """With attention, states with no job give finite features, and permuting the slots permutes their logits (the
+    head stays equivariant to the slots' order)."""
+    import gymnasium as gym
+
+    from synergy_gym.agents.features import SynergyExtractor
+    from synergy_gym.agents.slot_policy import SlotScorer
+
+    torch.manual_seed(0)
+    env = gym.make("Synergy-small-scarce-v0", num_jobs=40, preemptive=True, max_queue=4, max_running=3)
+    from synergy_gym.baselines.env_heuristics import env_heuristics
+
+    policy = env_heuristics()["fifo+tune"]
+    obs, _ = env.reset(seed=2)
+    while not (obs["slot_mask"].sum() >= 2 and obs["running_mask"].sum() >= 1):
+        obs, *_ = env.step(int(policy.predict(obs)[0]))
+    ex = SynergyExtractor(env.observation_space, 16, 8, attention_heads=2)
+    head = SlotScorer(ex.n_slots, ex.n_levels, ex.slot_dim, ex.context_dim, n_running=ex.n_running)
+    batch = {k: torch.as_tensor(v)[None] for k, v in obs.items()}
+    empty = {k: torch.zeros_like(v) if k in ("slot_mask", "running_mask") else v for k, v in batch.items()}
+    assert torch.isfinite(ex(empty)).all()
+    # Swap slots 0 and 1 in every slot-indexed part of the observation.
+    q, n_levels = ex.n_slots, ex.n_levels
+    order = [1, 0, *range(2, q)]
+    swapped = dict(batch)
+    for key, width in (("slots", -1), ("slot_levels", -1), ("slot_fits", n_levels)):
+        swapped[key] = batch[key].reshape(1, q, width)[:, order].reshape(1, -1)
+    mask = batch["action_mask"].clone()
+    for block in (0, q * n_levels):  # admissions, then ahead admissions
+        part = mask[:, block : block + q * n_levels].reshape(1, q, n_levels)
+        mask[:, block : block + q * n_levels] = part[:, order].reshape(1, -1)
+    swapped["action_mask"] = mask
+    logits, moved = head(ex(batch)), head(ex(swapped))
+    for block in (0, q * n_levels):  # admissions and ahead admissions follow their slot
+        per_slot = logits[:, block : block + q * n_levels].reshape(q, n_levels)
+        got = moved[:, block : block + q * n_levels].reshape(q, n_levels)
+        torch.testing.assert_close(got, per_slot[order], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(moved[:, 2 * q * n_levels :], logits[:, 2 * q * n_levels :], rtol=1e-4, atol=1e-5)
