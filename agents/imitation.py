@@ -5,7 +5,7 @@ training run first fits the policy of an actor-critic model to the heuristic's
 actions, and its value function to the discounted returns, on ``bc_steps`` steps of
 the training environments in which the heuristic acts (:func:`behaviour_clone`). With
 ``dagger_rounds`` > 0 it then runs DAgger (Ross, Gordon and Bagnell, AISTATS 2011):
-each round the *policy* acts for ``dagger_steps`` steps, the heuristic labels the states
+each round the *policy* acts (its most likely actions) for ``dagger_steps`` steps, the heuristic labels the states
 the policy reached with its own actions, and the policy is fitted again on every state
 so far – so it learns what the heuristic would do after its own mistakes, which plain
 imitation never shows it (its errors compound over an episode's decisions). Reinforcement
@@ -105,12 +105,13 @@ def _collect(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, heuristic: Any
 
 
 def _policy_actions(model: BaseAlgorithm, obs: dict[str, np.ndarray], mask: np.ndarray, cfg: TrainConfig) -> np.ndarray:
-    """The policy's sampled actions for a batch of (normalised) observations (within the masks for MaskablePPO)."""
+    """The policy's most likely actions for a batch of (normalised) observations (within the masks for MaskablePPO):
+    the states it reaches as it is evaluated."""
     policy: Any = model.policy
     if cfg.algo == "maskable_ppo":
-        action, _ = policy.predict(obs, action_masks=mask, deterministic=False)
+        action, _ = policy.predict(obs, action_masks=mask, deterministic=True)
     else:
-        action, _ = policy.predict(obs, deterministic=False)
+        action, _ = policy.predict(obs, deterministic=True)
     return np.asarray(action, dtype=np.int64).reshape(cfg.n_envs)
 
 

@@ -167,7 +167,7 @@ def test_training_stops_once_the_validation_jct_stalls(tmp_path):
 
 
 def test_dagger_labels_the_policys_own_states_with_the_heuristic(tmp_path, monkeypatch):
-    """DAgger rounds run the policy (its sampled actions step the envs), the heuristic labels every state, and each
+    """DAgger rounds run the policy (its actions step the envs), the heuristic labels every state, and each
     round fits on all states so far; on the preemptive mode's spaces (running rows, ahead admissions, preemptions)."""
     from synergy_gym.agents import imitation
     from synergy_gym.agents.models import build_model
