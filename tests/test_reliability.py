@@ -120,8 +120,8 @@ def test_determinism_across_processes():
 
     kwargs = {"cluster": "small", "num_jobs": 80, "jobs_per_hour": 3.0, "multigpu": True}
 
-    def run(vec_cls):
-        vec = vec_cls([lambda: SynergyEnv(**kwargs), lambda: SynergyEnv(**kwargs, preemptive=True)])
+    def run(vec_cls, preemptive):  # one vector an action layout: the modes' spaces differ
+        vec = vec_cls([lambda: SynergyEnv(**kwargs, preemptive=preemptive)] * 2)
         try:
             vec.seed(11)
             vec.reset()
@@ -134,7 +134,8 @@ def test_determinism_across_processes():
         finally:
             vec.close()
 
-    assert run(SubprocVecEnv) == run(DummyVecEnv)
+    for preemptive in (False, True):
+        assert run(SubprocVecEnv, preemptive) == run(DummyVecEnv, preemptive), preemptive
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
     from synergy_gym import evaluate
     from synergy_gym.baselines.env_heuristics import RandomValid

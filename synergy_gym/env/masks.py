@@ -122,10 +122,13 @@ class ActionLayout:
                 raise EnvCallError(f"env.step(): action {a} is masked: no running job can be preempted now; "
                                    f"action {self.stop} stops")
             a = (self.n_slots - 1) * self.n_levels  # the last slot's fair share: falls back as a masked admission
+            masked = True
+        else:
+            masked = False
         slot, level = divmod(a, self.n_levels)
         filled = valid_levels.shape[0]
         if slot < min(filled, self.slots_offered) and valid_levels[slot, level]:
-            return slot, level, False
+            return slot, level, masked
         if self.raise_on_invalid:
             raise EnvCallError(self._describe_invalid(a, slot, level, filled, valid_levels))
         if filled == 0:  # pragma: no cover - the environment asks only while a job fits

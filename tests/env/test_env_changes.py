@@ -164,6 +164,17 @@ def test_a_masked_preemption_falls_back_to_the_last_row_or_raises():
         raising.step(raising.layout.stop - 1)
 
 
+def test_a_preemption_with_nothing_running_is_counted_as_masked_even_where_its_admission_is_valid():
+    # It falls back to the last slot's fair share; with one slot that admission is valid, and the
+    # action was still masked (the fuzzer found the flag missing here).
+    env = SynergyEnv(**{**SMALL, "max_queue": 1})
+    env.reset(seed=0)
+    mask = env.action_masks()
+    assert env.state.n_preemptable == 0 and mask[0] and not mask[env.layout.preempt]
+    _, _, _, _, info = env.step(env.layout.preempt)
+    assert info["invalid_action"] and env.sim.ledger.n_slots == 1
+
+
 def test_slot_fits_is_whether_the_servers_have_room_at_that_level():
     env = SynergyEnv(**{**SMALL, **SCARCE})
     obs = first_decision_with_running_rows(env, heuristic="tetris+greedy")
