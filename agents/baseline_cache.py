@@ -9,8 +9,8 @@ env keyword arguments and seeds give the same rows every time, as long as the co
 
 * the env id, its keyword arguments, the seeds, the heuristics' names and ``random``'s seed, and
 * a fingerprint of the code that computes them (:func:`code_fingerprint`: every Python and data
-  file of the ``synergy_gym`` package, the agents' scoring code, the heuristics and the trace readers, and numpy's and
-  numba's versions),
+  file of the ``synergy_gym`` package, the agents' scoring code, the heuristics and the trace readers – the shipped
+  pretrained policies aside – and numpy's and numba's versions),
 
 so that a change to the simulator, the environment or a heuristic scores them afresh. Runs
 that differ only in their training seed (``random``'s seed aside), length or hyper-parameters
@@ -44,6 +44,8 @@ if TYPE_CHECKING:  # pragma: no cover
 SCORING_PACKAGES = ("synergy_gym", "synergy_gym.agents", "synergy_gym.baselines", "synergy_gym.traces")
 #: File types fingerprinted in those folders.
 CODE_SUFFIXES = (".py", ".csv", ".json", ".md")
+#: Folders skipped inside those packages: the shipped policies' weights and cards score no heuristic.
+SKIPPED_FOLDERS = ("pretrained",)
 #: Bumped when the cached file's layout changes.
 FORMAT = 1
 
@@ -67,10 +69,16 @@ def code_fingerprint() -> str:
     digest = hashlib.sha256(f"numpy {numpy.__version__} numba {numba_version}".encode())
     for package in SCORING_PACKAGES:
         for folder in map(Path, import_module(package).__path__):
-            for path in sorted(p for p in folder.rglob("*") if p.suffix in CODE_SUFFIXES and p.is_file()):
+            for path in sorted(p for p in folder.rglob("*") if p.suffix in CODE_SUFFIXES and p.is_file()
+                               and not _in_skipped_folder(p.relative_to(folder))):
                 digest.update(f"{package}/{path.relative_to(folder).as_posix()}\0".encode())
                 digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def _in_skipped_folder(relative: Path) -> bool:
+    """Whether a file (relative to its package's folder) lies in one of the :data:`SKIPPED_FOLDERS`."""
+    return any(part in SKIPPED_FOLDERS for part in relative.parts[:-1])
 
 
 def cacheable(env_kwargs: dict[str, Any]) -> bool:

@@ -89,11 +89,14 @@ def test_the_fingerprint_changes_with_the_code(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(baseline_cache, "SCORING_PACKAGES", ("scoring_pkg",))
     fingerprints = []
-    for change in [None, ("__init__.py", "X = 2\n"), ("data/zoo.csv", "a,b\n1,3\n")]:
+    (package / "pretrained" / "p").mkdir(parents=True)
+    (package / "pretrained" / "p" / "card.json").write_text("{}")
+    for change in [None, ("__init__.py", "X = 2\n"), ("data/zoo.csv", "a,b\n1,3\n"), ("pretrained/p/card.json", "[]")]:
         if change is not None:
             (package / change[0]).write_text(change[1])
         code_fingerprint.cache_clear()
         fingerprints.append(code_fingerprint())
     code_fingerprint.cache_clear()
     sys.modules.pop("scoring_pkg", None)
-    assert len(set(fingerprints)) == 3
+    # Each change of code or data scores afresh; a shipped policy's files (pretrained/) do not.
+    assert len(set(fingerprints[:3])) == 3 and fingerprints[3] == fingerprints[2]
