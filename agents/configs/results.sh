@@ -43,12 +43,12 @@ evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
 
 # With preemption on the same workloads (issue 26: deciding only what changes): the env heuristics,
 # the simulator's policies, both bounds and the agents of agents/configs/small_scarce_preemptive.toml
-# (training seeds 0, 1, 2), and its two ablations at seed 0 (agents/configs/ablations.txt).
+# (training seeds 0, 1, 2); its ablations (agents/configs/ablations.txt): DAgger (seeds 0, 1), and the
+# DAgger recipe without slot_fits (seed 0).
 evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \
     $(models ss-pre) --baselines all --sim-policies fifo+tune,srtf+tune,las+tune,tetris+greedy
 evaluate ablation-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
-    --model "$RUNS/ss-pre-s0/best_model.zip" --label main \
-    --model "$RUNS/ss-pre-abl-no-dagger/best_model.zip" --label no-dagger
+    $(models ss-pre-dagger 0 1)
 evaluate ablation-preemptive-no-fits --env Synergy-small-scarce-v0 --env-kwargs preemptive=true fit_features=false \
     --baselines env --model "$RUNS/ss-pre-abl-no-fits/best_model.zip" --label no-slot-fits
 

@@ -14,7 +14,8 @@ from tests.support.cli_runs import run_cli
 
 ROOT = REPO
 #: The reference runs' policies, one per small scenario (README, "Results").
-SHIPPED = {"small-scarce": "Synergy-small-scarce-v0", "small": "Synergy-small-v0"}
+SHIPPED = {"small-scarce": "Synergy-small-scarce-v0", "small": "Synergy-small-v0",
+           "small-scarce-preemptive": "Synergy-small-scarce-v0"}
 
 
 def test_the_reference_policies_are_shipped():
