@@ -117,14 +117,12 @@ class ActionLayout:
         """
         if a == self.stop:
             return -1, -1, False
-        if a >= self.preempt:
+        masked = a >= self.preempt  # a preemption with no running row: always masked
+        if masked:
             if self.raise_on_invalid:
                 raise EnvCallError(f"env.step(): action {a} is masked: no running job can be preempted now; "
                                    f"action {self.stop} stops")
             a = (self.n_slots - 1) * self.n_levels  # the last slot's fair share: falls back as a masked admission
-            masked = True
-        else:
-            masked = False
         slot, level = divmod(a, self.n_levels)
         filled = valid_levels.shape[0]
         if slot < min(filled, self.slots_offered) and valid_levels[slot, level]:
