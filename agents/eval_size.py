@@ -5,8 +5,9 @@ the environment's jobs on its cluster costs (:func:`synergy_gym.cli.guards.simul
 contention bound what building and solving its linear program does (:data:`CONTENTION_JOB_S`); a
 policy that acts through the environment costs a step per decision, and an agent a forward pass
 more. Decisions per job were measured on the registered ids (one core of a 2-core AMD EPYC VM):
-about one a job in the default mode and 40–55 in the preemptive mode (12,000–16,000 an episode
-of 300 jobs on ``Synergy-small-scarce-v0``); environment steps run at 5,900–14,300 a second and an
+about one a job in the default mode; with ``preemptive=True``, 2–18 deciding only what changes
+(637–5,405 an episode of 300 jobs on ``Synergy-small-scarce-v0`` under the env heuristics) and 40–55
+re-deciding every job at every event (12,000–16,000); environment steps run at 5,900–14,300 a second and an
 agent's decision took 0.53 ms. The constants are those figures rounded up: on this machine the
 estimate was 2.6× the measured time for 301 episodes of ``Synergy-small-v0`` under env ``fifo+tune``
 (20 s against 7.6 s) and 2.8× for ``tetris+greedy`` in the preemptive mode. An evaluation past
@@ -22,8 +23,8 @@ from typing import Any
 from synergy_gym.cli.guards import BASE_BYTES, Estimate, simulation_bytes, simulation_seconds
 from synergy_gym.experiments.batched import BATCH_ENVS
 
-#: Decisions per job of an episode: default (non-preemptive) mode and preemptive mode.
-DECISIONS_PER_JOB = {False: 1.5, True: 40.0}
+#: Decisions per job of an episode: the default (non-preemptive) mode, and with ``preemptive=True`` per ``redecide``.
+DECISIONS_PER_JOB = {"default": 1.5, "changes": 10.0, "every_event": 40.0}
 #: Seconds per environment step, a heuristic's choice included.
 ENV_STEP_S = 1.5e-4
 #: Seconds per agent decision on top of the step (SB3's predict, one observation at a time).
@@ -39,6 +40,13 @@ CONTENTION_JOB_S = 0.04
 CONTENTION_JOB_BYTES = 256 * 1024
 
 
+def decisions_per_job(env_kwargs: dict[str, Any]) -> float:
+    """:data:`DECISIONS_PER_JOB` for these env kwargs (an unknown ``redecide``, refused later, counts as the costlier)."""
+    if not env_kwargs.get("preemptive", False):
+        return DECISIONS_PER_JOB["default"]
+    return DECISIONS_PER_JOB.get(str(env_kwargs.get("redecide", "changes")), DECISIONS_PER_JOB["every_event"])
+
+
 def evaluation_estimate(env_kwargs: dict[str, Any], seeds: int, agents: int, env_names: tuple[str, ...],
                         sim_names: tuple[str, ...]) -> Estimate:
     """The estimate for ``seeds`` episodes of each policy; ``env_kwargs``: every env kwarg's effective value."""
@@ -47,7 +55,7 @@ def evaluation_estimate(env_kwargs: dict[str, Any], seeds: int, agents: int, env
 
     jobs = int(env_kwargs.get("num_jobs", 1000))
     servers = as_cluster(env_kwargs.get("cluster", "default")).num_servers
-    decisions = jobs * DECISIONS_PER_JOB[bool(env_kwargs.get("preemptive", False))]
+    decisions = jobs * decisions_per_job(env_kwargs)
     episode_env = decisions * ENV_STEP_S
     seconds = seeds * (agents * (episode_env + decisions * AGENT_DECISION_S) + len(env_names) * episode_env
                        + sum(jobs * CONTENTION_JOB_S if name == CONTENTION_BOUND else simulation_seconds(name, servers, jobs)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from synergy_gym.agents.eval_size import AGENT_DECISION_S, DECISIONS_PER_JOB, ENV_STEP_S, TORCH_BYTES
+from synergy_gym.agents.eval_size import AGENT_DECISION_S, ENV_STEP_S, TORCH_BYTES, decisions_per_job
 from synergy_gym.cli.guards import BASE_BYTES, Estimate, format_bytes, format_duration, memory_limit
 
 #: The longest run trained without ``--allow-large``.
@@ -44,7 +44,7 @@ def train_estimate(cfg: Any, observation_floats: int, env_kwargs: dict[str, Any]
     else:
         buffer = ROLLOUT_ARRAYS * cfg.n_steps * cfg.n_envs * observation_floats * FLOAT_BYTES
     memory = BASE_BYTES + TORCH_BYTES + cfg.n_envs * (ENV_BYTES + simulation_bytes(servers, jobs)) + buffer
-    decisions = jobs * DECISIONS_PER_JOB[bool(env_kwargs.get("preemptive", False))]
+    decisions = jobs * decisions_per_job(env_kwargs)
     evaluations = cfg.timesteps // cfg.eval_freq + 1
     seconds = cfg.timesteps * STEP_S + evaluations * cfg.eval_episodes * decisions * (ENV_STEP_S + AGENT_DECISION_S)
     what = f"{cfg.timesteps:,} steps of {cfg.algo} with {cfg.n_envs} environment{'s' if cfg.n_envs != 1 else ''}"

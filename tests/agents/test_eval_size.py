@@ -37,3 +37,17 @@ def test_the_estimate_grows_with_what_runs():
     assert evaluation_estimate({**small, "preemptive": True}, 10, 0, ("fifo+tune",), ()).seconds > base.seconds
     assert evaluation_estimate(small, 10, 0, ("fifo+tune",), ("fifo+opt",)).seconds > base.seconds
     assert base.what == "10 episodes of 300 jobs on 4 servers"
+
+
+def test_the_preemptive_estimate_counts_the_decisions_of_its_redecide_mode():
+    # Deciding only what changes takes about 6 decisions a job under tetris+greedy, every event about 45:
+    # the estimate follows redecide, so a plain preemptive evaluation is no longer estimated as an every-event one.
+    small = effective_env_kwargs("Synergy-small-scarce-v0", {})
+    default = evaluation_estimate(small, 20, 1, ("tetris+greedy",), ()).seconds
+    changes = evaluation_estimate(effective_env_kwargs("Synergy-small-scarce-v0", {"preemptive": True}),
+                                  20, 1, ("tetris+greedy",), ()).seconds
+    every_event = evaluation_estimate(effective_env_kwargs("Synergy-small-scarce-v0",
+                                                           {"preemptive": True, "redecide": "every_event"}),
+                                      20, 1, ("tetris+greedy",), ()).seconds
+    assert default < changes < every_event
+    assert every_event / changes > 3
