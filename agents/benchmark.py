@@ -48,7 +48,7 @@ from synergy_gym.agents.config import check_device, parse_env_kwargs
 from synergy_gym.agents.eval_outputs import staged_writer
 from synergy_gym.agents.eval_policies import agent_labels
 from synergy_gym.agents.evaluate import PolicyProgress
-from synergy_gym.agents.models import check_model_zip, load_agent, resolve_device
+from synergy_gym.agents.models import check_model_zip, inference_threads, load_agent, resolve_device
 from synergy_gym.agents.normalization import resolve_stats
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
@@ -65,7 +65,7 @@ def check_models(arguments: list[str]) -> list[tuple[Path, Path | None]]:
     """Each ``--model``'s path and statistics (found beside it), every file checked before any model is loaded."""
     checked = []
     for argument in arguments:
-        path = require_file(resolve_model_argument(argument), "model file", ConfigError)
+        path = require_file(resolve_model_argument(argument), "--model file", ConfigError)
         check_model_zip(path)
         checked.append((path, resolve_stats(path, None, True)))
     return checked
@@ -142,11 +142,12 @@ def main(args: argparse.Namespace) -> int:
     size = benchmark_estimate([(run.cell, len(fits)) for run, fits in runs], seeds, HEURISTIC_NAMES, contention)
     check_size(size, args.allow_large)
     quiet_notice("benchmark", size, args.quiet)
-    for run, fits in runs:
-        run_cell(run, fits, seeds, HEURISTIC_NAMES, contention, cell_progress(run.cell, len(seeds), args.quiet))
-        if run.heuristics_cached and not args.quiet:
-            print(f"{run.cell.short}: env heuristics from the cache ({len(HEURISTIC_NAMES)} × {len(seeds)} episodes)",
-                  file=sys.stderr)
+    with inference_threads(device if agents else None):
+        for run, fits in runs:
+            run_cell(run, fits, seeds, HEURISTIC_NAMES, contention, cell_progress(run.cell, len(seeds), args.quiet))
+            if run.heuristics_cached and not args.quiet:
+                print(f"{run.cell.short}: env heuristics from the cache ({len(HEURISTIC_NAMES)} × {len(seeds)} episodes)",
+                      file=sys.stderr)
     scored: Scored = [(run, score_cell(run.results) if run.results is not None else None) for run, _ in planned]
     print(format_table(scored, seeds))
     board = format_leaderboard(scored)

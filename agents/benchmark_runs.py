@@ -31,7 +31,7 @@ from synergy_gym.agents import baseline_cache
 from synergy_gym.agents.baseline_cache import cache_key, cacheable, cached_scores
 from synergy_gym.agents.benchmark_cells import Cell
 from synergy_gym.agents.config import TrainConfig, first_line
-from synergy_gym.agents.eval_size import evaluation_estimate
+from synergy_gym.agents.eval_size import CONTENTION_JOB_S, evaluation_estimate
 from synergy_gym.agents.evaluate import PolicyProgress, run_policies
 from synergy_gym.agents.model_checks import (
     check_model_spaces,
@@ -54,10 +54,7 @@ PER_EPISODE_SEED = -1
 #: Columns of the rows kept in the cache (those the summary and ``episodes.csv`` read).
 KEPT_COLUMNS = ("policy", "source", "seed", "mean_jct_h", "median_jct_h", "p99_jct_h", "makespan_h", "terminated",
                 "wall_s")
-#: Seconds per seed and squared job count of the contention bound's LP (building and solving it with HiGHS): the
-#: slowest measured, 247 s for the 1,200 jobs of ``Synergy-scarce-v0`` (22 s for ``Synergy-small-scarce-v0``'s 300; the
-#: ids with 24 CPUs a server solve 10–40× faster: 4.7 s for ``Synergy-v0``, 1.3 s for ``Synergy-small-v0``).
-CONTENTION_JOB2_S = 1.8e-4
+
 
 
 @dataclass
@@ -212,7 +209,8 @@ def benchmark_estimate(runs: list[tuple[Cell, int]], seeds: list[int], heuristic
     """The time and memory of the whole benchmark: ``runs`` are the cells that run, each with the models that fit it.
 
     Each cell as ``evaluate`` estimates it (:func:`synergy_gym.agents.eval_size.evaluation_estimate`), rows in the
-    cache costing nothing, and the contention bound's LPs at :data:`CONTENTION_JOB2_S` per squared job count.
+    cache costing nothing, and the contention bound's LPs as ``evaluate`` estimates them
+    (:data:`~synergy_gym.agents.eval_size.CONTENTION_JOB_S` per job and seed).
     """
     seconds, memory, episodes, jobs = 0.0, 0.0, 0, 0
     for cell, agents in runs:
@@ -221,7 +219,7 @@ def benchmark_estimate(runs: list[tuple[Cell, int]], seeds: list[int], heuristic
         names = () if in_cache(cell, seeds, heuristics) else heuristics
         part = evaluation_estimate(kwargs, len(seeds), agents, names, (NO_WAIT_BOUND,))
         bound = contention and not in_cache(cell, seeds, (CONTENTION_BOUND,))
-        seconds += part.seconds + (len(seeds) * cell_jobs**2 * CONTENTION_JOB2_S if bound else 0.0)
+        seconds += part.seconds + (len(seeds) * cell_jobs * CONTENTION_JOB_S if bound else 0.0)
         memory = max(memory, part.memory_bytes)
         jobs = max(jobs, cell_jobs)
         episodes += len(seeds) * (agents + len(heuristics) + 1)

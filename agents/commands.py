@@ -110,8 +110,9 @@ def register_evaluate(subparsers: argparse._SubParsersAction) -> None:
                               description=EVALUATE_DESCRIPTION)
     p.add_argument("--model", action="append", default=None,
                    help="SB3 model zip, or pretrained:NAME for a shipped policy (agents/pretrained: "
-                        "pretrained:small-scarce, pretrained:small); repeat for several models, each gets its own row "
-                        "(and several their mean, 'agent', with a CI over models); without it only the baselines run")
+                        "pretrained:small-scarce, pretrained:small, pretrained:small-scarce-preemptive); repeat for "
+                        "several models, each gets its own row (and several their mean, 'agent', with a CI over "
+                        "models); without it only the baselines run")
     p.add_argument("--label", action="append", default=None,
                    help="a model's row name; repeat: one per --model, in the same order (default: the --model "
                         "argument as given)")
@@ -161,8 +162,9 @@ def register_benchmark(subparsers: argparse._SubParsersAction) -> None:
                               description=BENCHMARK_DESCRIPTION)
     p.add_argument("--model", action="append", default=None,
                    help="SB3 model zip, or pretrained:NAME for a shipped policy (pretrained:small-scarce, "
-                        "pretrained:small); repeat for several models; it runs in every cell whose spaces it fits, the "
-                        "others are listed with the reason (default: none, the heuristics and bounds alone)")
+                        "pretrained:small, pretrained:small-scarce-preemptive); repeat for several models; it runs "
+                        "in every cell whose spaces it fits, the others are listed with the reason "
+                        "(default: none, the heuristics and bounds alone)")
     p.add_argument("--label", action="append", default=None,
                    help="a model's row name; repeat: one per --model, in the same order (default: the --model argument)")
     p.add_argument("--env", action="append", default=None, metavar="ID",
@@ -176,8 +178,8 @@ def register_benchmark(subparsers: argparse._SubParsersAction) -> None:
                    help="env kwargs for every cell on top of the scenario's and the mode's, e.g. num_jobs=50 "
                         "(default: none; preemptive is the mode's)")
     p.add_argument("--contention-bound", action="store_true",
-                   help="also the contention-aware bound: an LP per seed, cached once solved; about 1–5 s a seed on "
-                        "Synergy-small-v0 and Synergy-v0, 20 s on Synergy-small-scarce-v0 and 4 min on Synergy-scarce-v0 "
+                   help="also the contention-aware bound: an LP per seed, cached once solved; about 1 s a seed on "
+                        "Synergy-small-v0 and Synergy-v0, 7 s on Synergy-small-scarce-v0 and 12 s on Synergy-scarce-v0 "
                         "(default: the no-waiting bound alone)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (for --model)")
     p.add_argument("--json", type=Path, default=None, help="also write results.json (the rows and meta) here")

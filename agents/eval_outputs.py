@@ -113,7 +113,9 @@ def write_outputs(results: pd.DataFrame, jcts: dict[tuple[str, str], np.ndarray]
     load = results["load"].iloc[0]
     curves = cdf_curves(jcts, summary, plot_all)
     cdf = {(label, load): values for label, values in curves.items()}
-    if len(cdf) < len(jcts):
+    if not cdf:
+        shown = "no policy with per-job JCTs (the contention bound gives a mean only)"
+    elif len(cdf) < len(jcts):
         shown = (f"{len(cdf)} of {len(jcts)} policies: the agents, the best env heuristic, fifo+tune, the bound "
                  "(--plot-all: all)")
     else:

@@ -34,7 +34,8 @@ TORCH_BYTES = 600 * 1024**2
 #: Kept per job of an episode: its JCT, and the row of ``--jobs-csv``.
 KEPT_JOB_BYTES = 300
 #: Seconds per job of the contention bound's LP (one a seed, default periods): measured 5–11 s for the 300 jobs of
-#: ``Synergy-small-scarce-v0`` and 13–40 s for the 1,200 of ``Synergy-scarce-v0`` on a busy 2-core machine.
+#: ``Synergy-small-scarce-v0`` and 13–40 s for the 1,200 of ``Synergy-scarce-v0`` on a busy 2-core machine (the
+#: ceilings' 20 seeds: 6–7 s and 12 s a seed; about 1 s on the ids with 24 CPUs a server).
 CONTENTION_JOB_S = 0.04
 #: Memory per job of the contention bound's LP while HiGHS solves it.
 CONTENTION_JOB_BYTES = 256 * 1024

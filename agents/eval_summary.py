@@ -90,13 +90,20 @@ def _reference(summary: pd.DataFrame) -> tuple[str, float]:
     return "", float("nan")
 
 
-def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str) -> str:
-    """The table, sorted by mean JCT, and a line naming the best env heuristic."""
-    ref_label, ref = _reference(summary)
+def run_heading(env_id: str, seeds: list[int], env_kwargs: dict[str, Any] | None = None) -> str:
+    """The table's first line: the environment, its env kwargs beyond the id's (``preemptive=True`` …) and the seeds."""
     seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 else \
         ", ".join(map(str, seeds))
+    kwargs = " ".join(f"{key}={value}" for key, value in (env_kwargs or {}).items())
+    episodes = f"{len(seeds)} episode{'s' if len(seeds) != 1 else ''}"
+    return f"{env_id}{f' ({kwargs})' if kwargs else ''}, workload seeds {seed_text} ({episodes}; all jobs of each episode)"
+
+
+def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:
+    """The table, sorted by mean JCT, and a line naming the best env heuristic; ``env_kwargs``: the run's (heading)."""
+    ref_label, ref = _reference(summary)
     width = max([16, *(len(str(p)) + 2 for p in summary["policy"])])  # long agent names widen the column
-    lines = [f"{env_id}, workload seeds {seed_text} ({len(seeds)} episodes; all jobs of each episode)",
+    lines = [run_heading(env_id, seeds, env_kwargs),
              (f"{'policy':<{width}}{'source':<8}{'mean JCT h':>11}{'± 95% CI':>10}{'p99 h':>9}{'makespan h':>12}"
               f"{'vs ' + ref_label if ref_label else '':>20}{'wall s':>9}")]
     r: Any  # a row: one attribute per column

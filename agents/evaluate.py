@@ -107,7 +107,7 @@ from synergy_gym.agents.model_checks import (
     effective_env_kwargs,
     env_space_parts,
 )
-from synergy_gym.agents.models import check_model_zip, load_agent, resolve_device
+from synergy_gym.agents.models import check_model_zip, inference_threads, load_agent, resolve_device
 from synergy_gym.agents.normalization import resolve_stats
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
@@ -279,7 +279,7 @@ def main(args: argparse.Namespace) -> int:
     env_names, sim_names = parse_baselines(args.baselines, sims)
     check_record_paths(out, args.json, args.decisions, args.jobs_csv, labels, env_names)
     for m in models:
-        require_file(m, "model file", ConfigError)
+        require_file(m, "--model file", ConfigError)
     stats = _stats_files(args, models)
     seeds = _seeds(args, models)
     env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else None
@@ -301,13 +301,14 @@ def main(args: argparse.Namespace) -> int:
 
         return episode
 
-    results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device, env_names, sim_names,
-                                            progress, labels=labels, keep_jobs=args.jobs_csv is not None,
-                                            log_decisions=args.decisions is not None, stats=stats,
-                                            normalize=not args.no_normalize,
-                                            allow_env_mismatch=args.allow_env_mismatch, say=_note)
-    print(format_summary(summary, seeds, str(results["env"].iloc[0])))
+    with inference_threads(device if models else None):
+        results, jcts, summary = run_evaluation(models, args.env_id, env_kwargs, seeds, device, env_names, sim_names,
+                                                progress, labels=labels, keep_jobs=args.jobs_csv is not None,
+                                                log_decisions=args.decisions is not None, stats=stats,
+                                                normalize=not args.no_normalize,
+                                                allow_env_mismatch=args.allow_env_mismatch, say=_note)
     env_id, kwargs = evaluation_env(models, args.env_id, env_kwargs)
+    print(format_summary(summary, seeds, str(results["env"].iloc[0]), kwargs))
     meta = build_meta(args, seeds, started, env_id, kwargs,
                       agents=[{"label": label, "model": model} for label, model in zip(labels, args.model or [])])
     with staged_writer(out, args.decisions) as stage:  # every file appears together, or none does

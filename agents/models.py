@@ -12,6 +12,8 @@ only when a model is built or loaded.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +54,29 @@ def resolve_device(device: str, flag: str = "--device") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
+
+
+@contextmanager
+def inference_threads(device: str | None) -> Iterator[None]:
+    """One PyTorch intra-op thread while agents decide on the CPU, as ``train`` trains (restored after).
+
+    The policies are small networks deciding a batch of at most 16 observations: more threads spend
+    more time waiting on each other than computing, and far more on busy cores (one preemptive episode
+    of ``pretrained:small-scarce-preemptive`` on a busy 2-core machine: 2× to 20× as long with PyTorch's
+    default of 2 threads as with one; docs/speed.md). On a CUDA device, or with ``device`` None (no agent
+    runs, and PyTorch is not imported), nothing changes.
+    """
+    if device != "cpu":
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None) -> BaseAlgorithm:

@@ -42,7 +42,8 @@ evaluate small-scarce --env Synergy-small-scarce-v0 $(models ss-main) --baseline
 evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
 
 # With preemption on the same workloads (issue 26: deciding only what changes): the env heuristics,
-# the simulator's policies, both bounds and the agents of agents/configs/small_scarce_preemptive.toml
+# four of the simulator's policies (no bounds: docs/ceilings has them) and the agents of
+# agents/configs/small_scarce_preemptive.toml
 # (training seeds 0, 1, 2); its ablations (agents/configs/ablations.txt): DAgger (seeds 0, 1), and the
 # DAgger recipe without slot_fits (seed 0).
 evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \

@@ -102,7 +102,7 @@ def label_log_axis(axis, lo: float, hi: float, min_ticks: int = 5) -> None:
 
 def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str | None = None, jobs: str = "measured jobs"):
     """The JCT CDF figure (see :func:`jct_cdf_png`), not yet saved; ``jobs`` says which jobs the JCTs are of."""
-    loads = list(dict.fromkeys(load for _, load in jcts))
+    loads = list(dict.fromkeys(load for _, load in jcts)) or [""]  # no curves (bounds only): one empty panel
     styles = {policy: curve_style(i) for i, policy in enumerate(dict.fromkeys(policy for policy, _ in jcts))}
     fig = new_figure(figsize=(max(9.5, 8.5 * len(loads)), 4.5), layout="constrained")
     axes = fig.subplots(1, len(loads), squeeze=False)

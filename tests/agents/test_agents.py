@@ -181,7 +181,9 @@ def test_reference_configs_are_valid(name, env_id, env_kwargs, teacher):
          "unknown env 'Synergy-v1'; valid: Synergy-v0, Synergy-small-v0, Synergy-scarce-v0, Synergy-small-scarce-v0"),
         (["train", "--device", "cuda"], "--device cuda: PyTorch sees no CUDA device"),
         (["evaluate", "--model", "{notzip}"], "is not a Stable-Baselines3 model zip"),
+        (["evaluate", "--model", "{missing}"], "--model file"),
         (["evaluate", "--model", "{missing}"], "does not exist"),
+        (["benchmark", "--model", "{missing}"], "--model file"),
     ],
 )
 def test_bad_input_gives_one_line_errors(tmp_path, capsys, monkeypatch, args, message):

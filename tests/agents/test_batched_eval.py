@@ -174,3 +174,38 @@ def test_only_deterministic_actor_critic_decisions_are_batched():
     dqn = AgentPolicy(DQN("MultiInputPolicy", env, buffer_size=100, learning_starts=1, device="cpu"), None)
     assert dqn.batch_predictor(True) is None  # DQN runs one observation at a time
     env.close()
+
+
+def test_evaluate_and_benchmark_decide_with_one_torch_thread_on_the_cpu_and_restore_it_after(tmp_path, capsys,
+                                                                                           monkeypatch):
+    # PyTorch's default thread count made an agent's episode 20x slower on a busy 2-core machine; the two
+    # commands now decide with one thread on the CPU (as train trains) and leave the caller's setting as it was.
+    import torch
+
+    import synergy_gym.agents.batched_policy as batched_policy
+    from tests.support.cli_runs import run_cli
+
+    seen: list[int] = []
+    original = batched_policy._Predictor.__call__
+
+    def spy(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(batched_policy._Predictor, "__call__", spy)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for argv in (["evaluate", "--model", "pretrained:small", "--env", "Synergy-small-v0", "--seeds", "7",
+                      "--env-kwargs", "num_jobs=12", "--allow-env-mismatch", "--baselines", "none", "--device", "cpu",
+                      "--quiet", "--out", str(tmp_path / "e")],
+                     ["benchmark", "--model", "pretrained:small", "--env", "Synergy-small-v0", "--mode", "default",
+                      "--seeds", "7", "--env-kwargs", "num_jobs=12", "--device", "cpu", "--quiet",
+                      "--out", str(tmp_path / "b")]):
+            seen.clear()
+            code, _, err = run_cli(argv, capsys)
+            assert code == 0, err
+            assert seen and set(seen) == {1}, (argv[0], seen)
+            assert torch.get_num_threads() == 2, argv[0]
+    finally:
+        torch.set_num_threads(previous)

@@ -227,3 +227,17 @@ def test_agents_are_paired_per_seed_with_the_best_env_heuristic():
     assert records["a"]["paired_vs_best_env"]["better_seeds"] == 3 and "paired_vs_best_env" not in records["fifo+tune"]
     text = format_summary(summary, seeds, "Synergy-small-scarce-v0")
     assert "paired vs srtf+price: a -0.750 h ± " in text and "lower JCT on 3 of 4 seeds" in text
+
+
+def test_a_bounds_only_evaluation_writes_its_files_and_its_heading_names_the_env_kwargs(tmp_path, capsys):
+    # The contention bound has no per-job JCTs: its figure is one empty panel (it was a traceback from matplotlib),
+    # and the table's first line says which mode ran (preemptive=True) and counts one episode in the singular.
+    code, out, err = run_cli(["evaluate", "--env", "Synergy-small-v0", "--env-kwargs", "num_jobs=12", "preemptive=true",
+                              "--seeds", "4", "--baselines", "sim", "--sim-policies", "contention-bound", "--quiet",
+                              "--out", str(tmp_path / "e")], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == ("Synergy-small-v0 (num_jobs=12 preemptive=True), workload seeds 4 "
+                        "(1 episode; all jobs of each episode)")
+    assert lines[2].split()[:2] == ["contention-bound", "bound"]
+    assert (tmp_path / "e" / "jct_cdf.png").read_bytes().startswith(b"\x89PNG")
