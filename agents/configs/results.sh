@@ -44,14 +44,19 @@ evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
 # With preemption on the same workloads (issue 26: deciding only what changes): the env heuristics,
 # four of the simulator's policies (no bounds: docs/ceilings has them) and the agents of
 # agents/configs/small_scarce_preemptive.toml
-# (training seeds 0, 1, 2); its ablations (agents/configs/ablations.txt): DAgger (seeds 0, 1), and the
-# DAgger recipe without slot_fits (seed 0).
+# (training seeds 0, 1, 2); its ablations (agents/configs/ablations.txt): DAgger (seeds 0, 1), the
+# DAgger recipe without slot_fits (seed 0), and a lower PPO learning rate (seeds 0, 1, 2; seed 1
+# continued to 300,000 steps).
 evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \
     $(models ss-pre) --baselines all --sim-policies fifo+tune,srtf+tune,las+tune,tetris+greedy
 evaluate ablation-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
     $(models ss-pre-dagger 0 1)
 evaluate ablation-preemptive-no-fits --env Synergy-small-scarce-v0 --env-kwargs preemptive=true fit_features=false \
     --baselines env --model "$RUNS/ss-pre-abl-no-fits/best_model.zip" --label no-slot-fits
+evaluate ablation-preemptive-low-lr --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
+    $(models ss-pre-lowlr)
+evaluate ablation-preemptive-low-lr-300k --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
+    --model "$RUNS/ss-pre-lowlr-s1-300k/best_model.zip" --label seed1-300k
 
 # Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario (at 0.7× load the 300
 # jobs arrive over a longer time than the scenario's max_rounds allow, so it is doubled there).

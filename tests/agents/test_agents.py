@@ -167,6 +167,21 @@ def test_reference_configs_are_valid(name, env_id, env_kwargs, teacher):
         assert cfg.timesteps == 1_000_000 and cfg.stop_on_stall_after
 
 
+@pytest.mark.parametrize("name, changes", [
+    ("small_scarce_preemptive_dagger", {"dagger_rounds": 2, "dagger_steps": 10_000, "bc_steps": 20_000,
+                                        "timesteps": 300_000, "stop_on_stall_after": 150_000}),
+    ("small_scarce_preemptive_low_lr", {"learning_rate": 3e-5, "timesteps": 150_000}),
+])
+def test_the_preemptive_ablation_configs_change_only_what_the_docs_say(name, changes):
+    """docs/training.md compares each ablation with the reference config on the settings named here, and only those."""
+    from synergy_gym.agents.config import TrainConfig, load_config_file
+
+    reference = load_config_file(REPO / "agents" / "configs" / "small_scarce_preemptive.toml")
+    ablation = load_config_file(REPO / "agents" / "configs" / f"{name}.toml")
+    TrainConfig.from_mapping(ablation)  # valid
+    assert {k: ablation.get(k) for k in set(reference) | set(ablation) if reference.get(k) != ablation.get(k)} == changes
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
