@@ -8,7 +8,7 @@
 #   synergy-gym train --config agents/configs/small_scarce.toml --seed S --out RUNS/ss-main-sS      (S = 0, 1, 2)
 #   synergy-gym train --config agents/configs/small.toml --seed S --out RUNS/small-main-sS          (S = 0, 1, 2)
 #   synergy-gym train --config agents/configs/small_scarce_preemptive.toml --seed S --out RUNS/ss-pre-sS  (S = 0, 1, 2)
-# and the ablations at seed 0 (agents/configs/ablations.txt). OUT (default docs/results) gets one
+# and the ablations (agents/configs/ablations.txt; their seeds are given there). OUT (default docs/results) gets one
 # NAME.txt (the table) and NAME.json (its rows) per evaluation; the full outputs (per-seed CSV,
 # JCT CDF) go to runs/results/NAME.
 set -euo pipefail
