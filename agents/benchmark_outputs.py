@@ -23,7 +23,7 @@ import pandas as pd
 from synergy_gym.agents.benchmark_runs import CONTENTION_BOUND, CellRun
 from synergy_gym.agents.benchmark_scores import ZERO, CellScore
 from synergy_gym.agents.eval_outputs import Stage
-from synergy_gym.agents.eval_summary import json_value, summary_records
+from synergy_gym.agents.eval_summary import json_value, seed_text, summary_records
 from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
 from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text
@@ -47,13 +47,6 @@ Scored = list[tuple[CellRun, CellScore | None]]
 
 def _num(value: float, spec: str) -> str:
     return "-" if value is None or not math.isfinite(value) else format(value, spec)
-
-
-def seed_text(seeds: list[int]) -> str:
-    """``1000000..1000019`` for a run of consecutive seeds (more than two), else the seeds with commas."""
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}..{seeds[-1]}"
-    return ",".join(map(str, seeds))
 
 
 def _bound_scores(score: CellScore) -> dict[str, float]:

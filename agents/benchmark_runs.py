@@ -56,7 +56,6 @@ KEPT_COLUMNS = ("policy", "source", "seed", "mean_jct_h", "median_jct_h", "p99_j
                 "wall_s")
 
 
-
 @dataclass
 class BenchAgent:
     """A loaded model: its row name, the ``--model`` argument, its path, the policy and what it was trained on."""

@@ -90,13 +90,19 @@ def _reference(summary: pd.DataFrame) -> tuple[str, float]:
     return "", float("nan")
 
 
+def seed_text(seeds: list[int], separator: str = ",") -> str:
+    """``1000000..1000019`` for a run of consecutive seeds (more than two), else the seeds joined by ``separator``."""
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}..{seeds[-1]}"
+    return separator.join(map(str, seeds))
+
+
 def run_heading(env_id: str, seeds: list[int], env_kwargs: dict[str, Any] | None = None) -> str:
     """The table's first line: the environment, its env kwargs beyond the id's (``preemptive=True`` …) and the seeds."""
-    seed_text = f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 else \
-        ", ".join(map(str, seeds))
     kwargs = " ".join(f"{key}={value}" for key, value in (env_kwargs or {}).items())
     episodes = f"{len(seeds)} episode{'s' if len(seeds) != 1 else ''}"
-    return f"{env_id}{f' ({kwargs})' if kwargs else ''}, workload seeds {seed_text} ({episodes}; all jobs of each episode)"
+    seeds_part = f"workload seeds {seed_text(seeds, ', ')} ({episodes}; all jobs of each episode)"
+    return f"{env_id}{f' ({kwargs})' if kwargs else ''}, {seeds_part}"
 
 
 def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:

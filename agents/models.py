@@ -13,7 +13,7 @@ only when a model is built or loaded.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +57,23 @@ def resolve_device(device: str, flag: str = "--device") -> str:
 
 
 @contextmanager
-def inference_threads(device: str | None) -> Iterator[None]:
+def torch_threads_set(threads: int | None) -> Iterator[None]:
+    """PyTorch's intra-op threads set to ``threads`` while the block runs, restored after (None: unchanged, and
+    PyTorch not imported)."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def inference_threads(device: str | None) -> AbstractContextManager[None]:
     """One PyTorch intra-op thread while agents decide on the CPU, as ``train`` trains (restored after).
 
     The policies are small networks deciding a batch of at most 16 observations: more threads spend
@@ -66,17 +82,7 @@ def inference_threads(device: str | None) -> Iterator[None]:
     default of 2 threads as with one; docs/speed.md). On a CUDA device, or with ``device`` None (no agent
     runs, and PyTorch is not imported), nothing changes.
     """
-    if device != "cpu":
-        yield
-        return
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+    return torch_threads_set(1 if device == "cpu" else None)
 
 
 def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None) -> BaseAlgorithm:

@@ -95,7 +95,7 @@ from synergy_gym.agents.config import (
 )
 from synergy_gym.agents.hyperparameters import inert_settings
 from synergy_gym.agents.imitation import behaviour_clone
-from synergy_gym.agents.models import build_model, resolve_device, resume_model
+from synergy_gym.agents.models import build_model, resolve_device, resume_model, torch_threads_set
 from synergy_gym.agents.resume import check_resume, kept_history, resume_target, resumes_in_place
 from synergy_gym.agents.run_folder import RUN_FILES, default_run_dir, write_baselines, write_run_records
 from synergy_gym.agents.train_options import config_from_args
@@ -163,15 +163,12 @@ def torch_training_settings(threads: int | None) -> Iterator[None]:
     """
     import torch
 
-    previous_threads = torch.get_num_threads()
     previous_validate = torch.distributions.Distribution._validate_args
     torch.distributions.Distribution.set_default_validate_args(False)
     try:
-        if threads is not None:
-            torch.set_num_threads(threads)
-        yield
+        with torch_threads_set(threads):
+            yield
     finally:
-        torch.set_num_threads(previous_threads)
         torch.distributions.Distribution.set_default_validate_args(previous_validate)
 
 
