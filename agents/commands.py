@@ -93,7 +93,8 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="continue a run up to --timesteps in all: from a checkpoint zip (best_model.zip, last_model.zip, "
                         "checkpoints/rl_model_<step>_steps.zip), or from a run folder's latest checkpoint, continuing "
                         "in that folder unless --out says otherwise (after a crash or kill: --resume RUN_DIR); the "
-                        "run's config.json applies, the options here override it (default: none)")
+                        "run's config.json applies, --config and the options here override its hyper-parameters; its "
+                        "algorithm and network stay as trained (default: none)")
     p.add_argument("--checkpoint-freq", type=int, default=None, metavar="N",
                    help="save the model and its normalisation statistics to RUN_DIR/checkpoints every N steps (the "
                         f"latest kept; a killed run loses at most N steps); 0: none (default: {d.checkpoint_freq:,})")

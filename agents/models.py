@@ -85,8 +85,8 @@ def inference_threads(device: str | None) -> AbstractContextManager[None]:
     return torch_threads_set(1 if device == "cpu" else None)
 
 
-def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None) -> BaseAlgorithm:
-    """A new model of ``cfg.algo`` on ``env``, logging to TensorBoard in ``tb_dir``."""
+def policy_settings(cfg: TrainConfig) -> tuple[Any, dict[str, Any]]:
+    """The policy (SB3's name or class) and its ``policy_kwargs`` as ``cfg`` says: the network, fixed once trained."""
     from synergy_gym.agents.features import SynergyExtractor
 
     policy_kwargs: dict[str, Any] = {
@@ -96,38 +96,54 @@ def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None)
     }
     if cfg.attention_heads:  # (not passed otherwise: models saved before it load and compare as they were)
         policy_kwargs["features_extractor_kwargs"]["attention_heads"] = cfg.attention_heads
+    if cfg.algo == "dqn":
+        return "MultiInputPolicy", policy_kwargs
     policy: Any = "MultiInputPolicy"
     if cfg.action_head == "per_slot":
         from synergy_gym.agents.slot_policy import MaskableSlotPolicy, SlotPolicy
 
         policy = MaskableSlotPolicy if cfg.algo == "maskable_ppo" else SlotPolicy
         policy_kwargs["net_arch"] = {"pi": [], "vf": list(cfg.net_arch)}
-    common: dict[str, Any] = {
-        "learning_rate": cfg.learning_rate, "gamma": cfg.gamma, "seed": cfg.seed, "device": device, "verbose": 0,
-        "tensorboard_log": None if tb_dir is None else str(tb_dir), "policy_kwargs": policy_kwargs,
-    }
-    cls: Any = algorithm_class(cfg.algo)  # each algorithm takes its own keyword arguments
+    return policy, policy_kwargs
+
+
+def algorithm_settings(cfg: TrainConfig) -> dict[str, Any]:
+    """The hyper-parameters ``cfg`` gives ``cfg.algo``'s SB3 class: a new model is built with them, and a resumed one
+    takes them too (:func:`resume_model`), so that a changed learning rate, say, applies to the rest of the run."""
+    common = {"learning_rate": cfg.learning_rate, "gamma": cfg.gamma}
     if cfg.algo in ("maskable_ppo", "ppo"):
-        return cls(policy, env, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
-                   gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef, clip_range=cfg.clip_range, vf_coef=cfg.vf_coef,
-                   max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl, **common)
+        return {**common, "n_steps": cfg.n_steps, "batch_size": cfg.batch_size, "n_epochs": cfg.n_epochs,
+                "gae_lambda": cfg.gae_lambda, "ent_coef": cfg.ent_coef, "clip_range": cfg.clip_range,
+                "vf_coef": cfg.vf_coef, "max_grad_norm": cfg.max_grad_norm, "target_kl": cfg.target_kl}
     if cfg.algo == "a2c":
-        return cls(policy, env, n_steps=cfg.n_steps, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
-                   vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm, **common)
-    return cls("MultiInputPolicy", env, buffer_size=cfg.buffer_size, learning_starts=cfg.learning_starts,
-               batch_size=cfg.batch_size, exploration_fraction=cfg.exploration_fraction,
-               target_update_interval=cfg.target_update_interval, train_freq=cfg.train_freq, **common)
+        return {**common, "n_steps": cfg.n_steps, "gae_lambda": cfg.gae_lambda, "ent_coef": cfg.ent_coef,
+                "vf_coef": cfg.vf_coef, "max_grad_norm": cfg.max_grad_norm}
+    return {**common, "buffer_size": cfg.buffer_size, "learning_starts": cfg.learning_starts,
+            "batch_size": cfg.batch_size, "exploration_fraction": cfg.exploration_fraction,
+            "target_update_interval": cfg.target_update_interval, "train_freq": cfg.train_freq}
 
 
-def load_model(path: Path, algo: str | None, device: str, env: VecEnv | None = None) -> BaseAlgorithm:
-    """An SB3 model from ``path``; ``algo`` None tries each algorithm. What is wrong with the file is one line naming it."""
+def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None) -> BaseAlgorithm:
+    """A new model of ``cfg.algo`` on ``env``, logging to TensorBoard in ``tb_dir``."""
+    policy, policy_kwargs = policy_settings(cfg)
+    cls: Any = algorithm_class(cfg.algo)  # each algorithm takes its own keyword arguments
+    return cls(policy, env, seed=cfg.seed, device=device, verbose=0, policy_kwargs=policy_kwargs,
+               tensorboard_log=None if tb_dir is None else str(tb_dir), **algorithm_settings(cfg))
+
+
+def load_model(path: Path, algo: str | None, device: str, env: VecEnv | None = None,
+               settings: dict[str, Any] | None = None) -> BaseAlgorithm:
+    """An SB3 model from ``path``; ``algo`` None tries each algorithm. What is wrong with the file is one line naming it.
+
+    ``settings``: hyper-parameters (:func:`algorithm_settings`) replacing the saved ones before the model is set up.
+    """
     path = require_file(path, "model file", ConfigError)
     check_model_zip(path)
     candidates = [algo] if algo else list(ALGOS)
     last_error: Exception | None = None
     for name in candidates:
         try:
-            return algorithm_class(name).load(str(path), env=env, device=device)
+            return algorithm_class(name).load(str(path), env=env, device=device, **(settings or {}))
         except Exception as exc:  # a different algorithm's zip, or a damaged one
             last_error = exc
             if "spaces do not match" in str(exc):
@@ -170,7 +186,7 @@ def resume_model(path: Path, cfg: TrainConfig, env: VecEnv, device: str, tb_dir:
     """The checkpoint ``path`` to train on in ``env``, with its normalisation statistics, logging to ``tb_dir``."""
     from stable_baselines3.common.vec_env import VecNormalize
 
-    model = load_model(path, cfg.algo, device, env=env)
+    model = load_model(path, cfg.algo, device, env=env, settings=algorithm_settings(cfg))
     stats = find_stats(path)
     if stats is not None and isinstance(env, VecNormalize):
         loaded = read_stats(stats)

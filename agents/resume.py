@@ -5,10 +5,13 @@
 continues from its latest checkpoint (:func:`resume_target`; :mod:`synergy_gym.agents.checkpoints`).
 :func:`check_resume` loads the checkpoint once without environments and refuses it – before the run
 writes anything – when it cannot be read, does not fit the configured environment, lacks the
-normalisation statistics a normalised run needs, or has already reached ``timesteps``: a resumed run
-continues to the configured total number of steps (Stable-Baselines3's ``reset_num_timesteps=False``),
-not that many more. Resuming into the checkpoint's own run folder keeps its evaluations up to the
-checkpoint (:func:`kept_history`), so ``best_model.zip`` is replaced only by a better one.
+normalisation statistics a normalised run needs, was trained with another algorithm or network than the
+config now says (:data:`KEPT_SETTINGS`: the model would go on unchanged while ``config.json`` said
+otherwise), or has already reached ``timesteps``: a resumed run continues to the configured total number
+of steps (Stable-Baselines3's ``reset_num_timesteps=False``), not that many more, with the config's
+hyper-parameters (:func:`synergy_gym.agents.models.resume_model`). Resuming into the checkpoint's own run
+folder keeps its evaluations up to the checkpoint (:func:`kept_history`), so ``best_model.zip`` is
+replaced only by a better one.
 """
 
 from __future__ import annotations
@@ -44,11 +47,17 @@ def saved_config_path(checkpoint: Path) -> Path | None:
     return saved if saved.is_file() else None
 
 
+#: Settings a trained model keeps: a resumed run cannot change them (its hyper-parameters it can).
+KEPT_SETTINGS = ("algo", "action_head", "net_arch", "global_dim", "slot_dim", "attention_heads", "normalize_obs")
+
+
 def check_resume(checkpoint: Path, cfg: TrainConfig) -> int:
     """Refuse a checkpoint ``cfg`` cannot continue from (see the module); the step count it was saved at."""
+    trained = run_config(checkpoint)
+    if trained is not None:
+        check_kept_settings(checkpoint, cfg, trained)
     model = load_model(checkpoint, cfg.algo, "cpu")  # a look only: the run loads it again on its device
     env_parts = env_space_parts(cfg.env_id, cfg.env_kwargs)
-    trained = run_config(checkpoint)
     check_model_spaces(checkpoint, model, trained, cfg.env_id, cfg.env_kwargs, env_parts, flag="--resume")
     if cfg.normalize_obs or cfg.normalize_reward:
         stats = find_stats(checkpoint)
@@ -63,6 +72,22 @@ def check_resume(checkpoint: Path, cfg: TrainConfig) -> int:
         raise ConfigError(f"--resume {checkpoint}: the checkpoint is at step {steps:,} and timesteps is {cfg.timesteps:,}, "
                           "so nothing is left to train; give a larger --timesteps (the total to reach) to train further")
     return steps
+
+
+def check_kept_settings(checkpoint: Path, cfg: TrainConfig, trained: TrainConfig) -> None:
+    """Refuse settings of :data:`KEPT_SETTINGS` that ``cfg`` changes from the checkpoint's run ``trained``: the model
+    would continue unchanged while the run's ``config.json`` said otherwise."""
+    changed = [f"{name} {_shown(getattr(cfg, name))} (the checkpoint's: {_shown(getattr(trained, name))})"
+               for name in KEPT_SETTINGS if getattr(cfg, name) != getattr(trained, name)]
+    if changed:
+        raise ConfigError(f"--resume {checkpoint}: a resumed run keeps its algorithm and network, but the config "
+                          f"changes {'; '.join(changed)}; leave {'it' if len(changed) == 1 else 'them'} as trained, "
+                          "or train a new run")
+
+
+def _shown(value: Any) -> str:
+    """A setting as the config files write it (lists and tuples alike, strings quoted)."""
+    return repr(list(value)) if isinstance(value, (list, tuple)) else repr(value)
 
 
 def resumes_in_place(checkpoint: Path, run_dir: Path) -> bool:

@@ -8,6 +8,7 @@ file in its folder whole; a damaged model zip is one line saying so.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -115,6 +116,16 @@ def _bad_resume(kind: str, run: Path, folder: Path) -> tuple[Path, list[str], li
                                              "nothing is left to train"]
     if kind == "past timesteps":
         return copy, ["--timesteps", "32"], [f"--resume {model}: the checkpoint is at step 64 and timesteps is 32"]
+    if kind == "other network":
+        config = copy / "wider.toml"
+        config.write_text("net_arch = [32, 32]\nslot_dim = 4\n")
+        return model, ["--config", str(config), *more], [
+            f"--resume {model}: a resumed run keeps its algorithm and network, but the config changes "
+            "net_arch [32, 32] (the checkpoint's: [16]); slot_dim 4 (the checkpoint's: 8); leave them as trained"]
+    if kind == "other algorithm":
+        return model, ["--algo", "ppo", *more], [
+            f"--resume {model}: a resumed run keeps its algorithm and network, but the config changes "
+            "algo 'ppo' (the checkpoint's: 'maskable_ppo'); leave it as trained"]
     if kind == "malformed config.json":
         (copy / "config.json").write_text('{"timesteps": ')
         return model, [], [f"config file {copy / 'config.json'} is malformed"]
@@ -125,7 +136,7 @@ BAD_RESUMES = ["corrupt zip", "truncated model 10", "truncated model 50", "trunc
                "zip of something else", "zip that only looks like a model",
                "damaged model", "missing file", "folder without checkpoints", "other env shape", "statistics missing",
                "statistics corrupt", "statistics of something else", "already at timesteps", "past timesteps",
-               "malformed config.json"]
+               "other network", "other algorithm", "malformed config.json"]
 
 
 @pytest.mark.parametrize("kind", BAD_RESUMES)
@@ -164,6 +175,23 @@ def test_resume_continues_to_the_configured_total_and_says_so(run64, tmp_path, c
     assert f"resuming at step 48 of 128 from {checkpoint}" in out.splitlines()
     assert load_model(tmp_path / "b" / "last_model.zip", "maskable_ppo", "cpu").num_timesteps == 128
     assert pd.read_csv(tmp_path / "b" / "eval.csv")["timesteps"].tolist() == [128]
+
+
+def test_a_resumed_run_trains_with_the_hyperparameters_its_config_records(run64, tmp_path, capsys):
+    """A learning rate, epochs and clip range changed on resuming apply to the rest of the run (SB3 would keep the
+    saved ones), and the run's config.json says what it trained with."""
+    config = tmp_path / "slower.toml"
+    config.write_text("learning_rate = 3e-5\nn_epochs = 2\nclip_range = 0.1\n")
+    out = tmp_path / "slower"
+    code, printed, err = run_cli(["train", "--resume", str(run64 / "last_model.zip"), "--config", str(config),
+                                  "--timesteps", "96", "--out", str(out)], capsys)
+    assert code == 0, err
+    model = load_model(out / "last_model.zip", "maskable_ppo", "cpu")
+    recorded = json.loads((out / "config.json").read_text())
+    assert (recorded["learning_rate"], recorded["n_epochs"], recorded["clip_range"]) == (3e-5, 2, 0.1)
+    assert model.lr_schedule(0.5) == 3e-5 and model.policy.optimizer.param_groups[0]["lr"] == 3e-5
+    assert model.n_epochs == 2 and model.clip_range(0.5) == 0.1
+    assert load_model(run64 / "last_model.zip", "maskable_ppo", "cpu").lr_schedule(0.5) != 3e-5  # it did change
 
 
 # -- a damaged model zip ----------------------------------------------------------------------------------------------
