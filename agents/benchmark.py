@@ -60,6 +60,10 @@ from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
 from synergy_gym.errors import ConfigError
 
+#: What to do about a model's missing statistics: ``benchmark`` has no ``--vecnormalize`` or ``--no-normalize``.
+STATS_ADVICE = ("benchmark reads them only from beside the model: put them in one of those places (as synergy-gym "
+                "train saves them: vecnormalize.pkl, best_vecnormalize.pkl for best*.zip)")
+
 
 def check_models(arguments: list[str]) -> list[tuple[Path, Path | None]]:
     """Each ``--model``'s path and statistics (found beside it), every file checked before any model is loaded."""
@@ -67,7 +71,7 @@ def check_models(arguments: list[str]) -> list[tuple[Path, Path | None]]:
     for argument in arguments:
         path = require_file(resolve_model_argument(argument), "--model file", ConfigError)
         check_model_zip(path)
-        checked.append((path, resolve_stats(path, None, True)))
+        checked.append((path, resolve_stats(path, None, True, advice=STATS_ADVICE)))
     return checked
 
 
@@ -129,7 +133,7 @@ def main(args: argparse.Namespace) -> int:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
     started = utc_now()
     labels = agent_labels(args.model or [], args.label)
-    seeds = list(parse_seed_list(args.seeds or DEFAULT_SEEDS, "--seeds"))
+    seeds = list(parse_seed_list(DEFAULT_SEEDS if args.seeds is None else args.seeds, "--seeds"))  # "" is refused
     env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else {}
     cells = benchmark_cells(args.env, args.mode, env_kwargs)
     models = check_models(list(args.model or []))

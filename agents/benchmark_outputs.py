@@ -161,7 +161,8 @@ def csv_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
                      "paired_mean_diff_h": p.get("mean_diff_h"), "paired_ci95_h": p.get("ci95_h"),
                      "paired_relative": p.get("relative"), "lower_seeds": p.get("better_seeds"),
                      "paired_seeds": p.get("seeds"), "trained_here": r.get("trained_here")})
-    return pd.DataFrame(flat, columns=list(CSV_FIELDS))
+    # Counts stay integers beside the empty cells of the rows without a paired comparison (not 3.0, as in the JSON).
+    return pd.DataFrame(flat, columns=list(CSV_FIELDS)).astype({"lower_seeds": "Int64", "paired_seeds": "Int64"})
 
 
 def episode_rows(scored: Scored) -> pd.DataFrame:

@@ -143,6 +143,8 @@ class HeldOutEvaluation(BaseCallback):
         self.best = float("inf")
         self.best_step = 0
         self.next_eval = cfg.eval_freq
+        #: The step count of this run's latest evaluation (None: none yet).
+        self.evaluated_at: int | None = None
         #: Every evaluation's row; ``history``: those of the run before a resume in its own folder (the best of
         #: them is what ``best_model.zip`` holds).
         self.history: list[dict[str, Any]] = list(history or [])
@@ -204,6 +206,7 @@ class HeldOutEvaluation(BaseCallback):
             self.logger.record(f"baseline/{name}/mean_jct_h", mean)
         self.logger.dump(self.num_timesteps)
         self.history.append(row)
+        self.evaluated_at = self.num_timesteps
         atomic_write_text(self.run_dir / "eval.csv", pd.DataFrame(self.history).to_csv(index=False))
         improved = row["mean_jct_h"] < self.best
         if improved:

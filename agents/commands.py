@@ -120,12 +120,13 @@ def register_evaluate(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--baselines", default="all",
                    help="all (default), env, sim, none, or names: fifo+tune,srtf+tune,sim:fifo+opt,env:tetris,…")
     p.add_argument("--sim-policies", default=None,
-                   help="the simulator policies 'all' and 'sim' include (default: fifo+fair,fifo+tune,fifo+opt,"
-                        "srtf+tune,tetris+greedy; 'none' for none)")
+                   help="the simulator policies and bounds 'all' and 'sim' include, separated by commas: any "
+                        "<order>+<allocation>, no-wait-bound, contention-bound; 'none' for none (default: fifo+fair,"
+                        "fifo+tune,fifo+opt,srtf+tune,tetris+greedy,no-wait-bound,contention-bound)")
     p.add_argument("--episodes", type=int, default=None,
-                   help=f"held-out seeds {EVAL_SEED_BASE}.. to use "
+                   help=f"held-out seeds {EVAL_SEED_BASE}.. to use, not with --seeds "
                         f"(default: the run's eval_episodes, else {DEFAULT_EPISODES})")
-    p.add_argument("--seeds", default=None, help="workload seeds: 1000000..1000019 or a,b,c")
+    p.add_argument("--seeds", default=None, help="workload seeds: 1000000..1000019 or a,b,c (not with --episodes)")
     p.add_argument("--env", dest="env_id", default=None, help="environment id (default: the run's, else Synergy-small-v0)")
     p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env kwargs (default: the run's)")
     p.add_argument("--vecnormalize", action="append", type=Path, default=None, metavar="FILE",

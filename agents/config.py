@@ -144,7 +144,7 @@ class TrainConfig:
     # (bc_epochs passes); 0: plain imitation of the heuristic's own states.
     dagger_rounds: int = 0
     dagger_steps: int | None = None
-    # Env heuristics evaluated once on the held-out seeds at the start, for reference
+    # Env heuristics evaluated once on the validation seeds (below) at the start, for reference
     # (TensorBoard baseline/<name>/mean_jct_h, eval/jct_vs_<name>).
     reference_baselines: list = field(default_factory=lambda: list(REFERENCE_BASELINES))
     # Periodic evaluation (checkpoint selection) on validation workload seeds.
@@ -225,6 +225,8 @@ class TrainConfig:
         for name in ("seed", "learning_starts", "bc_steps", "eval_seed_base", "checkpoint_freq", "dagger_rounds",
                      "attention_heads"):
             setattr(self, name, check_positive(name, getattr(self, name), integer=True, allow_zero=True))
+        if self.seed >= 2**32:
+            raise ConfigError(f"seed must be below 2**32 = {2**32:,} (NumPy's and PyTorch's seeds), got {self.seed!r}")
         if self.attention_heads and self.slot_dim % self.attention_heads:
             raise ConfigError(f"attention_heads {self.attention_heads} must divide slot_dim {self.slot_dim}")
         if self.dagger_steps is not None:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.agents.eval_policies import decisions_file_name, decisions_files
-from synergy_gym.agents.eval_summary import summary_records
+from synergy_gym.agents.eval_summary import best_env_row, summary_records
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.cli.results_json import write_results_json
@@ -81,20 +81,21 @@ def cdf_curves(jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame,
                plot_all: bool = False) -> dict[str, np.ndarray]:
     """The curves of ``jct_cdf.png``, ``{legend label: JCTs}`` in drawing order.
 
-    By default the agents, the best env heuristic (the lowest mean JCT of source ``env``),
+    By default the agents, the best env heuristic (:func:`~synergy_gym.agents.eval_summary.best_env_row`: the
+    lowest mean JCT of source ``env``, never ``random``),
     ``fifo+tune`` (the env heuristic, else the simulator's) and the no-waiting bound;
     with ``plot_all`` every policy, in the order they ran. Labels are ``name (source)``.
     """
     present = {key: values for key, values in jcts.items() if np.asarray(values).size}
+    row = best_env_row(summary)
+    best_env = [] if row is None else [str(row["policy"])]
     if plot_all:
         keys = list(present)
     else:
-        env = summary[summary["source"] == "env"]
-        best = [(str(env["policy"].iloc[0]), "env")] if len(env) else []  # summary is sorted by mean JCT
+        best = [(name, "env") for name in best_env]
         tune = [k for k in (("fifo+tune", "env"), ("fifo+tune", "sim")) if k in present][:1]
         keys = [k for k in present if k[1] == "agent"] + best + tune + [k for k in present if k[1] == "bound"]
         keys = [k for k in dict.fromkeys(keys) if k in present]
-    best_env = summary[summary["source"] == "env"]["policy"].head(1).tolist()
     return {f"{name} ({source}, best heuristic)" if source == "env" and [name] == best_env else f"{name} ({source})":
             np.asarray(present[(name, source)], dtype=float) for name, source in keys}
 

@@ -76,13 +76,13 @@ def default_sim_policies() -> tuple[str, ...]:
 
 
 def parse_sim_policies(text: str) -> tuple[str, ...]:
-    """``--sim-policies``: simulator policy names separated by commas, or ``none``."""
+    """``--sim-policies``: simulator policy names and bounds separated by commas (any case), or ``none``."""
     from synergy_gym.baselines.registry import parse_policy_list
     from synergy_gym.baselines.sim_on_env import BOUNDS
 
     if text.strip().lower() in ("", "none"):
         return ()
-    names = [t.strip() for t in text.split(",") if t.strip()]
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
     bound = tuple(b for b in BOUNDS if b in names)
     rest = ",".join(n for n in names if n not in BOUNDS)
     if not rest:
@@ -90,7 +90,7 @@ def parse_sim_policies(text: str) -> tuple[str, ...]:
     try:
         return parse_policy_list(rest) + bound
     except UnknownNameError as exc:
-        raise ConfigError(f"--sim-policies {text!r}: {exc}") from None
+        raise ConfigError(f"--sim-policies {text!r}: {exc}; or a bound: {', '.join(BOUNDS)}") from None
 
 
 def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:

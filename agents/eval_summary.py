@@ -4,7 +4,8 @@
 into one row per (policy, source): the mean over episodes of the episode's mean JCT with
 its 95 % t-interval (:func:`synergy_gym.experiments.statistics.mean_ci95`), p99 JCT and
 makespan, and several models' mean row ``agent`` with its CI over models.
-:func:`paired_vs_best_env` compares each agent per seed with the best env heuristic;
+:func:`paired_vs_best_env` compares each agent per seed with the best env heuristic (:func:`best_env_row`:
+the lowest mean JCT, never ``random``);
 :func:`format_summary` is the printed table and :func:`summary_records` the rows of
 ``results.json`` (:data:`SUMMARY_FIELDS`).
 """
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synergy_gym.agents.baseline_scores import best_heuristic
 from synergy_gym.experiments.statistics import mean_ci95
 
 #: Keys of every row of ``results.json`` (and ``--json``).
@@ -54,18 +56,28 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     return summary.sort_values("mean_jct_h", kind="stable", ignore_index=True)
 
 
+def best_env_row(summary: pd.DataFrame) -> pd.Series | None:
+    """The best env heuristic's row: the lowest mean JCT of source ``env``, ties by name, ``random`` never
+    (:func:`synergy_gym.agents.baseline_scores.best_heuristic`, as ``benchmark`` and training pick it); None when
+    no env heuristic but ``random`` ran."""
+    env_rows = summary[summary["source"] == "env"]
+    means = {str(p): float(m) for p, m in zip(env_rows["policy"], env_rows["mean_jct_h"])}
+    best = best_heuristic(means) if means else "random"
+    return None if best == "random" else env_rows[env_rows["policy"] == best].iloc[0]
+
+
 def paired_vs_best_env(summary: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Each agent row's paired per-seed comparison with the best env heuristic of the table (``{}`` without one).
+    """Each agent row's paired per-seed comparison with the best env heuristic of the table (:func:`best_env_row`;
+    ``{}`` without one).
 
     For every seed both ran: difference = agent's mean JCT − the heuristic's. Per agent row
     (the models' mean row ``agent`` included: its per-seed mean over the models):
     ``{heuristic, seeds, mean_diff_h, ci95_h (t-interval over seeds), relative (mean_diff /
     the heuristic's mean over those seeds), better_seeds (seeds with a lower JCT)}``.
     """
-    env_rows = summary[summary["source"] == "env"]
-    if not len(env_rows):
+    best = best_env_row(summary)
+    if best is None:
         return {}
-    best = env_rows.iloc[0]
     out: dict[str, dict[str, Any]] = {}
     for row in summary[summary["source"] == "agent"].itertuples():
         seeds = [s for s in row.per_seed if s in best["per_seed"]]
@@ -124,11 +136,13 @@ def format_summary(summary: pd.DataFrame, seeds: list[int], env_id: str, env_kwa
                      f"{ratio:>20}{r.wall_s:>9.1f}{flag}")
     if (summary["ci95_over"] == "models").any():
         lines.append("* the CI of the agents' mean is over models, the others' over episodes")
-    env_rows = summary[summary["source"] == "env"]
-    if len(env_rows):
-        best = env_rows.iloc[0]
+    best = best_env_row(summary)
+    if best is not None:
         vs = f" ({best['mean_jct_h'] / ref - 1:+.1%} vs {ref_label})" if ref_label else ""
         lines.append(f"best env heuristic: {best['policy']}, mean JCT {best['mean_jct_h']:.3f} h{vs}")
+    elif (summary["source"] == "env").any():
+        paired = "; the agents get no paired comparison" if (summary["source"] == "agent").any() else ""
+        lines.append(f"best env heuristic: none (only random ran, and random never counts){paired}")
     for name, p in paired_vs_best_env(summary).items():
         ci = "" if math.isnan(p["ci95_h"]) else f" ± {p['ci95_h']:.3f}"
         lines.append(f"paired vs {p['heuristic']}: {name} {p['mean_diff_h']:+.3f} h{ci} ({p['relative']:+.1%}), "

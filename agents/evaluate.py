@@ -32,7 +32,7 @@ Statistics are over all jobs of each episode: ``mean_jct_h`` is the mean over
 episodes of the episode's mean JCT, with ``mean_jct_ci95_h`` the half-width of
 its t-based 95 % confidence interval over episodes; ``p99_jct_h`` and
 ``makespan_h`` are means over episodes. The table is sorted by mean JCT and
-names the best env heuristic. Written to ``--out`` (default
+names the best env heuristic (the lowest mean JCT, never ``random``). Written to ``--out`` (default
 ``runs/evaluate-<timestamp>``): ``results.json`` (and ``--json FILE``),
 ``{"results": [...], "meta": {...}}`` (:mod:`synergy_gym.cli.results_json`) with
 rows ``{policy, source, episodes, mean_jct_h, mean_jct_ci95_h, p99_jct_h,
@@ -66,7 +66,7 @@ started / did not finish in an episode cut off at ``max_rounds``).
 RL Zoo's ``args.yml``) unless given; a model whose spaces do not fit the
 environment is refused (:mod:`synergy_gym.agents.model_checks`). Seeds: ``--seeds``
 (``1000000..1000019`` or ``a,b,c``), else ``--episodes`` held-out seeds from 1,000,000
-(default: the run's ``eval_episodes``, or 5).
+(default: the run's ``eval_episodes``, or 5); both together are refused.
 
 This module runs the evaluation (:func:`run_evaluation`, :func:`run_policies`) and holds
 the command line; :mod:`synergy_gym.agents.eval_policies` picks and names the policies,
@@ -251,7 +251,11 @@ def evaluation_env(models: list[Path], env_id: str | None, env_kwargs: dict[str,
 
 
 def _seeds(args: argparse.Namespace, models: list[Path]) -> list[int]:
-    """``--seeds``, else ``--episodes`` (default: the first model's run's ``eval_episodes``) held-out seeds."""
+    """``--seeds``, else ``--episodes`` (default: the first model's run's ``eval_episodes``) held-out seeds; not both."""
+    if args.seeds is not None and args.episodes is not None:
+        raise ConfigError(f"--episodes {args.episodes} and --seeds {args.seeds!r} contradict each other: --seeds names "
+                          "the episodes' seeds, --episodes counts held-out seeds from "
+                          f"{EVAL_SEED_BASE:,}; give one of them")
     if args.seeds is not None:
         return list(parse_seed_list(args.seeds, "--seeds"))
     n = args.episodes

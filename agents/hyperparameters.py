@@ -10,7 +10,9 @@ settings, their values and the rule:
   ``clip_range`` must be below 1 (the probability ratio is clipped to [1 − clip_range, 1 + clip_range]);
 * DQN: ``batch_size`` at most ``buffer_size`` (a batch is drawn from the replay buffer), and
   ``learning_starts``, ``train_freq`` and ``target_update_interval`` below ``timesteps`` (else the
-  network, or its target, is never updated).
+  network, or its target, is never updated);
+* the env kwarg ``invalid_action="raise"`` only with ``maskable_ppo``: the other algorithms sample
+  masked actions too, and the first one would end the run.
 
 The ranges of single settings (positive sizes, ``gamma`` and ``gae_lambda`` in (0, 1], …) are checked
 by :meth:`TrainConfig.validate` itself. :func:`inert_settings` lists settings that are valid but will
@@ -47,6 +49,10 @@ def check_hyperparameters(cfg: Any) -> None:
         if cfg.clip_range >= 1:
             raise ConfigError(f"clip_range {cfg.clip_range!r} must be below 1 (PPO clips the probability ratio to "
                               "[1 − clip_range, 1 + clip_range])")
+    if str(cfg.env_kwargs.get("invalid_action", "")).lower() == "raise" and cfg.algo != "maskable_ppo":
+        raise ConfigError(f"env_kwargs invalid_action='raise' needs action masking (maskable_ppo): {cfg.algo} also "
+                          "samples masked actions, and the first would end the run; use invalid_action='fallback' "
+                          "(the default) or algo maskable_ppo")
     if cfg.algo == "dqn":
         if cfg.batch_size > cfg.buffer_size:
             raise ConfigError(f"batch_size {cfg.batch_size:,} is larger than the replay buffer, buffer_size "

@@ -120,7 +120,8 @@ def algorithm_settings(cfg: TrainConfig) -> dict[str, Any]:
                 "vf_coef": cfg.vf_coef, "max_grad_norm": cfg.max_grad_norm}
     return {**common, "buffer_size": cfg.buffer_size, "learning_starts": cfg.learning_starts,
             "batch_size": cfg.batch_size, "exploration_fraction": cfg.exploration_fraction,
-            "target_update_interval": cfg.target_update_interval, "train_freq": cfg.train_freq}
+            "target_update_interval": cfg.target_update_interval, "train_freq": cfg.train_freq,
+            "max_grad_norm": cfg.max_grad_norm}
 
 
 def build_model(cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path | None) -> BaseAlgorithm:

@@ -12,8 +12,8 @@ caller asks to run it without (``--no-normalize``). The statistics of a model ar
 * in RL Baselines3 Zoo's layout: ``<run>/<env>/vecnormalize.pkl`` beside the model ``<run>/<env>.zip``
   (rl_zoo3 saves them in its ``params_path``, ``<log>/<algo>/<env>_<n>/<env>/``);
 
-or given explicitly (``--vecnormalize FILE``). :func:`read_stats` reads them; a file that cannot be
-read as statistics is one line naming it.
+or given explicitly (``evaluate --vecnormalize FILE``; ``benchmark`` takes them only from those places).
+:func:`read_stats` reads them; a file that cannot be read as statistics is one line naming it.
 """
 
 from __future__ import annotations
@@ -56,12 +56,17 @@ def find_stats(model_path: Path) -> Path | None:
     return next((p for p in stats_candidates(model_path) if p.is_file()), None)
 
 
-def resolve_stats(model_path: Path, given: Path | None = None, normalize: bool = True, flag: str = "--model") -> Path | None:
+#: What to do about missing statistics, as ``synergy-gym evaluate`` takes them (the end of :func:`resolve_stats`' error).
+EVALUATE_ADVICE = "give --vecnormalize FILE, or --no-normalize to evaluate it on unnormalised observations on purpose"
+
+
+def resolve_stats(model_path: Path, given: Path | None = None, normalize: bool = True, flag: str = "--model",
+                  advice: str = EVALUATE_ADVICE) -> Path | None:
     """The statistics to evaluate ``model_path`` with: ``given``, else found beside it; None to run it unnormalised.
 
     None when ``normalize`` is false (``--no-normalize``) or when the model's records say it was trained
     without observation normalisation and none are found; otherwise missing statistics are an error
-    naming where they were looked for.
+    naming where they were looked for and ending with ``advice``: what the command's options allow.
     """
     if not normalize:
         return None
@@ -76,8 +81,8 @@ def resolve_stats(model_path: Path, given: Path | None = None, normalize: bool =
     looked = ", ".join(str(p) for p in stats_candidates(model_path))
     said = (f" ({record.normalized_by or record.source} says it was trained on normalised observations)"
             if record and record.normalized else "")
-    raise ConfigError(f"{flag} {model_path}: its normalisation statistics are missing{said}; looked for {looked}; give "
-                      "--vecnormalize FILE, or --no-normalize to evaluate it on unnormalised observations on purpose")
+    raise ConfigError(f"{flag} {model_path}: its normalisation statistics are missing{said}; looked for {looked}; "
+                      f"{advice}")
 
 
 def read_stats(path: Path) -> VecNormalize:

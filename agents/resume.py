@@ -51,11 +51,21 @@ def saved_config_path(checkpoint: Path) -> Path | None:
 KEPT_SETTINGS = ("algo", "action_head", "net_arch", "global_dim", "slot_dim", "attention_heads", "normalize_obs")
 
 
-def check_resume(checkpoint: Path, cfg: TrainConfig) -> int:
-    """Refuse a checkpoint ``cfg`` cannot continue from (see the module); the step count it was saved at."""
+#: Settings of the evaluations a run resumed in its own folder keeps (:func:`kept_history`): they cannot change there.
+HISTORY_SETTINGS = ("env_id", "env_kwargs", "eval_episodes", "eval_seed_base")
+#: Settings of the warm start, which only a fresh run does.
+WARM_START_SETTINGS = ("bc_steps", "bc_policy", "bc_epochs", "bc_learning_rate", "dagger_rounds", "dagger_steps")
+
+
+def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> int:
+    """Refuse a checkpoint ``cfg`` cannot continue from (see the module); the step count it was saved at.
+
+    ``in_place``: the run continues in the checkpoint's own folder, keeping its evaluations, so the settings
+    they were made with (:data:`HISTORY_SETTINGS`) cannot change either.
+    """
     trained = run_config(checkpoint)
     if trained is not None:
-        check_kept_settings(checkpoint, cfg, trained)
+        check_kept_settings(checkpoint, cfg, trained, KEPT_SETTINGS + (HISTORY_SETTINGS if in_place else ()))
     model = load_model(checkpoint, cfg.algo, "cpu")  # a look only: the run loads it again on its device
     env_parts = env_space_parts(cfg.env_id, cfg.env_kwargs)
     check_model_spaces(checkpoint, model, trained, cfg.env_id, cfg.env_kwargs, env_parts, flag="--resume")
@@ -74,15 +84,30 @@ def check_resume(checkpoint: Path, cfg: TrainConfig) -> int:
     return steps
 
 
-def check_kept_settings(checkpoint: Path, cfg: TrainConfig, trained: TrainConfig) -> None:
-    """Refuse settings of :data:`KEPT_SETTINGS` that ``cfg`` changes from the checkpoint's run ``trained``: the model
-    would continue unchanged while the run's ``config.json`` said otherwise."""
-    changed = [f"{name} {_shown(getattr(cfg, name))} (the checkpoint's: {_shown(getattr(trained, name))})"
-               for name in KEPT_SETTINGS if getattr(cfg, name) != getattr(trained, name)]
-    if changed:
+def check_kept_settings(checkpoint: Path, cfg: TrainConfig, trained: TrainConfig,
+                        kept: tuple[str, ...] = KEPT_SETTINGS) -> None:
+    """Refuse settings of ``kept`` that ``cfg`` changes from the checkpoint's run ``trained``: the model would
+    continue unchanged while the run's ``config.json`` said otherwise (:data:`KEPT_SETTINGS`), or the kept
+    evaluations would be compared with ones made otherwise (:data:`HISTORY_SETTINGS`)."""
+    names = [name for name in kept if getattr(cfg, name) != getattr(trained, name)]
+    if not names:
+        return
+    changed = "; ".join(f"{name} {_shown(getattr(cfg, name))} (the checkpoint's: {_shown(getattr(trained, name))})"
+                        for name in names)
+    them = "it" if len(names) == 1 else "them"
+    if set(names) & set(KEPT_SETTINGS):
         raise ConfigError(f"--resume {checkpoint}: a resumed run keeps its algorithm and network, but the config "
-                          f"changes {'; '.join(changed)}; leave {'it' if len(changed) == 1 else 'them'} as trained, "
-                          "or train a new run")
+                          f"changes {changed}; leave {them} as trained, or train a new run")
+    raise ConfigError(f"--resume {checkpoint}: continuing in the run's own folder keeps its evaluations, but the "
+                      f"config changes {changed}; leave {them} as trained, or continue into a new folder with --out")
+
+
+def resume_notes(checkpoint: Path, cfg: TrainConfig) -> list[str]:
+    """``note:`` lines for warm-start settings a resumed run is given but does not use (only a fresh run imitates)."""
+    trained = run_config(checkpoint)
+    return [f"{name} {_shown(getattr(cfg, name))} has no effect on a resumed run: the warm start runs only at the "
+            "start of a fresh run" for name in WARM_START_SETTINGS
+            if getattr(cfg, name) != (getattr(trained, name) if trained is not None else getattr(TrainConfig(), name))]
 
 
 def _shown(value: Any) -> str:
@@ -96,7 +121,9 @@ def resumes_in_place(checkpoint: Path, run_dir: Path) -> bool:
 
 
 def kept_history(run_dir: Path, steps: int) -> list[dict[str, Any]]:
-    """The run's ``eval.csv`` rows up to step ``steps`` (the evaluations a run resumed in place keeps)."""
+    """The run's ``eval.csv`` rows up to step ``steps`` (the evaluations a run resumed in place keeps), and the row of
+    the model ``best_model.zip`` holds if it came later (a run killed after a new best, before its next checkpoint):
+    that model stays the best until a better one is found, and a row of ``eval.csv`` says what it is."""
     import pandas as pd
 
     path = Path(run_dir) / "eval.csv"
@@ -106,4 +133,7 @@ def kept_history(run_dir: Path, steps: int) -> list[dict[str, Any]]:
         return []
     if "timesteps" not in history or "mean_jct_h" not in history:
         return []
-    return [dict(row) for row in history[history["timesteps"] <= steps].to_dict("records")]
+    kept = history["timesteps"] <= steps
+    if (Path(run_dir) / "best_model.zip").is_file() and len(history):
+        kept.iloc[int(history["mean_jct_h"].to_numpy().argmin())] = True
+    return [dict(row) for row in history[kept].to_dict("records")]

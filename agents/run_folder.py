@@ -20,10 +20,21 @@ from typing import Any
 from synergy_gym.agents.baseline_scores import best_heuristic
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.cli.files import atomic_write_text
+from synergy_gym.errors import PathError
 
 #: What a run folder holds (see ``synergy_gym.agents.train``); checked before training starts.
 RUN_FILES = ("config.json", "versions.json", "baselines.json", "tb/", "eval.csv", "best_model.zip",
              "best_vecnormalize.pkl", "last_model.zip", "vecnormalize.pkl", "checkpoints/")
+
+
+def check_no_other_run(run_dir: Path, flag: str = "--out") -> None:
+    """Refuse a folder that already holds a run's files (a fresh run, or one resumed from another folder's
+    checkpoint, would leave them beside its own: another run's statistics or checkpoints picked up later)."""
+    found = [name for name in RUN_FILES if (Path(run_dir) / name.rstrip("/")).exists()]
+    if found:
+        raise PathError(f"{flag} {run_dir}: the folder already holds a training run ({', '.join(found[:3])}"
+                        f"{', …' if len(found) > 3 else ''}); train into a new folder, continue that run with "
+                        f"--resume {run_dir}, or remove it")
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:

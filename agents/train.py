@@ -96,8 +96,8 @@ from synergy_gym.agents.config import (
 from synergy_gym.agents.hyperparameters import inert_settings
 from synergy_gym.agents.imitation import behaviour_clone
 from synergy_gym.agents.models import build_model, resolve_device, resume_model, torch_threads_set
-from synergy_gym.agents.resume import check_resume, kept_history, resume_target, resumes_in_place
-from synergy_gym.agents.run_folder import RUN_FILES, default_run_dir, write_baselines, write_run_records
+from synergy_gym.agents.resume import check_resume, kept_history, resume_notes, resume_target, resumes_in_place
+from synergy_gym.agents.run_folder import RUN_FILES, check_no_other_run, default_run_dir, write_baselines, write_run_records
 from synergy_gym.agents.train_options import config_from_args
 from synergy_gym.agents.train_size import check_train_size
 from synergy_gym.agents.vec_envs import check_env_kwargs, close_vec_env, make_vec_env
@@ -128,10 +128,13 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     run_dir = check_output_dir(
         Path(out) if out is not None else default_run_dir(cfg), "--out", RUN_FILES, create_parents=out is None
     )
+    in_place = checkpoint is not None and resumes_in_place(checkpoint, run_dir)
+    if not in_place:
+        check_no_other_run(run_dir)
     device = resolve_device(cfg.device)
     check_env_kwargs(cfg)
-    start = check_resume(checkpoint, cfg) if checkpoint is not None else 0
-    history = kept_history(run_dir, start) if checkpoint is not None and resumes_in_place(checkpoint, run_dir) else None
+    start = check_resume(checkpoint, cfg, in_place) if checkpoint is not None else 0
+    history = kept_history(run_dir, start) if in_place else None
     say = log or (lambda line: None)
     remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
     write_run_records(run_dir, cfg)
@@ -140,7 +143,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
         baselines, relative_to = _score_baselines(cfg, run_dir, device, say)
         if checkpoint is not None:
             say(f"resuming at step {start:,} of {cfg.timesteps:,} from {checkpoint}")
-        for note in inert_settings(cfg):
+        for note in [*inert_settings(cfg), *(resume_notes(checkpoint, cfg) if checkpoint is not None else [])]:
             say(f"note: {note}")
         _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history)
     return run_dir
@@ -252,7 +255,7 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
         tb_log_name="run",
         reset_num_timesteps=fresh,
     )
-    if not evaluation.history or evaluation.history[-1]["timesteps"] != model.num_timesteps:
+    if evaluation.evaluated_at != model.num_timesteps:
         evaluation.run_evaluation()  # always once at the end
 
 

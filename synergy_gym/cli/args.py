@@ -74,7 +74,8 @@ def parse_seeds(text: str, flag: str = "--seed") -> SeedList:
     """``"42"``, ``"1,2,3"`` or ``"0..9"`` (inclusive) → seeds, de-duplicated in order, without listing them.
 
     ``0..10**12`` costs nothing until iterated: a command can estimate its size from ``len``
-    and refuse before any seed is listed.
+    and refuse before any seed is listed. A range that ends before it starts (``5..3``) is an
+    error naming it, alone or beside others.
     """
     parts: list[range] = []
     try:
@@ -88,6 +89,10 @@ def parse_seeds(text: str, flag: str = "--seed") -> SeedList:
                 parts.append(range(int(part), int(part) + 1))
     except ValueError:
         raise SynergyGymError(f"{flag} {text!r}: expected integers like 42, 1,2,3 or 0..9") from None
+    reversed_part = next((p for p in parts if not _span(p)), None)
+    if reversed_part is not None:
+        raise SynergyGymError(f"{flag} {text!r}: the seed range is empty: {reversed_part.start}..{reversed_part.stop - 1} "
+                              "ends before it starts")
     if not any(_span(p) for p in parts):
         raise SynergyGymError(f"{flag} {text!r}: the seed range is empty")
     if any(_span(p) and p.start < 0 for p in parts):

@@ -23,6 +23,12 @@ from synergy_gym.sim.workload import MAX_JOBS
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
 #: The most slots (``max_queue``) an environment offers.
 MAX_QUEUE = 4096
+#: The most rounds (``max_rounds``) an episode may last: round counts stay exact in float64 (below
+#: 2**53) and far inside int64, where the simulator's kernels count them.
+MAX_ROUNDS = 10**15
+#: The lowest ``jobs_per_hour`` (one job per 114 years on average): even ``MAX_JOBS`` jobs then
+#: arrive within float64's exact seconds, and the rounds between two arrivals fit in int64.
+MIN_JOBS_PER_HOUR = 1e-6
 #: ``redecide`` values: decide at an event only what changes, or every running job again.
 REDECIDE_MODES: tuple[str, ...] = ("changes", "every_event")
 #: Keyword arguments that were removed, and why.
@@ -35,7 +41,7 @@ class EnvConfig:
 
     #: Preset name (``default``, ``small``, ``large``), TOML path, mapping or :class:`ClusterSpec`.
     cluster: Any = "default"
-    #: Poisson arrival rate of the generated workload.
+    #: Poisson arrival rate of the generated workload, at least ``MIN_JOBS_PER_HOUR``.
     jobs_per_hour: float = 9.0
     #: Jobs per generated episode (also the number of trace jobs kept), at most ``MAX_JOBS``.
     num_jobs: int = 1000
@@ -51,7 +57,7 @@ class EnvConfig:
     workload: Any = None
     #: A real trace's path (Philly CSV/JSON, Alibaba, Helios): its first ``num_jobs`` jobs.
     trace: Any = None
-    #: Truncate the episode after this many rounds.
+    #: Truncate the episode after this many rounds (at most ``MAX_ROUNDS``).
     max_rounds: int = 10_000
     #: Rewards are −(job-seconds in the system) / ``reward_scale`` (3600: job-hours).
     reward_scale: float = 3600.0
@@ -91,7 +97,7 @@ class EnvConfig:
     debug: bool = False
     #: ``true`` (measured sensitivity) or ``profiled`` (each job's estimate from optimistic profiling).
     sensitivity: str = "true"
-    #: Relative measurement noise of optimistic profiling.
+    #: Relative measurement noise of optimistic profiling (non-zero only with ``sensitivity="profiled"``).
     profile_noise: float = 0.0
     #: ``None``, ``"ansi"`` or ``"rgb_array"`` (there is no ``"human"`` window: show the
     #: ``rgb_array`` frames yourself; ``gym.make`` refuses ``"human"`` too).
@@ -131,8 +137,10 @@ class EnvConfig:
         return cfg
 
     def validate(self) -> None:
-        def positive(name: str, integer: bool = False, allow_none: bool = False) -> None:
-            check_positive(f"env kwarg {name}", getattr(self, name), integer=integer, allow_none=allow_none)
+        def positive(name: str, integer: bool = False) -> None:
+            value = check_positive(f"env kwarg {name}", getattr(self, name), integer=integer)
+            if integer:  # stored as an int (a whole float too), as the spaces and kernels need
+                object.__setattr__(self, name, value)
 
         for name in ("multigpu", "preemptive", "agent_orders", "debug"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
@@ -149,10 +157,16 @@ class EnvConfig:
         if self.levels not in LEVEL_KINDS:
             raise UnknownNameError("levels", str(self.levels), LEVEL_KINDS)
         positive("jobs_per_hour")
+        if self.jobs_per_hour < MIN_JOBS_PER_HOUR:
+            raise ConfigError(
+                f"env kwarg jobs_per_hour {self.jobs_per_hour!r} is below the minimum of {MIN_JOBS_PER_HOUR:g}"
+            )
         positive("num_jobs", integer=True)
         if self.num_jobs > MAX_JOBS:
             raise ConfigError(f"env kwarg num_jobs {self.num_jobs!r} exceeds the maximum of {MAX_JOBS:,}")
         positive("max_rounds", integer=True)
+        if self.max_rounds > MAX_ROUNDS:
+            raise ConfigError(f"env kwarg max_rounds {self.max_rounds!r} exceeds the maximum of {MAX_ROUNDS:,}")
         positive("reward_scale")
         positive("max_queue", integer=True)
         if self.max_queue > MAX_QUEUE:
@@ -166,6 +180,9 @@ class EnvConfig:
                 or not 0 <= noise < 1:
             raise ConfigError(f"env kwarg profile_noise must be a number in [0, 1), got {shown(noise)}")
         self.simulation_config()  # validates placement, timing and sensitivity
+        if noise != 0 and self.sensitivity != "profiled":
+            raise ConfigError(f"env kwarg profile_noise {shown(noise)} needs sensitivity='profiled', "
+                              f"got sensitivity={shown(self.sensitivity)}")
         if self.render_mode is not None and not isinstance(self.render_mode, str):
             raise ConfigError(f"env kwarg render_mode must be None, 'ansi' or 'rgb_array', got {shown(self.render_mode)}")
         if self.render_mode not in (None, *RENDER_MODES):

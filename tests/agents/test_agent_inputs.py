@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import gymnasium as gym
 import pytest
 import torch
 
@@ -58,6 +59,8 @@ BAD_CONFIG_FILES = [
     ("env_kwarg.toml", b"[env_kwargs]\nflavour = 1\n", ["{file}: unknown env kwarg 'flavour'; valid: "]),
     ("env_value.toml", b'[env_kwargs]\nnum_jobs = "x"\n', ["{file}: env kwarg num_jobs must be a positive integer"]),
     ("rule.toml", b"n_steps = 8\nbatch_size = 100000\n", ["{file}: batch_size 100,000 is larger than a rollout"]),
+    ("seed.toml", b"seed = 5000000000\n", ["{file}: seed must be below 2**32 = 4,294,967,296 (NumPy's and PyTorch's "
+                                          "seeds), got 5000000000"]),
 ]
 
 
@@ -136,6 +139,31 @@ def test_hyperparameters_that_cannot_work_are_one_line_naming_the_rule(settings,
     with pytest.raises(ConfigError) as refused:  # the same rule without any file: TrainConfig itself
         TrainConfig(**settings, **options)
     assert rule in str(refused.value)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c", "dqn"])
+def test_raising_on_masked_actions_needs_an_algorithm_that_masks(algo, tmp_path, capsys, monkeypatch, refused):
+    """Without masking the first masked action sampled would end the run mid-training, after its records."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["train", *QUICK, "--algo", algo, "--env-kwargs", "invalid_action=raise"], capsys)
+    one_line_error(code, out, err, f"env_kwargs invalid_action='raise' needs action masking (maskable_ppo): {algo} also "
+                                   "samples masked actions, and the first would end the run")
+    assert not (tmp_path / "runs").exists()
+    TrainConfig(env_kwargs={"invalid_action": "raise"})  # maskable_ppo masks: fine
+
+
+def test_dqn_trains_with_the_configured_gradient_clipping():
+    """Every hyper-parameter config.json records reaches the model (DQN's max_grad_norm used to stay SB3's 10)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from synergy_gym.agents.models import build_model
+
+    cfg = TrainConfig(algo="dqn", max_grad_norm=0.7, learning_starts=10, timesteps=5000, net_arch=[8], global_dim=8,
+                      slot_dim=4)
+    env = DummyVecEnv([lambda: gym.make("Synergy-small-v0", num_jobs=10)])
+    model = build_model(cfg, env, "cpu", None)
+    assert (model.max_grad_norm, model.gamma, model.batch_size, model.buffer_size) == (
+        0.7, cfg.gamma, cfg.batch_size, cfg.buffer_size)
 
 
 def test_settings_that_do_nothing_are_notes():

@@ -8,8 +8,11 @@ input is one line, exit status 2, nothing written. The end-to-end runs use 2 see
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,10 +20,11 @@ import pytest
 
 from synergy_gym.agents.benchmark import load_agents
 from synergy_gym.agents.benchmark_cells import MODES, Cell, benchmark_cells
-from synergy_gym.agents.benchmark_outputs import OUTPUT_FILES, format_leaderboard, format_table, records
+from synergy_gym.agents.benchmark_outputs import OUTPUT_FILES, csv_rows, format_leaderboard, format_table, records
 from synergy_gym.agents.benchmark_runs import CellRun, env_parts, plan_cell
 from synergy_gym.agents.benchmark_scores import cell_reference, normalised_score, score_cell
 from synergy_gym.agents.eval_summary import summarise
+from synergy_gym.agents.pretrained_policies import pretrained_model_path
 from synergy_gym.cli.results_json import META_KEYS
 from synergy_gym.env.scenarios import SCENARIOS
 from synergy_gym.errors import ConfigError
@@ -98,6 +102,8 @@ def test_the_default_cells_are_every_registered_id_in_every_mode():
     (["--mode", "greedy"], ("--mode 'greedy'", "unknown mode", "default, preemptive")),
     (["--seeds", "abc"], ("--seeds 'abc'", "expected integers")),
     (["--seeds", "5..1"], ("--seeds '5..1'", "empty")),
+    (["--seeds", ""], ("--seeds ''", "the seed range is empty")),  # not the 20 default seeds
+    (["--seeds", "1000000,5..3"], ("--seeds '1000000,5..3'", "5..3 ends before it starts")),
     (["--env-kwargs", "preemptive=true"], ("--env-kwargs preemptive=True", "--mode")),
     (["--env-kwargs", "num_jobs=-4"], ("num_jobs", "-4")),
     (["--model", "missing.zip"], ("missing.zip",)),
@@ -108,6 +114,19 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch,
     before = snapshot(tmp_path)
     code, out, err = run_cli(["benchmark", *argv, "--out", str(tmp_path / "out"), "--quiet"], capsys)
     one_line_error(code, out, err, *words, command="benchmark")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_model_without_its_statistics_is_refused_naming_only_what_benchmark_takes(tmp_path, capsys):
+    (tmp_path / "copy").mkdir()
+    model = Path(shutil.copy(pretrained_model_path("small-scarce"), tmp_path / "copy" / "model.zip"))
+    before = snapshot(tmp_path)
+    code, out, err = run_cli(["benchmark", "--model", str(model), "--env", SCARCE, "--out", str(tmp_path / "out"),
+                              "--quiet"], capsys)
+    line = one_line_error(code, out, err, f"--model {model}: its normalisation statistics are missing",
+                          f"looked for {tmp_path / 'copy' / 'vecnormalize.pkl'}",
+                          "benchmark reads them only from beside the model", command="benchmark")
+    assert "--vecnormalize" not in line and "--no-normalize" not in line  # evaluate's options, not benchmark's
     assert snapshot(tmp_path) == before
 
 
@@ -172,6 +191,16 @@ def test_the_table_marks_the_training_cell_and_lists_the_skipped_ones():
     agent = next(r for r in rows if r["policy"] == "agent-a" and r["env_id"] == SCARCE)
     assert agent["trained_here"] is True and agent["paired_vs_best_env"]["heuristic"] == "srtf+price"
     assert next(r for r in rows if r["policy"] == "agent-a" and r["env_id"] == "Synergy-v0")["score"] is None
+
+
+def test_results_csv_writes_the_seed_counts_as_integers_as_the_json_does():
+    ran = CellRun(Cell(SCARCE, "default"), ["agent-a"], [], [], frame(CELL))
+    rows = records([(ran, score_cell(frame(CELL)))])
+    table = pd.read_csv(io.StringIO(csv_rows(rows).to_csv(index=False)), dtype=str, keep_default_na=False)
+    agent = table[table["policy"] == "agent-a"].iloc[0]
+    assert (agent["lower_seeds"], agent["paired_seeds"]) == ("3", "3")  # not 3.0 beside the heuristics' empty cells
+    heuristic = table[table["policy"] == "tetris"].iloc[0]
+    assert (heuristic["lower_seeds"], heuristic["paired_seeds"]) == ("", "")
 
 
 # -- whole runs ------------------------------------------------------------------------------------------

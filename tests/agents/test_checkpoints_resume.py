@@ -126,6 +126,16 @@ def _bad_resume(kind: str, run: Path, folder: Path) -> tuple[Path, list[str], li
         return model, ["--algo", "ppo", *more], [
             f"--resume {model}: a resumed run keeps its algorithm and network, but the config changes "
             "algo 'ppo' (the checkpoint's: 'maskable_ppo'); leave it as trained"]
+    if kind == "other evaluations in place":  # its eval.csv would mix 10-job and 30-job workloads
+        return copy, ["--env-kwargs", "num_jobs=30", *more, "--out", str(copy)], [
+            f"--resume {model}: continuing in the run's own folder keeps its evaluations, but the config changes "
+            "env_kwargs {'num_jobs': 30} (the checkpoint's: {'num_jobs': 10}); leave it as trained, or continue into "
+            "a new folder with --out"]
+    if kind == "into another run's folder":  # its statistics and checkpoints would stay beside the new run's
+        other = copy_run(run, folder / "other")
+        return model, [*more, "--out", str(other)], [
+            f"--out {other}: the folder already holds a training run (config.json, versions.json, baselines.json, …); "
+            f"train into a new folder, continue that run with --resume {other}, or remove it"]
     if kind == "malformed config.json":
         (copy / "config.json").write_text('{"timesteps": ')
         return model, [], [f"config file {copy / 'config.json'} is malformed"]
@@ -136,7 +146,8 @@ BAD_RESUMES = ["corrupt zip", "truncated model 10", "truncated model 50", "trunc
                "zip of something else", "zip that only looks like a model",
                "damaged model", "missing file", "folder without checkpoints", "other env shape", "statistics missing",
                "statistics corrupt", "statistics of something else", "already at timesteps", "past timesteps",
-               "other network", "other algorithm", "malformed config.json"]
+               "other network", "other algorithm", "other evaluations in place", "into another run's folder",
+               "malformed config.json"]
 
 
 @pytest.mark.parametrize("kind", BAD_RESUMES)
@@ -146,7 +157,7 @@ def test_a_checkpoint_that_cannot_be_continued_is_one_line_and_nothing_is_writte
     """Into ``--out``, or the default: ``runs/…`` for a checkpoint zip, the run folder itself for ``--resume RUN_DIR``."""
     monkeypatch.chdir(tmp_path)  # the default run folder would be runs/… here
     resume, options, words = _bad_resume(kind, run64, tmp_path)
-    where = ["--out", str(tmp_path / "out")] if out == "--out" else []
+    where = ["--out", str(tmp_path / "out")] if out == "--out" and "--out" not in options else []
     before = snapshot(tmp_path)
     code, printed, err = run_cli(["train", "--resume", str(resume), *options, *where], capsys)
     one_line_error(code, printed, err, *words)
@@ -192,6 +203,59 @@ def test_a_resumed_run_trains_with_the_hyperparameters_its_config_records(run64,
     assert model.lr_schedule(0.5) == 3e-5 and model.policy.optimizer.param_groups[0]["lr"] == 3e-5
     assert model.n_epochs == 2 and model.clip_range(0.5) == 0.1
     assert load_model(run64 / "last_model.zip", "maskable_ppo", "cpu").lr_schedule(0.5) != 3e-5  # it did change
+
+
+def test_resuming_in_place_from_before_the_best_keeps_the_best_model_and_its_row(run64, tmp_path, capsys):
+    """Killed after a new best and before the next checkpoint: resumed from that checkpoint, the run keeps the best
+    model (replaced only by a better one) and the eval.csv row that says what it is."""
+    from synergy_gym.agents.config import load_run_config
+    from synergy_gym.agents.models import load_agent
+    from synergy_gym.experiments.evaluation import evaluate
+
+    run = copy_run(run64, tmp_path / "run")
+    best_then = pd.read_csv(run / "eval.csv")  # one row: step 64, the model best_model.zip holds
+    assert best_then["timesteps"].tolist() == [64]
+    worse = best_then.assign(timesteps=16, mean_jct_h=best_then["mean_jct_h"] + 0.5)  # an earlier evaluation
+    pd.concat([worse, best_then]).to_csv(run / "eval.csv", index=False)
+    best_bytes = (run / "best_model.zip").read_bytes()
+    code, out, err = run_cli(["train", "--resume", str(run / "checkpoints" / "rl_model_48_steps.zip"),
+                              "--timesteps", "64", "--out", str(run)], capsys)
+    assert code == 0, err
+    history = pd.read_csv(run / "eval.csv")
+    assert history["timesteps"].tolist() == [16, 64, 64]  # the best's row kept, then the new evaluation
+    assert history["mean_jct_h"].iloc[1] == best_then["mean_jct_h"].iloc[0]
+    cfg = load_run_config(run / "config.json")
+    best_now = evaluate(load_agent(run / "best_model.zip", cfg, "cpu", "best"), cfg.env_id, cfg.eval_seeds,
+                        name="best", **cfg.env_kwargs)["mean_jct_h"].mean()
+    assert best_now == pytest.approx(history["mean_jct_h"].min(), rel=1e-12)  # eval.csv says what best_model.zip is
+    if history["mean_jct_h"].iloc[2] >= history["mean_jct_h"].iloc[1]:
+        assert (run / "best_model.zip").read_bytes() == best_bytes  # not replaced by a worse one
+
+
+def test_a_fresh_run_into_a_run_folder_is_refused_and_leaves_it_as_it_was(run64, tmp_path, capsys):
+    """Training afresh into a folder that holds a run would keep the old run's statistics and checkpoints beside the
+    new model (evaluate would pick up the old statistics, --resume the old checkpoint)."""
+    run = copy_run(run64, tmp_path / "run")
+    config = tiny_config(tmp_path)
+    before = snapshot(tmp_path)
+    code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16", "--out", str(run)], capsys)
+    one_line_error(code, out, err, f"--out {run}: the folder already holds a training run (config.json, versions.json, "
+                                   f"baselines.json, …); train into a new folder, continue that run with --resume {run}")
+    assert snapshot(tmp_path) == before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16",
+                              "--out", str(empty)], capsys)
+    assert code == 0, err  # an empty folder is fine
+
+
+def test_warm_start_settings_given_on_resume_are_notes(run64, tmp_path, capsys):
+    code, out, err = run_cli(["train", "--resume", str(run64 / "last_model.zip"), "--timesteps", "80", "--bc-steps",
+                              "32", "--bc-policy", "srtf+tune", "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    notes = [line for line in out.splitlines() if "has no effect on a resumed run" in line]
+    assert notes == [f"note: {setting} has no effect on a resumed run: the warm start runs only at the start of a fresh run"
+                     for setting in ("bc_steps 32", "bc_policy 'srtf+tune'")]
 
 
 # -- a damaged model zip ----------------------------------------------------------------------------------------------

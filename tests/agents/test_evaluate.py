@@ -132,6 +132,8 @@ def test_baseline_names_pick_sources():
     assert set(BOUNDS) <= set(parse_baselines("all")[1])
     assert parse_sim_policies("contention-bound,fifo+tune") == ("fifo+tune", CONTENTION_BOUND)
     assert parse_sim_policies("no-wait-bound,contention-bound") == BOUNDS
+    # Any case, the bounds as the simulator policies (and --baselines) take them.
+    assert parse_sim_policies("No-Wait-Bound, FIFO+Tune,CONTENTION-BOUND") == ("fifo+tune", *BOUNDS)
     for bad in ("nope", "env:fifo+opt", "sim:tetris", "gpu:fifo+tune", "env:contention-bound"):
         with pytest.raises(SynergyGymError):
             parse_baselines(bad)
@@ -141,6 +143,9 @@ BAD_INPUT = [
     ({"--baselines": ["fifo+tune,nope"]}, "--baselines 'fifo+tune,nope': unknown baseline 'nope'"),
     ({"--baselines": ["env:fifo+opt"]}, "unknown env heuristic 'fifo+opt'"),
     ({"--sim-policies": ["fifo+magic"]}, "--sim-policies 'fifo+magic'"),
+    ({"--sim-policies": ["fifo+tune,no-wait-bnd"]}, "or a bound: no-wait-bound, contention-bound"),
+    ({"--episodes": ["3"]}, "--episodes 3 and --seeds '0' contradict each other"),
+    ({"--seeds": ["1000000,5..3"]}, "--seeds '1000000,5..3': the seed range is empty: 5..3 ends before it starts"),
     ({"--seeds": ["5..2"]}, "--seeds '5..2': the seed range is empty"),
     ({"--seeds": ["a..b"]}, "--seeds 'a..b': expected integers"),
     ({"--env": ["Synergy-nope-v0"]}, "--env 'Synergy-nope-v0': unknown environment; valid: Synergy-v0"),
@@ -227,6 +232,43 @@ def test_agents_are_paired_per_seed_with_the_best_env_heuristic():
     assert records["a"]["paired_vs_best_env"]["better_seeds"] == 3 and "paired_vs_best_env" not in records["fifo+tune"]
     text = format_summary(summary, seeds, "Synergy-small-scarce-v0")
     assert "paired vs srtf+price: a -0.750 h ± " in text and "lower JCT on 3 of 4 seeds" in text
+
+
+def test_the_best_env_heuristic_is_never_random_and_ties_go_by_name():
+    """As benchmark and training pick it (best_heuristic): random's lower JCT does not make it the comparison."""
+    import pandas as pd
+
+    from synergy_gym.agents.eval_summary import format_summary, paired_vs_best_env, summarise, summary_records
+
+    def summary(jct: dict[tuple[str, str], list[float]]) -> pd.DataFrame:
+        return summarise(pd.DataFrame([{"policy": p, "source": s, "seed": seed, "mean_jct_h": v, "p99_jct_h": v,
+                                        "makespan_h": v, "terminated": True, "wall_s": 0.0}
+                                       for (p, s), values in jct.items() for seed, v in zip((1, 2), values)]))
+
+    agent = {("a", "agent"): [19.0, 21.0]}
+    table = summary({("random", "env"): [5.0, 5.0], ("tetris", "env"): [20.0, 30.0], ("las+tune", "env"): [30.0, 20.0],
+                     ("fifo+tune", "env"): [40.0, 40.0], **agent})
+    assert paired_vs_best_env(table)["a"]["heuristic"] == "las+tune"  # tied with tetris: the first by name
+    records = {r["policy"]: r for r in summary_records(table)}
+    assert records["a"]["paired_vs_best_env"]["heuristic"] == "las+tune"
+    assert "best env heuristic: las+tune, mean JCT 25.000 h (-37.5% vs env fifo+tune)" in format_summary(table, [1, 2], "x")
+    # random alone: no best heuristic, no paired comparison, and the table says so.
+    alone = summary({("random", "env"): [5.0, 5.0], **agent})
+    assert paired_vs_best_env(alone) == {}
+    assert all("paired_vs_best_env" not in r for r in summary_records(alone))
+    text = format_summary(alone, [1, 2], "x")
+    assert "best env heuristic: none (only random ran, and random never counts); the agents get no paired " \
+           "comparison" in text and "paired vs" not in text
+
+
+def test_sim_policies_help_lists_the_bounds():
+    from synergy_gym.cli import build_parser
+
+    evaluate_parser = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices
+                           and "evaluate" in a.choices).choices["evaluate"]
+    helps = {a.dest: a.help for a in evaluate_parser._actions}
+    assert all(bound in helps["sim_policies"] for bound in BOUNDS)
+    assert "not with --seeds" in helps["episodes"] and "not with --episodes" in helps["seeds"]
 
 
 def test_a_bounds_only_evaluation_writes_its_files_and_its_heading_names_the_env_kwargs(tmp_path, capsys):

@@ -23,6 +23,7 @@ from synergy_gym.cli import main
 from synergy_gym.env.observation import SLOT_FEATURES
 from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.evaluation import DECISION_KEYS, decision_record, evaluate
+from tests.support import REPO
 from tests.support.cli_runs import run_cli, snapshot
 
 ENV = ["--env", "Synergy-small-v0"]
@@ -205,6 +206,10 @@ def test_default_labels_and_file_names():
     assert agent_labels(["r/m.zip", "r/m.zip", "q.zip"], None) == ["r/m.zip[0]", "r/m.zip[1]", "q.zip"]
     assert agent_labels(["agent"], None) == ["agent"] and agent_labels(["agent", "b"], None) == ["agent[0]", "b"]
     assert agent_labels([Path("a.zip")], ["mine"]) == ["mine"]
+    # The CLI page says the same default (it said "the run folder's name").
+    page = " ".join((REPO / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    assert "`--label` names them in the same order, default the `--model` argument as given" in page
+    assert "run folder's name" not in page
     for labels, words in ((["x"], "1 label(s) for 2 --model"), (["x", "y", "z"], "3 label(s) for 2 --model"),
                           (["x", "x"], "'x' is given twice"), (["agent", "y"], "the models' mean row"),
                           (["", "y"], "may not be empty")):

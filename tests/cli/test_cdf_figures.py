@@ -97,6 +97,15 @@ def test_evaluate_draws_the_agents_the_best_heuristic_fifo_tune_and_the_bound():
     tune_best = summary[summary["policy"] != "srtf+price"]
     assert "fifo+tune (env, best heuristic)" in cdf_curves(jcts, tune_best)
     assert len(cdf_curves(jcts, tune_best)) == 4
+    # random is never the best heuristic, even with the lowest mean JCT (as benchmark and training pick it) ...
+    random_lowest = _summary([(p, s, 9.0 if p == "random" else m) for p, s, m in rows])
+    assert "srtf+price (env, best heuristic)" in cdf_curves(jcts, random_lowest)
+    assert "random (env)" in cdf_curves(jcts, random_lowest, plot_all=True)
+    # ... and with random the only env heuristic there is none: random is not drawn as one.
+    only_random = random_lowest[(random_lowest["source"] != "env") | (random_lowest["policy"] == "random")]
+    random_jcts = {k: v for k, v in jcts.items() if k[1] != "env" or k[0] == "random"}
+    assert list(cdf_curves(random_jcts, only_random)) == \
+        ["agent-a (agent)", "agent-b (agent)", "fifo+tune (sim)", "no-wait-bound (bound)"]
 
 
 @pytest.mark.parametrize("plot_all", [False, True])

@@ -220,6 +220,31 @@ def test_truncation_at_max_rounds_counts_unfinished_jobs():
     assert np.isclose(sum(rewards), -np.sum((end - jobs.arrival_s)[arrived]) / 3600, rtol=1e-9, atol=0.0)
 
 
+@pytest.mark.parametrize("preemptive", MODES)
+def test_an_idle_cluster_waiting_for_an_arrival_past_max_rounds_is_truncated_at_max_rounds(preemptive):
+    env = SynergyEnv(cluster="small", num_jobs=5, jobs_per_hour=0.01, max_rounds=500, preemptive=preemptive)
+    observations, rewards, infos, _ = run_episode(env, seed=0, actions=DEMAND_LEVEL)
+    sim, final = env.sim, infos[-1]
+    limit = sim.first_round_s + 500 * 300.0
+    assert final["episode_rounds"] == sim.rounds_elapsed == 500 and sim.now == limit
+    assert final["sim_time_h"] == limit / 3600 and observations[-1]["time"][0] == 1.0
+    assert env.observation_space.contains(observations[-1])
+    jobs = sim.jobs
+    assert (jobs.arrival_s > limit).sum() == 4  # the next arrival lies past the limit: not in the system
+    assert final["jobs_finished"] == 1 and final["jobs_unfinished"] == 0
+    assert np.isclose(sum(rewards), -final["mean_jct_h"], rtol=1e-12, atol=0.0)  # only the finished job counts
+
+
+def test_whole_float_counts_are_stored_as_ints():
+    kwargs = {"num_jobs": 10.0, "max_rounds": 100.0, "max_queue": 3.0, "max_running": np.int64(3)}
+    env = gym.make("Synergy-small-v0", preemptive=True, **kwargs)
+    cfg = env.unwrapped.cfg
+    assert [(type(getattr(cfg, k)), getattr(cfg, k)) for k in kwargs] == [(int, 10), (int, 100), (int, 3), (int, 3)]
+    assert env.action_space == SynergyEnv(cluster="small", preemptive=True, max_queue=3, max_running=3).action_space
+    run_episode(env, seed=0)
+    assert env.unwrapped.episode_summary()["jobs_total"] == 10
+
+
 def test_render_modes_on_the_scheduling_action_space():
     env = SynergyEnv(**SMALL, render_mode="ansi")
     env.reset(seed=0)

@@ -264,6 +264,11 @@ def test_a_class_split_that_is_not_three_weights_is_refused_saying_so(split):
         ({"levels": None}, "env kwarg levels must be a name (a string), got None"),
         ({"invalid_action": ["raise"]}, "env kwarg invalid_action must be a name (a string), got ['raise']"),
         ({"profile_noise": "x"}, "env kwarg profile_noise must be a number in [0, 1), got 'x'"),
+        ({"profile_noise": 0.5}, "env kwarg profile_noise 0.5 needs sensitivity='profiled', got sensitivity='true'"),
+        ({"max_rounds": 10**20}, "env kwarg max_rounds 100000000000000000000 exceeds the maximum of 1,000,000,000,000,000"),
+        ({"max_rounds": 10**15 + 1}, "env kwarg max_rounds 1000000000000001 exceeds the maximum of 1,000,000,000,000,000"),
+        ({"jobs_per_hour": 1e-20}, "env kwarg jobs_per_hour 1e-20 is below the minimum of 1e-06"),
+        ({"jobs_per_hour": 1e-300}, "env kwarg jobs_per_hour 1e-300 is below the minimum of 1e-06"),
         ({"multigpu": np.array([True, False])}, "env kwarg multigpu must be true or false, got array([ True, False])"),
     ],
 )
@@ -271,6 +276,22 @@ def test_other_kwargs_of_a_wrong_type_are_one_line_config_errors(kwargs, message
     with pytest.raises(ConfigError) as excinfo:
         SynergyEnv(**{**TINY, **kwargs})
     assert one_line(excinfo).startswith(message)
+
+
+def test_profile_noise_with_another_sensitivity_is_refused_through_gym_make_and_allowed_when_profiled():
+    with pytest.raises(ConfigError) as excinfo:
+        gym.make("Synergy-small-scarce-v0", profile_noise=0.5)
+    assert "profile_noise 0.5 needs sensitivity='profiled'" in one_line(excinfo)
+    SynergyEnv(**TINY, profile_noise=0.0)  # the default, with any sensitivity
+    assert SynergyEnv(**TINY, sensitivity="profiled", profile_noise=0.5).cfg.profile_noise == 0.5
+
+
+@pytest.mark.parametrize("timing", ["round", "exact"])
+def test_the_sparsest_arrivals_and_the_longest_max_rounds_run_to_the_end(timing):
+    env = gym.make("Synergy-small-v0", num_jobs=5, jobs_per_hour=1e-6, max_rounds=10**15, timing=timing)
+    env.reset(seed=0)
+    assert finish(env, action=1) == (True, False)  # terminated: every job ran, nothing overflowed
+    assert env.unwrapped.episode_summary()["jobs_finished"] == 5
 
 
 @pytest.mark.parametrize("config", ["x", [("num_jobs", 5)], 5])
