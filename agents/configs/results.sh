@@ -8,6 +8,8 @@
 #   synergy-gym train --config agents/configs/small_scarce.toml --seed S --out RUNS/ss-main-sS      (S = 0, 1, 2)
 #   synergy-gym train --config agents/configs/small.toml --seed S --out RUNS/small-main-sS          (S = 0, 1, 2)
 #   synergy-gym train --config agents/configs/small_scarce_preemptive.toml --seed S --out RUNS/ss-pre-sS  (S = 0, 1, 2)
+#   synergy-gym train --resume RUNS/ss-main-s2/best_model.zip --config agents/configs/small_scarce_finetune.toml \
+#       --out RUNS/ss-main-s2-lowlr                                  (the shipped pretrained:small-scarce)
 # and the ablations (agents/configs/ablations.txt; their seeds are given there). OUT (default docs/results) gets one
 # NAME.txt (the table) and NAME.json (its rows) per evaluation; the full outputs (per-seed CSV,
 # JCT CDF) go to runs/results/NAME.
@@ -40,6 +42,15 @@ models() {  # models PREFIX [SEED...]: the training seeds' best checkpoints (def
 # Reference agents (3 training seeds) against every env heuristic, the simulator's policies and the bound.
 evaluate small-scarce --env Synergy-small-scarce-v0 $(models ss-main) --baselines all
 evaluate small --env Synergy-small-v0 $(models small-main) --baselines all
+
+# The shipped small-scarce agent: seed 2's best checkpoint trained on at a lower learning rate
+# (agents/configs/small_scarce_finetune.toml, into RUNS/ss-main-s2-lowlr), against that checkpoint, on the
+# held-out seeds and on 20 seeds that neither training nor any other table used.
+evaluate small-scarce-shipped --env Synergy-small-scarce-v0 --baselines env --sim-policies none \
+    --model "$RUNS/ss-main-s2-lowlr/best_model.zip" --label fine-tuned --model "$RUNS/ss-main-s2/best_model.zip" --label seed2
+SEEDS=5000000..5000019 evaluate small-scarce-shipped-unseen --env Synergy-small-scarce-v0 --baselines env \
+    --sim-policies none --model "$RUNS/ss-main-s2-lowlr/best_model.zip" --label fine-tuned \
+    --model "$RUNS/ss-main-s2/best_model.zip" --label seed2
 
 # With preemption on the same workloads (issue 26: deciding only what changes): the env heuristics,
 # four of the simulator's policies (no bounds: docs/ceilings has them) and the agents of

@@ -167,6 +167,22 @@ def test_reference_configs_are_valid(name, env_id, env_kwargs, teacher):
         assert cfg.timesteps == 1_000_000 and cfg.stop_on_stall_after
 
 
+def test_the_shipped_small_scarce_agent_was_trained_as_the_docs_say():
+    """pretrained:small-scarce: the reference config at seed 2, then the fine-tuning overlay (docs/training.md)."""
+    from synergy_gym.agents.config import load_config_file
+    from synergy_gym.agents.pretrained_policies import pretrained_card, pretrained_config
+
+    reference = load_config_file(REPO / "agents" / "configs" / "small_scarce.toml")
+    overlay = load_config_file(REPO / "agents" / "configs" / "small_scarce_finetune.toml")
+    assert overlay == {"learning_rate": 3e-5, "timesteps": 1_100_000, "stop_on_stall_after": 2_000_000}
+    shipped = pretrained_config("small-scarce")
+    expected = {**reference, "seed": 2, **overlay}
+    assert {key: getattr(shipped, key) for key in expected} == expected
+    card = pretrained_card("small-scarce")
+    assert (card["checkpoint_step"], card["run_folder"]) == (1_100_000, "ss-main-s2-lowlr")
+    assert card["checkpoint_step"] <= shipped.timesteps
+
+
 @pytest.mark.parametrize("name, changes", [
     ("small_scarce_preemptive_dagger", {"dagger_rounds": 2, "dagger_steps": 10_000, "bc_steps": 20_000,
                                         "timesteps": 300_000, "stop_on_stall_after": 150_000}),
