@@ -67,6 +67,9 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
     if trained is not None:
         check_kept_settings(checkpoint, cfg, trained, KEPT_SETTINGS + (HISTORY_SETTINGS if in_place else ()))
     model = load_model(checkpoint, cfg.algo, "cpu")  # a look only: the run loads it again on its device
+    if trained is None:  # no record of its run: the network is read from the model itself
+        check_kept_settings(checkpoint, cfg, model_network(model) or cfg, NETWORK_SETTINGS,
+                            advice="its run's config.json is missing, so set them as the model has them (--config)")
     env_parts = env_space_parts(cfg.env_id, cfg.env_kwargs)
     check_model_spaces(checkpoint, model, trained, cfg.env_id, cfg.env_kwargs, env_parts, flag="--resume")
     if cfg.normalize_obs or cfg.normalize_reward:
@@ -85,7 +88,7 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
 
 
 def check_kept_settings(checkpoint: Path, cfg: TrainConfig, trained: TrainConfig,
-                        kept: tuple[str, ...] = KEPT_SETTINGS) -> None:
+                        kept: tuple[str, ...] = KEPT_SETTINGS, advice: str | None = None) -> None:
     """Refuse settings of ``kept`` that ``cfg`` changes from the checkpoint's run ``trained``: the model would
     continue unchanged while the run's ``config.json`` said otherwise (:data:`KEPT_SETTINGS`), or the kept
     evaluations would be compared with ones made otherwise (:data:`HISTORY_SETTINGS`)."""
@@ -97,9 +100,32 @@ def check_kept_settings(checkpoint: Path, cfg: TrainConfig, trained: TrainConfig
     them = "it" if len(names) == 1 else "them"
     if set(names) & set(KEPT_SETTINGS):
         raise ConfigError(f"--resume {checkpoint}: a resumed run keeps its algorithm and network, but the config "
-                          f"changes {changed}; leave {them} as trained, or train a new run")
+                          f"changes {changed}; {advice or f'leave {them} as trained, or train a new run'}")
     raise ConfigError(f"--resume {checkpoint}: continuing in the run's own folder keeps its evaluations, but the "
                       f"config changes {changed}; leave {them} as trained, or continue into a new folder with --out")
+
+
+#: The settings of the network, which :func:`model_network` reads from a model.
+NETWORK_SETTINGS = ("action_head", "net_arch", "global_dim", "slot_dim", "attention_heads")
+
+
+def model_network(model: Any) -> TrainConfig | None:
+    """A config whose :data:`NETWORK_SETTINGS` are those of ``model`` as :func:`~synergy_gym.agents.models.build_model`
+    builds it (None: a model with another features extractor, whose network no setting describes)."""
+    from dataclasses import replace
+
+    from synergy_gym.agents.features import SynergyExtractor
+
+    kwargs = getattr(model, "policy_kwargs", None) or {}
+    if kwargs.get("features_extractor_class") is not SynergyExtractor:
+        return None
+    extractor = kwargs.get("features_extractor_kwargs", {})
+    net_arch = kwargs.get("net_arch") or []
+    per_slot = isinstance(net_arch, dict)  # the per-slot head: its value function's layers; no policy MLP
+    return replace(TrainConfig(), action_head="per_slot" if per_slot else "linear",
+                   net_arch=list(net_arch["vf"] if isinstance(net_arch, dict) else net_arch),
+                   global_dim=extractor.get("global_dim"), slot_dim=extractor.get("slot_dim"),
+                   attention_heads=extractor.get("attention_heads", 0))
 
 
 def resume_notes(checkpoint: Path, cfg: TrainConfig) -> list[str]:

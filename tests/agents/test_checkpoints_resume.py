@@ -126,6 +126,15 @@ def _bad_resume(kind: str, run: Path, folder: Path) -> tuple[Path, list[str], li
         return model, ["--algo", "ppo", *more], [
             f"--resume {model}: a resumed run keeps its algorithm and network, but the config changes "
             "algo 'ppo' (the checkpoint's: 'maskable_ppo'); leave it as trained"]
+    if kind == "lone checkpoint of another network":  # no config.json: the defaults would be recorded, not its network
+        lone = folder / "lone"
+        lone.mkdir()
+        shutil.copy(model, lone / "last_model.zip")
+        shutil.copy(stats, lone / "vecnormalize.pkl")
+        return lone / "last_model.zip", more, [
+            f"--resume {lone / 'last_model.zip'}: a resumed run keeps its algorithm and network, but the config changes "
+            "net_arch [128, 128] (the checkpoint's: [16]); global_dim 128 (the checkpoint's: 16); slot_dim 32 (the "
+            "checkpoint's: 8); its run's config.json is missing, so set them as the model has them (--config)"]
     if kind == "other evaluations in place":  # its eval.csv would mix 10-job and 30-job workloads
         return copy, ["--env-kwargs", "num_jobs=30", *more, "--out", str(copy)], [
             f"--resume {model}: continuing in the run's own folder keeps its evaluations, but the config changes "
@@ -146,7 +155,8 @@ BAD_RESUMES = ["corrupt zip", "truncated model 10", "truncated model 50", "trunc
                "zip of something else", "zip that only looks like a model",
                "damaged model", "missing file", "folder without checkpoints", "other env shape", "statistics missing",
                "statistics corrupt", "statistics of something else", "already at timesteps", "past timesteps",
-               "other network", "other algorithm", "other evaluations in place", "into another run's folder",
+               "other network", "other algorithm", "lone checkpoint of another network", "other evaluations in place",
+               "into another run's folder",
                "malformed config.json"]
 
 
@@ -247,6 +257,19 @@ def test_a_fresh_run_into_a_run_folder_is_refused_and_leaves_it_as_it_was(run64,
     code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16",
                               "--out", str(empty)], capsys)
     assert code == 0, err  # an empty folder is fine
+
+
+def test_a_lone_checkpoint_resumes_with_its_network_given(run64, tmp_path, capsys):
+    """Without its run's config.json, the network settings given (--config) are checked against the model and recorded."""
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(run64 / "last_model.zip", lone / "last_model.zip")
+    shutil.copy(run64 / "vecnormalize.pkl", lone / "vecnormalize.pkl")
+    code, out, err = run_cli(["train", "--resume", str(lone / "last_model.zip"), *QUICK, "--config",
+                              str(tiny_config(tmp_path)), "--timesteps", "80", "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    recorded = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert (recorded["net_arch"], recorded["global_dim"], recorded["slot_dim"]) == ([16], 16, 8)
 
 
 def test_warm_start_settings_given_on_resume_are_notes(run64, tmp_path, capsys):
