@@ -37,9 +37,10 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from synergy_gym.baselines.registry import make_policy
+from synergy_gym.baselines.registry import make_policy, policy_names
 from synergy_gym.env import SynergyEnv
 from synergy_gym.env.summary import episode_summary
+from synergy_gym.errors import UnknownNameError
 from synergy_gym.experiments.evaluation import job_frame
 from synergy_gym.sim.bounds import no_wait_jct_s
 from synergy_gym.sim.cluster import ClusterSpec
@@ -115,8 +116,12 @@ def simulate_on_env(
     """
     import synergy_gym  # noqa: F401  (registers the environments)
 
+    policy = policy.strip().lower() if isinstance(policy, str) else policy  # as make_policy reads it, for the rows too
     if policy not in BOUNDS:
-        make_policy(policy)  # an unknown name fails before any work
+        try:
+            make_policy(policy)  # an unknown name fails before any work
+        except UnknownNameError:
+            raise UnknownNameError("simulator policy", str(policy), (*policy_names(), *BOUNDS)) from None
     env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
     try:
         base = cast(SynergyEnv, env.unwrapped)

@@ -31,6 +31,8 @@ RunUntil = Literal["window", "all"]
 #: ``sweep``, the env kwarg ``num_jobs``); larger counts are refused before
 #: anything runs, instead of failing later on an impossible allocation.
 MAX_JOBS = 1_000_000
+#: The most iterations a job may run: counts stay exact in float64 (the job table's progress is float).
+MAX_ITERS = 2**53
 
 #: More jobs for a run that needs them: each item extends the workload.
 JobStream = Iterator["Workload"]
@@ -80,7 +82,7 @@ class Workload:
         source: str = "workload",
     ) -> Workload:
         """Validate, fill defaults (model iteration time and demand) and sort by arrival."""
-        model = np.asarray(model, dtype=np.int64)
+        model = np.asarray(model)
         n = len(model)
         if n == 0:
             raise WorkloadError(f"{source}: no jobs")
@@ -91,7 +93,8 @@ class Workload:
                 raise WorkloadError(f"{source}: column {name} has {arr.shape[0] if arr.ndim else 1} values for {n} jobs")
             return arr
 
-        job_id = col("job_id", job_id, np.int64, 0)
+        job_id = _whole(source, "job_id", col("job_id", job_id, np.int64, 0))
+        model = _whole(source, "model index", model, job_id)
         gpus = col("gpus", gpus, np.int64, 1)
         arrival_s = col("arrival_s", arrival_s, np.float64, 0.0).astype(np.float64)
         total_iters = col("total_iters", total_iters, np.float64, 1)
@@ -109,8 +112,9 @@ class Workload:
         _check(source, job_id, "arrival_s", arrival_s, np.isfinite(arrival_s) & (arrival_s >= 0), "must be ≥ 0")
         _check(
             source, job_id, "total_iters", total_iters,
-            np.isfinite(total_iters) & (total_iters >= 1) & (total_iters == np.floor(total_iters)),
-            "must be a positive integer (is the duration negative or zero?)",
+            np.isfinite(total_iters) & (total_iters >= 1) & (total_iters == np.floor(total_iters))
+            & (total_iters <= MAX_ITERS),
+            "must be a positive integer up to 2**53 (is the duration negative, zero or too long?)",
         )
         _check(source, job_id, "iter_time_s", iter_time_s, np.isfinite(iter_time_s) & (iter_time_s > 0), "must be > 0")
         _check(source, job_id, "cpu_demand", cpu, np.isnan(cpu) | (cpu > 0), "must be > 0")
@@ -180,6 +184,10 @@ class Workload:
             raise WorkloadError("cannot join workloads over different model zoos")
         if len(more) and len(self) and more.arrival_s[0] < self.arrival_s[-1]:
             raise WorkloadError("a workload extension must arrive after the jobs it extends")
+        if len(more) and len(self) and more.job_id.min() <= self.job_id.max():  # (ids that grow need no search)
+            shared = np.intersect1d(self.job_id, more.job_id)
+            if shared.size:
+                raise WorkloadError(f"a workload extension repeats job_id {shared[0]} of the jobs it extends")
         parts = {
             name: np.concatenate([getattr(self, name), getattr(more, name)])
             for name in (
@@ -188,6 +196,20 @@ class Workload:
             )
         }
         return Workload(zoo=self.zoo, run_until=self.run_until, **parts)
+
+
+def _whole(source: str, field: str, values: np.ndarray, job_id: np.ndarray | None = None) -> np.ndarray:
+    """``values`` as int64 if every one is a whole number within int64's range (job ids, model indices)."""
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    i = 0  # (not numbers at all: the first is named)
+    if values.dtype.kind == "f":
+        ok = np.isfinite(values) & (values == np.floor(values)) & (np.abs(values) < 2.0**63)
+        if np.all(ok):
+            return values.astype(np.int64)
+        i = int(np.flatnonzero(~ok)[0])
+    job = f"job {job_id[i]}: " if job_id is not None else ""
+    raise WorkloadError(f"{source}: {job}{field} must be a whole number below 2**63, got {values[i].item()!r}")
 
 
 def _check(source: str, job_id: np.ndarray, field: str, values: np.ndarray, ok: np.ndarray, what: str) -> None:

@@ -94,6 +94,19 @@ def test_preemptive_multi_gpu_fifo_tune_matches_the_simulator():
     assert env["makespan_h"].tolist() == sim["makespan_h"].tolist()
 
 
+def test_simulator_names_and_bounds_are_read_in_any_case_and_rows_carry_the_name_as_read():
+    from synergy_gym.errors import UnknownNameError
+
+    kwargs = {"num_jobs": 10}
+    for given, name in (("FIFO+Tune ", "fifo+tune"), ("No-Wait-Bound", "no-wait-bound")):
+        rows = simulate_on_env(given, "Synergy-small-v0", [7], **kwargs)
+        assert rows["policy"].tolist() == [name]
+        assert rows["mean_jct_h"].tolist() == simulate_on_env(name, "Synergy-small-v0", [7], **kwargs)["mean_jct_h"].tolist()
+    with pytest.raises(UnknownNameError, match="unknown simulator policy 'nope'; valid: fifo\\+fair, .*, no-wait-bound, "
+                                               "contention-bound$"):
+        simulate_on_env("nope", "Synergy-small-v0", [7], **kwargs)
+
+
 def test_the_seed_is_the_workload_seed():
     import gymnasium as gym
 

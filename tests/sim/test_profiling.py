@@ -63,6 +63,13 @@ def test_bad_profiler_settings():
         ProfilerConfig(noise=-0.1)
     with pytest.raises(ConfigError, match="profile repeats must be a positive integer"):
         ProfilerConfig(repeats=0)
+    for seed in (-1, 1.5, "3"):  # numpy's own error came from inside the simulator's construction
+        with pytest.raises(ConfigError, match="profile seed must be a non-negative integer"):
+            ProfilerConfig(seed=seed)
+    for points in ((float("nan"),), (True,), (), (1.0, -2.0)):  # NaN used to be accepted, and changed the results
+        with pytest.raises(ConfigError, match="cpu_points must be positive CPU counts"):
+            ProfilerConfig(cpu_points=points)
+    assert ProfilerConfig(seed=3.0).seed == 3 and isinstance(ProfilerConfig(seed=3.0).seed, int)
 
 
 def test_profiled_sensitivity_runs_end_to_end_with_true_progress(make_workload):

@@ -21,6 +21,7 @@ def test_build_sorts_by_arrival_and_fills_model_defaults(make_workload, zoo):
         ({"arrivals": [-1]}, "arrival_s=-1 must be ≥ 0"),
         ({"gpus": [0]}, "gpus=0 must be a positive integer"),
         ({"iter_time_s": [0.0]}, "iter_time_s=0 must be > 0"),
+        ({"iters": [1e20]}, "total_iters=1e\\+20 must be a positive integer up to 2\\*\\*53"),  # overflowed int64
     ],
 )
 def test_invalid_jobs_are_rejected_naming_job_and_field(make_workload, kwargs, message):
@@ -53,3 +54,26 @@ def test_concat_keeps_order_and_rejects_earlier_jobs(make_workload, zoo):
     with pytest.raises(WorkloadError, match="must arrive after"):
         a.concat(early)
     assert np.shares_memory(a.job_id, joined.job_id) is False
+
+
+@pytest.mark.parametrize("field, values, shown", [
+    ("job_id", [1.5, 1.7], "job_id must be a whole number below 2\\*\\*63, got 1.5"),  # both became id 1
+    ("job_id", [1e30, 2], "job_id must be a whole number below 2\\*\\*63, got 1e\\+30"),  # overflowed
+    ("job_id", ["a", "b"], "job_id must be a whole number below 2\\*\\*63, got 'a'"),
+    ("model", [0.7, 1.2], "job 0: model index must be a whole number below 2\\*\\*63, got 0.7"),  # truncated to 0, 1
+])
+def test_ids_and_model_indices_must_be_whole_numbers(zoo, field, values, shown):
+    columns = {"job_id": [0, 1], "model": [0, 1], "gpus": [1, 1], "arrival_s": [0, 0], "total_iters": [100, 100]}
+    with pytest.raises(WorkloadError, match=f"workload: {shown}$"):
+        Workload.build(zoo, **{**columns, field: values})
+    whole = Workload.build(zoo, **{**columns, field: [float(v) for v in columns[field]]})
+    assert getattr(whole, field).dtype == np.int64 and getattr(whole, field).tolist() == columns[field]
+
+
+def test_an_extension_may_not_repeat_job_ids(zoo):
+    def jobs(ids, arrivals):
+        return Workload.build(zoo, job_id=ids, model=[0, 0], gpus=[1, 1], arrival_s=arrivals, total_iters=[3, 3])
+
+    with pytest.raises(WorkloadError, match="a workload extension repeats job_id 0 of the jobs it extends"):
+        jobs([0, 1], [0, 10]).concat(jobs([7, 0], [20, 30]))
+    assert jobs([5, 9], [0, 10]).concat(jobs([2, 7], [20, 30])).job_id.tolist() == [5, 9, 2, 7]  # ids need not grow
