@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from synergy_gym.baselines.compare_runs import CompareOutcome, CompareSpec, run_compare
+from synergy_gym.baselines.compare_runs import CompareOutcome, CompareSpec, load_text, run_compare
 from synergy_gym.baselines.plots import avg_jct_png, describe_runs, present
 from synergy_gym.baselines.registry import parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seeds
@@ -42,7 +43,7 @@ from synergy_gym.cli.guards import Estimate, check_size, compare_estimate, forma
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
 from synergy_gym.cli.staging import staged_outputs
-from synergy_gym.errors import SynergyGymError, UnknownNameError
+from synergy_gym.errors import PathError, SynergyGymError, UnknownNameError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.config import SimulationConfig
@@ -61,6 +62,13 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def fit(text: str, width: int, left: bool = False) -> str:
+    """``text`` aligned in a column ``width`` wide; a wider one overflows, but a space still parts it from its neighbour."""
+    if len(text) < width:
+        return text.ljust(width) if left else text.rjust(width)
+    return text + " " if left else " " + text
+
+
 def format_table(results: Sequence[dict[str, Any]]) -> str:
     """The results (one row per run) as the table the command prints."""
     show_sens = {r["sensitivity"] for r in results} != {"true"}
@@ -71,14 +79,14 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
     )
     lines = [header, "-" * len(header)]
     for r in results:
-        sens = f"{r['sensitivity']:<12}" if show_sens else ""
-        load = "-" if _missing(r["load"]) else f"{r['load']:g}"
+        sens = fit(r["sensitivity"], 12, left=True) if show_sens else ""
+        load = "-" if _missing(r["load"]) else load_text(r["load"])
         seed = "-" if _missing(r["seed"]) else f"{int(r['seed'])}"
         vs = "-" if math.isnan(r["speedup_vs_fair"]) else f"{r['speedup_vs_fair']:.2f}×"
-        lines.append(
-            f"{r['policy']:<14}{sens}{load:>6}{seed:>6}{r['mean_jct_h']:>12.2f}{r['median_jct_h']:>10.2f}"
-            f"{r['p99_jct_h']:>10.2f}{r['makespan_h']:>12.1f}{vs:>9}"
-        )
+        numbers = [(f"{r[k]:.{digits}f}", width) for k, digits, width in
+                   (("mean_jct_h", 2, 12), ("median_jct_h", 2, 10), ("p99_jct_h", 2, 10), ("makespan_h", 1, 12))]
+        lines.append(f"{fit(r['policy'], 14, left=True)}{sens}{fit(load, 6)}{fit(seed, 6)}"
+                     + "".join(fit(text, width) for text, width in numbers) + fit(vs, 9))
     return "\n".join(lines)
 
 
@@ -171,16 +179,24 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
     check_job_count(args.jobs, "--jobs")
     if args.trace is None and (args.arrival_scale != 1.0 or args.trace_mode != "real" or args.trace_format != "auto"):
         raise SynergyGymError("--arrival-scale, --trace-mode and --trace-format apply only with --trace")
+    if args.arrival_scale != 1.0 and args.trace_mode == "sampled":
+        raise SynergyGymError("--trace-mode sampled draws its arrivals at --load; --arrival-scale does not apply")
+    if not (math.isfinite(args.arrival_scale) and args.arrival_scale > 0):
+        raise SynergyGymError(f"--arrival-scale {args.arrival_scale!r}: must be a positive finite number")
     cluster = load_cluster(args.cluster)
     config = SimulationConfig(round_s=args.round_s, placement=args.placement, timing=args.timing)
     sensitivities = tuple(dict.fromkeys(x.strip() for x in args.sensitivity.split(",") if x.strip()))
     for sens in sensitivities or ("",):
         if sens not in SENSITIVITIES:
             raise UnknownNameError("sensitivity", sens, SENSITIVITIES)
+    profile_noise = ProfilerConfig(noise=args.profile_noise).noise  # a bad value is its own error first
+    if profile_noise != 0.0 and "profiled" not in sensitivities:
+        raise SynergyGymError(f"--profile-noise {args.profile_noise!r} applies only with --sensitivity profiled "
+                              "(or true,profiled)")
     return CompareSpec(
         policies=parse_policy_list(args.policies),
         sensitivities=sensitivities,
-        profile_noise=ProfilerConfig(noise=args.profile_noise).noise,
+        profile_noise=profile_noise,
         loads=parse_float_list(args.load, "--load") if args.load is not None else (9.0,),
         seeds=parse_seeds(args.seed, "--seed") if args.seed is not None else (42,),
         num_jobs=args.jobs,
@@ -219,6 +235,15 @@ def checked_cases(spec: CompareSpec, allow_large: bool, quiet: bool) -> tuple[li
 
 
 OUTPUT_FILES = ("results.csv", "jobs.csv", "avg_jct.png", "jct_cdf.png", "workloads/")
+
+
+def check_json_not_an_output(path: Path, out_dir: Path, outputs: Sequence[str]) -> None:
+    """Refuse a ``--json`` path that is one of the command's own ``outputs`` in ``out_dir`` (or inside one of its folders)."""
+    target = os.path.realpath(path)
+    for name in outputs:
+        own = os.path.realpath(out_dir / name.rstrip("/"))
+        if target == own or (name.endswith("/") and target.startswith(own + os.sep)):
+            raise PathError(f"--json {path}: is the command's own {name} in --out {out_dir}; name another file")
 #: Rows of ``jobs.csv`` from which writing the files is announced (a few seconds of work).
 ANNOUNCE_ROWS = 200_000
 
@@ -228,6 +253,7 @@ def main(args: argparse.Namespace) -> int:
     check_output_dir(out_dir, "--out", OUTPUT_FILES, create_parents=args.out is None)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out_dir, "--out"),))
+        check_json_not_an_output(args.json, out_dir, OUTPUT_FILES)
     started = utc_now()
     spec = spec_from_args(args)
     cases, size = checked_cases(spec, args.allow_large, args.quiet)

@@ -31,6 +31,15 @@ from synergy_gym.traces.trace_jobs import sample_workload, to_workload
 SAMPLED_JOBS = 1000
 
 
+def load_text(load: float) -> str:
+    """``load`` as it names a case or a sweep cell: ``9``, ``2.5``; exact, so that two loads never share a name.
+
+    ``{load:g}`` when that reads back as ``load``, else :func:`repr` (``9.0000001``, not ``9``).
+    """
+    short = f"{load:g}"
+    return short if float(short) == load else repr(float(load))
+
+
 @dataclass(frozen=True)
 class CompareSpec:
     """Everything a comparison runs; validated when built from arguments."""
@@ -95,7 +104,7 @@ class CompareSpec:
                     w = sample_workload(trace, self.num_jobs or SAMPLED_JOBS, load, seed, class_split=self.class_split,
                                         window=self.window)
                     w.check_fits(self.cluster, str(self.trace_csv))
-                    cases.append(WorkloadCase(label=f"{self.trace_csv.stem}_load{load:g}_seed{seed}",
+                    cases.append(WorkloadCase(label=f"{self.trace_csv.stem}_load{load_text(load)}_seed{seed}",
                                               make=_fixed(w), load=load, seed=seed))
             return cases
         cases = []
@@ -110,7 +119,7 @@ class CompareSpec:
                     num_jobs=self.num_jobs,
                     window=self.window,
                 )
-                cases.append(WorkloadCase(label=f"load{load:g}_seed{seed}", make=spec.stream, load=load, seed=seed))
+                cases.append(WorkloadCase(label=f"load{load_text(load)}_seed{seed}", make=spec.stream, load=load, seed=seed))
         return cases
 
 

@@ -10,7 +10,9 @@ Every finished cell is written at once and atomically to
 ``<out>/cells/<policy>__load<L>__seed<S>.json`` (its summary and the measured
 jobs' JCTs). Re-running the same command with the same ``--out`` skips the
 cells already there, so an interrupted sweep resumes without losing or
-duplicating results. At the end the folder gets
+duplicating results. Each cell records the settings it ran with (``--jobs``, ``--cluster``): a
+folder whose cells were made with other settings is refused (use another ``--out``), and a cell
+file that is unreadable, malformed or without settings is run again. At the end the folder gets
 
 ``results.csv`` (and ``results.parquet`` when pyarrow is installed)
     one row per cell: policy, load, seed and the run's summary;
@@ -30,10 +32,10 @@ On Ray a cell whose worker process dies is run again (up to
 :data:`~synergy_gym.baselines.sweep_cells.CELL_RETRIES` times), so a killed worker
 costs that cell's time, not the sweep.
 
-Inputs are checked (``--out``, ``--json``, policies, seeds, loads, ``--jobs``, cluster,
-Ray address) before anything is written, and so is the sweep's size: past the memory or
-time limits of :mod:`synergy_gym.cli.guards` (time divided among the Ray workers) it is
-refused unless ``--allow-large`` is given.
+Inputs are checked (``--out``, ``--json``, policies, seeds, loads – each once –, ``--jobs``,
+cluster, Ray address, the settings of the cells already in ``--out``) before anything is written,
+and so is the sweep's size: past the memory or time limits of :mod:`synergy_gym.cli.guards` (time
+divided among the Ray workers) it is refused unless ``--allow-large`` is given.
 """
 
 
@@ -54,11 +56,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from synergy_gym.baselines.compare import check_json_not_an_output, fit
+from synergy_gym.baselines.compare_runs import load_text
 from synergy_gym.baselines.plots import CI_LABEL, describe_runs
 from synergy_gym.baselines.registry import parse_policy_list
 from synergy_gym.baselines.sweep_cells import (
     CellFailed,
     SweepCell,
+    cell_settings,
+    check_cell_settings,
     connect_ray,
     finished_cells,
     interrupted_message,
@@ -105,7 +111,9 @@ def format_seed_summary(summary: pd.DataFrame) -> str:
              header, "-" * len(header)]
     for r in summary.to_dict("records"):
         ci = "-" if np.isnan(r["ci95_h"]) else f"± {r['ci95_h']:.2f}"
-        lines.append(f"{r['policy']:<14}{r['load']:>6g}{r['seeds']:>7}{r['mean_jct_h']:>12.2f}{ci:>11}")
+        mean = f"{r['mean_jct_h']:.2f}"
+        lines.append(f"{fit(r['policy'], 14, left=True)}{fit(load_text(r['load']), 6)}{fit(str(r['seeds']), 7)}"
+                     f"{fit(mean, 12)}{fit(ci, 11)}")
     if summary["seeds"].min() < 2:
         lines.append("(one seed: no confidence interval; pass several seeds, e.g. --seed 1..5)")
     return "\n".join(lines)
@@ -266,8 +274,13 @@ def main(args: argparse.Namespace) -> int:
     check_output_dir(out, "--out", OUTPUT_FILES, create_parents=args.out is None)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
+        check_json_not_an_output(args.json, out, OUTPUT_FILES)
+    if args.no_ray and args.address:
+        raise SynergyGymError(f"--address {args.address!r} is a Ray cluster, but --no-ray runs the cells in this process; "
+                              "give one of them")
     started_at = utc_now()
     plan = plan_from_args(args)
+    check_cell_settings(out, cell_settings(plan.num_jobs, plan.cluster))
     on_ray = not args.no_ray and importlib.util.find_spec("ray") is not None
     if args.address and not args.no_ray and not on_ray:
         raise SynergyGymError("--address given but Ray is not installed (pip install 'synergy-gym[ray]')")
@@ -286,7 +299,7 @@ def main(args: argparse.Namespace) -> int:
 
     def progress(row: dict, done: int, total: int) -> None:
         if not args.quiet:
-            print(f"  [{done}/{total}] {row['policy']:<12} load {row['load']:g} seed {row['seed']}: "
+            print(f"  [{done}/{total}] {row['policy']:<12} load {load_text(row['load'])} seed {row['seed']}: "
                   f"mean JCT {row['mean_jct_h']:.2f} h ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
     def kept() -> str:

@@ -2,8 +2,11 @@
 
 Each finished cell is written at once, atomically, to ``<out>/cells/<key>.json``
 (:func:`run_sweep`), so an interrupted or killed sweep resumes where it stopped
-(:func:`finished_cells`). On Ray a cell whose worker dies is retried
-(:data:`CELL_RETRIES`); only this process writes the cells' files, once per cell.
+(:func:`finished_cells`). Each cell records the settings it was run with (:func:`cell_settings`:
+``--jobs``, ``--cluster``); a folder whose cells were made with other settings is refused
+(:func:`check_cell_settings`), and a cell file that is unreadable or not a cell of this sweep is
+run again. On Ray a cell whose worker dies is retried (:data:`CELL_RETRIES`); only this process
+writes the cells' files, once per cell.
 """
 
 from __future__ import annotations
@@ -14,18 +17,21 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
+from typing import TypeGuard
 
 import pandas as pd
 
+from synergy_gym.baselines.compare_runs import load_text
 from synergy_gym.baselines.registry import make_policy
 from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.errors import SynergyGymError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.generator import SyntheticWorkload
+from synergy_gym.sim.metrics import RunSummary
 from synergy_gym.sim.simulator import Simulator
 
 #: Times Ray runs a cell again when its worker process dies (killed, out of memory).
@@ -49,7 +55,17 @@ class SweepCell:
 
     @property
     def key(self) -> str:
-        return f"{self.policy}__load{self.load:g}__seed{self.seed}"
+        """The cell's file name (no suffix); exact, so that two loads never share one (:func:`load_text`)."""
+        return f"{self.policy}__load{load_text(self.load)}__seed{self.seed}"
+
+    @property
+    def settings(self) -> dict:
+        return cell_settings(self.num_jobs, self.cluster)
+
+
+def cell_settings(num_jobs: int | None, cluster: ClusterSpec) -> dict:
+    """What, besides policy, load and seed, decides a cell's result; recorded in its file (JSON-ready)."""
+    return {"jobs": num_jobs, "cluster": asdict(cluster)}
 
 
 def run_cell(cell: SweepCell) -> dict:
@@ -74,17 +90,72 @@ def _cell_path(out: Path, cell: SweepCell) -> Path:
     return out / "cells" / f"{cell.key}.json"
 
 
+def _read_cell(path: Path) -> object:
+    """The JSON in a cell file; None if it cannot be read or decoded."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+#: The fields a cell file must have: its cell, settings and measured JCTs, and the run's summary (:class:`RunSummary`).
+_CELL_FIELDS = frozenset({"policy", "load", "seed", "jct_h", "settings"} | {f.name for f in fields(RunSummary)})
+
+
+def _is_result_of(row: object, cell: SweepCell) -> TypeGuard[dict]:
+    """``row`` is a whole result of ``cell``, run with its settings (else the cell is run again)."""
+    if not isinstance(row, dict) or not _CELL_FIELDS <= row.keys():
+        return False
+    number = isinstance(row["mean_jct_h"], (int, float)) and not isinstance(row["mean_jct_h"], bool)
+    return (number and isinstance(row["jct_h"], list) and row["settings"] == cell.settings
+            and (row["policy"], row["load"], row["seed"]) == (cell.policy, cell.load, cell.seed))
+
+
 def finished_cells(out: Path, cells: Iterable[SweepCell]) -> dict[str, dict]:
-    """Cells of ``cells`` whose result file is already in ``out`` (unreadable files count as missing)."""
+    """Cells of ``cells`` whose result file is already in ``out``.
+
+    A file that cannot be read or decoded, or that is not a whole result of its cell with the cell's
+    settings (malformed, cut short, or written by an older synergy-gym without settings), counts as
+    missing: the cell runs again and its file is replaced.
+    """
     done = {}
     for cell in cells:
         path = _cell_path(out, cell)
         if path.is_file():
-            try:
-                done[cell.key] = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
+            row = _read_cell(path)
+            if _is_result_of(row, cell):
+                done[cell.key] = row
     return done
+
+
+def check_cell_settings(out: Path, settings: dict) -> None:
+    """Refuse, in one line, an ``out`` whose cells were made with other settings (:func:`cell_settings`)."""
+    folder = out / "cells"
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("*.json")):
+        row = _read_cell(path)
+        other = row.get("settings") if isinstance(row, dict) else None
+        if not isinstance(other, dict) or other.keys() != settings.keys() or not isinstance(other["cluster"], dict):
+            continue  # a malformed cell is not reused (finished_cells): it runs again
+        if other != settings:
+            raise SynergyGymError(f"--out {out}: its cells were made with {_differs(other, settings)}; "
+                                  "use another --out for other settings (the same settings resume it)")
+
+
+def _differs(old: dict, new: dict) -> str:
+    """The first setting of ``old`` that is not that of ``new``, as ``--jobs 40, not --jobs 200``."""
+    if old["jobs"] != new["jobs"]:
+        was, now = ("the open-ended run (no --jobs)" if n is None else f"--jobs {n}" for n in (old["jobs"], new["jobs"]))
+        return f"{was}, not {now}"
+    names = [k for k in new["cluster"] if old["cluster"].get(k) != new["cluster"][k]] or ["cluster"]
+    try:
+        was, now = ClusterSpec(**old["cluster"]).describe(), ClusterSpec(**new["cluster"]).describe()
+    except (TypeError, ValueError, SynergyGymError):
+        was = now = ""
+    if was == now:
+        was, now = (", ".join(f"{k} {c.get(k)}" for k in names) for c in (old["cluster"], new["cluster"]))
+    return f"--cluster {was}, not {now}"
 
 
 def interrupted_message(out: Path, cells: list[SweepCell], same_out: bool) -> str:
@@ -167,6 +238,7 @@ def run_sweep(
     def record(cell: SweepCell, row: dict) -> None:
         if cell.key in done:  # a result that arrives twice is written once
             return
+        row = {**row, "settings": cell.settings}
         atomic_write_text(_cell_path(out, cell), json.dumps(row) + "\n")
         done[cell.key] = row
         if on_cell is not None:
@@ -178,7 +250,7 @@ def run_sweep(
         for cell in todo:
             record(cell, fn(cell))
     rows = [done[c.key] for c in cells]
-    return pd.DataFrame([{k: v for k, v in r.items() if k != "jct_h"} for r in rows]), rows
+    return pd.DataFrame([{k: v for k, v in r.items() if k not in ("jct_h", "settings")} for r in rows]), rows
 
 
 def _run_on_ray(ray_module: ModuleType, fn: Callable[[SweepCell], dict], todo: list[SweepCell],

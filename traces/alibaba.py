@@ -12,8 +12,9 @@ start_time``; requested GPUs = Σ over its tasks of ``inst_num · plan_gpu / 100
 rounded up to whole GPUs (fractional GPUs become one); requested CPUs and
 memory = Σ ``inst_num · plan_cpu / 100`` and ``inst_num · plan_mem``, divided by
 the GPUs – the job's requested share per GPU. Jobs without GPU tasks (CPU-only
-jobs), without tasks, or with a missing field, a duration ≤ 0 or a bad time
-are skipped and counted.
+jobs), without tasks, or with a missing field, a duration ≤ 0, a bad time or
+a task with a negative ``inst_num``, ``plan_cpu``, ``plan_mem`` or
+``plan_gpu`` are skipped and counted.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) ->
     tasks = _read(task_table, TASK_COLUMNS, "an Alibaba PAI task table", "Alibaba PAI task table")
     for col in ("inst_num", "plan_cpu", "plan_mem", "plan_gpu"):
         tasks[col] = pd.to_numeric(tasks[col], errors="coerce")
+    negative = (tasks[["inst_num", "plan_cpu", "plan_mem", "plan_gpu"]] < 0).any(axis=1)
     tasks["gpus"] = tasks["inst_num"] * tasks["plan_gpu"] / 100.0
     tasks["cpus"] = tasks["inst_num"] * tasks["plan_cpu"] / 100.0
     tasks["mem"] = tasks["inst_num"] * tasks["plan_mem"]
@@ -89,12 +91,14 @@ def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) ->
     gpus = frame["gpus"].to_numpy(dtype=float)
     duration = end - start
     has_tasks = frame["job_name"].isin(per_job.index).to_numpy()
+    has_negative = frame["job_name"].isin(tasks.loc[negative, "job_name"]).to_numpy()
     skipped: dict[str, int] = {}
     ok = np.ones(len(frame), dtype=bool)
     for reason, bad in (
         ("no task", ~has_tasks),
         ("bad or missing time", ~(np.isfinite(start) & np.isfinite(end))),
         ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
+        ("negative inst_num, plan_cpu, plan_mem or plan_gpu", has_negative),
         ("no GPU (CPU-only job)", ~(gpus > 0)),
     ):
         skipped[reason] = int(np.count_nonzero(bad & ok))

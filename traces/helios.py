@@ -4,8 +4,9 @@ Columns used: ``submit_time`` (``YYYY-MM-DD HH:MM:SS``), ``duration`` (seconds;
 or ``start_time``/``end_time``), ``gpu_num`` and ``cpu_num`` (others, e.g.
 ``job_id, user, vc, node_num, state``, are ignored). The job's requested CPUs
 per GPU are ``cpu_num / gpu_num``; Helios records no memory request, so the
-model's applies. CPU-only jobs (``gpu_num`` 0), rows with a missing field, a
-bad time or a duration ≤ 0 are skipped and counted.
+model's applies; an empty ``cpu_num`` (or 0) is no request. CPU-only jobs
+(``gpu_num`` 0), rows with a missing field, a bad time, a duration ≤ 0 or a
+``cpu_num`` that is negative, infinite or not a number are skipped and counted.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def read_helios(path: str | Path) -> TraceJobs:
         raise WorkloadError(f"{path}: not a Helios trace: missing column(s) duration (or start_time and end_time)")
     gpus = pd.to_numeric(frame["gpu_num"], errors="coerce").to_numpy(dtype=float)
     cpus = pd.to_numeric(frame["cpu_num"], errors="coerce").to_numpy(dtype=float)
+    cpu_given = frame["cpu_num"].notna().to_numpy() & (frame["cpu_num"].astype(str).str.strip() != "").to_numpy()
     skipped: dict[str, int] = {}
     ok = np.ones(len(frame), dtype=bool)
     for reason, bad in (
@@ -45,6 +47,8 @@ def read_helios(path: str | Path) -> TraceJobs:
         ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
         ("missing gpu_num", ~np.isfinite(gpus)),
         ("no GPU (CPU-only job)", np.isfinite(gpus) & ((gpus < 1) | (gpus != np.floor(gpus)))),
+        ("non-numeric or infinite cpu_num", cpu_given & ~np.isfinite(cpus)),
+        ("cpu_num < 0", cpus < 0),
     ):
         skipped[reason] = int(np.count_nonzero(bad & ok))
         ok &= ~bad

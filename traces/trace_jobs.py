@@ -4,8 +4,11 @@ Every trace loader returns :class:`TraceJobs`: submit times (from 0, sorted),
 durations, GPU counts and – where the trace has them – the CPUs and memory per
 GPU the job requested. Rows a loader cannot use (a missing field, a bad
 timestamp, a duration ≤ 0, no GPU) are **skipped and counted**: one
-:class:`TraceWarning` per file gives the counts by reason. A file that is not
-a trace of that format (missing columns, unreadable, no usable job) is
+:class:`TraceWarning` per file gives the counts by reason. So are rows beyond
+the limits of a workload file (:mod:`synergy_gym.traces.workload_columns`): a
+submit time beyond ±:data:`MAX_SECONDS`, a duration over it, a GPU count over
+2^53. A file that is not a trace of that format (missing columns, unreadable,
+no usable job, kept submit times spanning more than :data:`MAX_SECONDS`) is
 **rejected** with a one-line error.
 
 A trace becomes a workload in one of two ways:
@@ -21,12 +24,16 @@ Either way models are assigned by the class split in arrival order, a job's
 duration is its run time at the fair share (``total_iters = ceil(duration /
 iter_time)``), a requested CPU/memory share becomes the job's demand, the
 measured window is the middle half of the jobs unless given, and a run ends
-when every job has finished.
+when every job has finished. A job whose arrival (after scaling) or run time
+is over :data:`MAX_SECONDS` is refused with a one-line error naming the file,
+the job and the value.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +43,7 @@ from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import Workload, middle_half_window
+from synergy_gym.traces.workload_columns import MAX_INTEGER, MAX_SECONDS
 
 #: The paper's simulator keeps Philly jobs lasting between 60·10^1.5 s (31.6 min) and 60·10^4 s (6.9 days).
 REFERENCE_DURATION_RANGE_S: tuple[float, float] = (60 * 10**1.5, 60 * 10**4)
@@ -77,23 +85,37 @@ class TraceJobs:
         gpu_count = np.asarray(gpus, dtype=float)
         cpu = np.full(n, np.nan) if cpu_per_gpu is None else np.asarray(cpu_per_gpu, dtype=float)
         mem = np.full(n, np.nan) if mem_per_gpu is None else np.asarray(mem_per_gpu, dtype=float)
-        skipped = {k: v for k, v in (skipped or {}).items() if v}
+        skipped = dict(skipped or {})
         keep = np.ones(n, dtype=bool)
+        for reason, bad in (  # the limits of a workload file, so that no later sum or int64 cast overflows
+            (f"submit time beyond ±{MAX_SECONDS:g} s", ~(np.abs(submit) <= MAX_SECONDS)),
+            (f"duration over {MAX_SECONDS:g} s", ~(duration <= MAX_SECONDS)),
+            ("GPU count over 2^53", ~(gpu_count <= MAX_INTEGER)),
+        ):
+            skipped[reason] = skipped.get(reason, 0) + int(np.count_nonzero(bad & keep))
+            keep &= ~bad
+        skipped = {k: v for k, v in skipped.items() if v}
         filtered = 0
         if duration_range is not None:
             lo, hi = duration_range
-            inside = (duration > lo) & (duration < hi)
-            filtered = int(np.count_nonzero(~inside))
-            keep &= inside
+            outside = keep & ~((duration > lo) & (duration < hi))
+            filtered = int(np.count_nonzero(outside))
+            keep &= ~outside
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(skipped.items()))
         skipped_text = f"skipped {sum(skipped.values())} malformed row(s): {reasons}" if skipped else ""
         if not keep.any():  # one line, no warning before it
             why = "; ".join(t for t in (skipped_text, f"{filtered} outside the duration filter" if filtered else "") if t)
             raise WorkloadError(f"{source}: no usable job ({why or 'no rows'})")
-        if skipped:
-            warnings.warn(f"{source}: {skipped_text}", TraceWarning, stacklevel=3)
         order = np.argsort(submit[keep], kind="stable")
         submit_kept = submit[keep][order]
+        span = submit_kept[-1] - submit_kept[0]
+        if span > MAX_SECONDS:  # each time is within ±MAX_SECONDS, but not all are within MAX_SECONDS of the first
+            raise WorkloadError(
+                f"{source}: the submit times span {span:g} s (from {submit_kept[0]:g} to {submit_kept[-1]:g}), "
+                f"more than {MAX_SECONDS:g} s (about 31,700 years): a timestamp is wrong"
+            )
+        if skipped:
+            warnings.warn(f"{source}: {skipped_text}", TraceWarning, stacklevel=3)
         return cls(
             source=source,
             submit_s=submit_kept - submit_kept[0],
@@ -125,13 +147,24 @@ def _to_workload(
     if not 0 <= a < b <= n:
         raise WorkloadError(f"window {a}:{b} must satisfy 0 ≤ A < B ≤ {n}")
     ids = np.arange(n, dtype=np.int64)
+    duration = trace.duration_s[idx]
+    total_iters = np.ceil(duration / iter_time)
+    run_time = total_iters * iter_time
+    _refuse(source, ~(arrival_s <= MAX_SECONDS),
+            lambda i: f"arrival_s={arrival_s[i]:g} s must be at most {MAX_SECONDS:g} s (about 31,700 years)")
+    _refuse(source, total_iters > MAX_INTEGER,
+            lambda i: f"total_iters={total_iters[i]:.15g} (duration {duration[i]:g} s / iter_time_s {iter_time[i]:g}) "
+            f"must be at most 2^53 = {MAX_INTEGER}")
+    _refuse(source, run_time > MAX_SECONDS,
+            lambda i: f"run time {run_time[i]:.15g} s (duration {duration[i]:g} s in whole iterations of "
+            f"{iter_time[i]:g} s) must be at most {MAX_SECONDS:g} s (about 31,700 years)")
     return Workload.build(
         zoo,
         job_id=ids,
         model=model,
         gpus=trace.gpus[idx],
         arrival_s=arrival_s,
-        total_iters=np.ceil(trace.duration_s[idx] / iter_time),
+        total_iters=total_iters,
         iter_time_s=iter_time,
         cpu_demand_per_gpu=trace.cpu_per_gpu[idx],
         mem_demand_per_gpu=trace.mem_per_gpu[idx],
@@ -139,6 +172,13 @@ def _to_workload(
         run_until="all",
         source=source,
     )
+
+
+def _refuse(source: str, bad: np.ndarray, what: Callable[[int], str]) -> None:
+    """Fail on the first job where ``bad`` holds (its id is its position); ``what(i)`` says why."""
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise WorkloadError(f"{source}: job {i}: {what(i)}")
 
 
 def to_workload(
@@ -152,12 +192,17 @@ def to_workload(
     """The trace's first ``max_jobs`` jobs at their own submit times (× ``arrival_scale``)."""
     if max_jobs is not None and max_jobs < 1:
         raise WorkloadError(f"max_jobs must be a positive integer, got {max_jobs!r}")
-    if not arrival_scale > 0:
-        raise WorkloadError(f"arrival_scale must be > 0, got {arrival_scale!r}")
+    if not (arrival_scale > 0 and math.isfinite(arrival_scale)):
+        raise WorkloadError(f"arrival_scale must be a finite number > 0, got {arrival_scale!r}")
     n = len(trace) if max_jobs is None else min(max_jobs, len(trace))
     idx = np.arange(n)
-    return _to_workload(trace, zoo or ModelZoo.default(), trace.submit_s[idx] * arrival_scale, idx, class_split,
-                        window, trace.source)
+    submit = trace.submit_s[idx]
+    with np.errstate(over="ignore"):  # inf: refused below
+        arrival = submit * arrival_scale
+    _refuse(trace.source, ~(arrival <= MAX_SECONDS),
+            lambda i: f"submit time {submit[i]:g} s × arrival_scale {arrival_scale:g} = {arrival[i]:g} s "
+            f"must be at most {MAX_SECONDS:g} s (about 31,700 years)")
+    return _to_workload(trace, zoo or ModelZoo.default(), arrival, idx, class_split, window, trace.source)
 
 
 def sample_workload(

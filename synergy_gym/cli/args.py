@@ -127,13 +127,20 @@ def check_job_count(value: int | None, flag: str = "--jobs") -> int | None:
 
 
 def parse_float_list(text: str, flag: str = "--load") -> tuple[float, ...]:
-    """``"5,7,9"`` → positive finite numbers."""
+    """``"5,7,9"`` → positive finite numbers, each once (``9,9.0`` is an error naming the repeated value)."""
     import math
 
+    parts = [v.strip() for v in text.split(",") if v.strip()]
     try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
+        values = tuple(float(v) for v in parts)
     except ValueError:
         raise SynergyGymError(f"{flag} {text!r}: expected numbers like 5,7,9") from None
     if not values or any(not math.isfinite(v) or v <= 0 for v in values):
         raise SynergyGymError(f"{flag} {text!r}: values must be positive numbers")
+    seen: dict[float, str] = {}
+    for part, value in zip(parts, values):
+        if value in seen:
+            same = "is given twice" if part == seen[value] else f"is the same number as {seen[value]}"
+            raise SynergyGymError(f"{flag} {text!r}: {part} {same}; give each value once")
+        seen[value] = part
     return values

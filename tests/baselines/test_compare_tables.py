@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synergy_gym.baselines.compare import JSON_FIELDS, job_rows
+from synergy_gym.baselines.compare import JSON_FIELDS, format_table, job_rows
 from synergy_gym.baselines.compare_runs import CompareSpec, run_compare
 from synergy_gym.baselines.plots import describe_runs, group_stats, make_avg_jct_figure
 from synergy_gym.cli.csv_text import csv_text
@@ -73,3 +73,13 @@ def test_the_average_jct_figure_is_the_same_from_rows_and_from_a_dataframe(outco
         pyplot().close(fig)
     assert drawn[0] == drawn[1]
     assert drawn[0][0] or drawn[0][1]  # something was drawn
+
+
+def test_the_table_keeps_wide_numbers_apart_and_ordinary_rows_as_they_were(outcome):
+    expected = [f"{r['policy']:<14}{r['load']:>6g}{r['seed']:>6}{r['mean_jct_h']:>12.2f}{r['median_jct_h']:>10.2f}"
+                f"{r['p99_jct_h']:>10.2f}{r['makespan_h']:>12.1f}{r['speedup_vs_fair']:>8.2f}×" for r in outcome.results]
+    assert format_table(outcome.results).splitlines()[2:] == expected  # the columns of old, where the numbers fit
+    wide = {**outcome.results[0], "policy": "ftf_ref+opt_lp", "load": 9.0000001, "p99_jct_h": 88.52,
+            "makespan_h": 31997769061.3, "mean_jct_h": 1e12}
+    assert format_table([wide]).splitlines()[2].split()[:7] == [
+        "ftf_ref+opt_lp", "9.0000001", "1", "1000000000000.00", f"{wide['median_jct_h']:.2f}", "88.52", "31997769061.3"]

@@ -5,6 +5,8 @@ import json
 import pandas as pd
 import pytest
 
+from synergy_gym.baselines.sweep import format_seed_summary
+from synergy_gym.baselines.sweep_cells import SweepCell
 from synergy_gym.cli import main
 
 SPEC = ["--policies", "fifo+fair,fifo+tune", "--load", "20,40", "--seed", "0..1", "--jobs", "60", "--quiet",
@@ -72,3 +74,80 @@ def test_bad_sweep_specs_give_one_line_errors_and_write_nothing(tmp_path, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not out.exists()
+
+
+# -- resuming only what was run with the same settings; malformed cells; exact keys -------------------
+
+ONE = ["--policies", "fifo+tune", "--load", "40", "--seed", "1", "--no-ray", "--quiet"]
+
+
+@pytest.mark.parametrize(
+    "first, second, message",
+    [
+        (["--jobs", "20", "--cluster", "small"], ["--jobs", "30", "--cluster", "small"], "made with --jobs 20, not --jobs 30"),
+        (["--jobs", "20", "--cluster", "small"], ["--cluster", "small"], "--jobs 20, not the open-ended run (no --jobs)"),
+        (["--jobs", "20", "--cluster", "small"], ["--jobs", "20", "--cluster", "large"], "made with --cluster 4 servers"),
+    ],
+)
+def test_an_out_made_with_other_settings_is_refused_and_left_as_it_was(tmp_path, capsys, first, second, message):
+    out = tmp_path / "s"
+    assert main(["sweep", *ONE, *first, "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["sweep", *ONE, *second, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--out {out}: its cells were made with" in err and message in err, err
+    assert "use another --out" in err
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_a_cluster_file_that_differs_in_one_field_is_named(tmp_path, capsys):
+    out, toml = tmp_path / "s", tmp_path / "c.toml"
+    toml.write_text("num_servers = 4\nstorage_mb_s_per_server = 500\n")
+    assert main(["sweep", *ONE, "--jobs", "20", "--cluster", str(toml), "--out", str(out)]) == 0
+    toml.write_text("num_servers = 4\nstorage_mb_s_per_server = 600\n")  # the same description, another result
+    assert main(["sweep", *ONE, "--jobs", "20", "--cluster", str(toml), "--out", str(out)]) == 2
+    assert "--cluster storage_mb_s_per_server 500.0, not storage_mb_s_per_server 600.0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["[]", '{"policy": "fifo+tune"}', "null", "{not json", "legacy", "other load"])
+def test_a_malformed_or_foreign_cell_file_is_run_again(tmp_path, capsys, content):
+    out = tmp_path / "s"
+    args = ["sweep", *ONE, "--jobs", "20", "--cluster", "small", "--out", str(out)]
+    assert main(args) == 0
+    path = out / "cells" / "fifo+tune__load40__seed1.json"
+    good = json.loads(path.read_text())
+    assert good["settings"]["jobs"] == 20 and good["settings"]["cluster"]["num_servers"] == 4
+    if content == "legacy":  # written before cells recorded their settings
+        content = json.dumps({k: v for k, v in good.items() if k != "settings"})
+    elif content == "other load":
+        content = json.dumps({**good, "load": 40.0000001})
+    path.write_text(content)
+    assert main(args) == 0, capsys.readouterr().err
+    assert json.loads(path.read_text())["jct_h"] == good["jct_h"]
+    assert _table(out)["mean_jct_h"].tolist() == [good["mean_jct_h"]]
+
+
+def test_repeated_loads_are_refused_and_near_equal_ones_have_their_own_cells(tmp_path, capsys):
+    for load, message in (("9,9", "9 is given twice"), ("9,9.0", "9.0 is the same number as 9")):
+        assert main(["sweep", "--policies", "fifo+tune", "--load", load, "--seed", "1", "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--load '{load}': {message}" in err, err
+    assert not (tmp_path / "o").exists()
+    keys = {SweepCell("fifo+tune", load, 1).key for load in (9.0, 9.0000001, 2.5, 1e-9)}
+    assert keys == {"fifo+tune__load9__seed1", "fifo+tune__load9.0000001__seed1", "fifo+tune__load2.5__seed1",
+                    "fifo+tune__load1e-09__seed1"}
+
+
+def test_address_with_no_ray_is_refused(tmp_path, capsys):
+    assert main(["sweep", *ONE, "--address", "127.0.0.1:6379", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--address '127.0.0.1:6379'" in err and "--no-ray" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_seed_table_keeps_wide_numbers_apart():
+    summary = pd.DataFrame({"policy": ["ftf_ref+opt_lp"], "load": [9.0000001], "seeds": [2],
+                            "mean_jct_h": [123456789012.5], "ci95_h": [98765432.1]})
+    row = format_seed_summary(summary).splitlines()[3]
+    assert row.split() == ["ftf_ref+opt_lp", "9.0000001", "2", "123456789012.50", "±", "98765432.10"]

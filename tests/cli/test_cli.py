@@ -70,6 +70,11 @@ def _write(path, text):
 HEADER = "job_id,model,gpus,arrival_s,total_iters,in_measured_window\n"
 
 
+def _trace(d):
+    return _write(d / "t.csv", "timestamp,duration,num_gpus\n"
+                  + "".join(f"2017-10-09 06:{m:02d}:00,{3600 * (m + 1)},1\n" for m in range(30)))
+
+
 @pytest.mark.parametrize(
     "case, extra, message",
     [
@@ -91,6 +96,16 @@ HEADER = "job_id,model,gpus,arrival_s,total_iters,in_measured_window\n"
         ("replay with load", lambda d: ["--workload", _write(d / "w.csv", HEADER + "0,gnmt,1,0,100,1\n"), "--load", "5"],
          "--workload fixes the jobs; --load does not apply"),
         ("missing workload file", lambda d: ["--workload", str(d / "nope.csv")], "does not exist"),
+        ("repeated load", lambda d: ["--load", "9,5,9"], "--load '9,5,9': 9 is given twice"),
+        ("equal loads", lambda d: ["--load", "9,9.0"], "--load '9,9.0': 9.0 is the same number as 9"),
+        ("scale of sampled arrivals", lambda d: ["--trace", _trace(d), "--trace-mode", "sampled", "--arrival-scale", "0.5"],
+         "--trace-mode sampled draws its arrivals at --load; --arrival-scale does not apply"),
+        ("infinite arrival scale", lambda d: ["--trace", _trace(d), "--arrival-scale", "inf"],
+         "--arrival-scale inf: must be a positive finite number"),
+        ("nan arrival scale", lambda d: ["--trace", _trace(d), "--arrival-scale", "nan"], "--arrival-scale nan: must be"),
+        ("zero arrival scale", lambda d: ["--trace", _trace(d), "--arrival-scale", "0"], "--arrival-scale 0.0: must be"),
+        ("noise without profiling", lambda d: ["--profile-noise", "0.05"],
+         "--profile-noise 0.05 applies only with --sensitivity profiled"),
     ],
 )
 def test_bad_input_gives_one_line_error_and_writes_nothing(tmp_path, capsys, case, extra, message):
@@ -118,3 +133,12 @@ def test_console_script_and_module_entry_point(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "unknown policy 'nope'" in done.stderr
     helped = subprocess.run([sys.executable, "-m", "synergy_gym", "compare", "--help"], capture_output=True, text=True)
     assert helped.returncode == 0 and "--workload" in helped.stdout
+
+
+def test_profile_noise_applies_to_the_profiled_runs(tmp_path):
+    js = tmp_path / "r.json"
+    args = ["compare", "--quiet", "--jobs", "40", "--cluster", "small", "--policies", "fifo+tune",
+            "--out", str(tmp_path / "o"), "--json", str(js), "--sensitivity", "true,profiled", "--profile-noise", "0.05"]
+    assert main(args) == 0
+    rows = json.loads(js.read_text())["results"]
+    assert [r["sensitivity"] for r in rows] == ["true", "profiled"]

@@ -126,6 +126,20 @@ def test_json_may_not_be_the_out_folder(place, capsys, command):
     assert snapshot(place) == before
 
 
+@pytest.mark.parametrize("command, path, own", [
+    ("compare", "adir/results.csv", "results.csv"), ("compare", "adir/workloads", "workloads/"),
+    ("compare", "adir/workloads/r.json", "workloads/"), ("sweep", "adir/results.json", "results.json"),
+    ("sweep", "adir/cells/r.json", "cells/"), ("sweep", "adir/avg_jct_vs_load.png", "avg_jct_vs_load.png"),
+])
+def test_json_may_not_be_one_of_the_commands_own_outputs(place, capsys, command, path, own):
+    if path.count("/") == 2:  # inside an output folder, there from an earlier run
+        (place / path).parent.mkdir()
+    before = snapshot(place)
+    code, out, err = run_cli([*COMMANDS[command], "--out", "adir", "--json", path], capsys)
+    assert_refused(code, out, err, "--json", path, f"is the command's own {own} in --out adir")
+    assert snapshot(place) == before
+
+
 @pytest.mark.parametrize("command, inside", [("compare", "results.csv"), ("compare", "jct_cdf.png"),
                                              ("sweep", "results.csv"), ("trace-stats", "trace_stats.png"),
                                              ("evaluate", "results.json"), ("train", "config.json")])
