@@ -185,6 +185,7 @@ class HeuristicRelativeReward(gym.Wrapper):
         self._cache: tuple[np.ndarray, np.ndarray, dict] | None = None
         self.curve: JobTimeCurve | None = None
         self._charged = 0.0
+        self._reference_mean_h: float | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         inner = self.env.unwrapped
@@ -204,6 +205,8 @@ class HeuristicRelativeReward(gym.Wrapper):
                 cache.put(key, (arrival, finish, info))
         obs, env_info = self.env.reset(options=options)
         self.curve = JobTimeCurve(arrival, finish)
+        # The environment's own mean over the jobs that had arrived (a truncated run's later jobs count nothing).
+        self._reference_mean_h = info.get("mean_jct_h")
         self._charged = 0.0
         return obs, env_info
 
@@ -225,7 +228,8 @@ class HeuristicRelativeReward(gym.Wrapper):
             info = dict(info)
             info["reference_policy"] = self.heuristic_name
             info["reference_jct_sum_h"] = curve.total / 3600.0
-            info["reference_mean_jct_h"] = curve.total / 3600.0 / max(1, curve.arrival.size)
+            info["reference_mean_jct_h"] = (float(self._reference_mean_h) if self._reference_mean_h is not None
+                                            else curve.total / 3600.0 / max(1, curve.arrival.size))
         return obs, reward, terminated, truncated, info
 
     def close(self) -> None:

@@ -9,7 +9,8 @@ and steps/s through ``gym.make`` (which adds Gymnasium's checker and
 order-enforcing wrappers), each after an untimed warm-up. It says whether the
 kernels are compiled (numba) or run as plain Python (numba not installed). Run it
 on an otherwise idle machine, pinned to one core (``taskset -c 1``); on a shared
-one, ``--repeat 3`` keeps the best of three measurements of each.
+one, ``--repeat 3`` keeps the best of three measurements of each. The first line names the
+machine, the cores the run may use and the load average.
 
     python benchmarks/bench_env.py [--seconds 5] [--repeat 1] [--env Synergy-small-v0 ...] [--mode default preemptive]
         [--policy tetris+greedy]
@@ -18,10 +19,13 @@ one, ``--repeat 3`` keeps the best of three measurements of each.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import time
 
 import gymnasium as gym
 import numpy as np
+from machine import cores, cpu_model, load_average, positive_int  # benchmarks/machine.py, beside this script
 
 import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym.sim import kernels
@@ -88,14 +92,24 @@ def main() -> None:
     parser.add_argument("--policy", default=None, metavar="NAME",
                         help="an env heuristic (e.g. tetris+greedy) instead of random valid actions, on the held-out "
                              "workload seeds from 1,000,000; its own time counts")
-    parser.add_argument("--repeat", type=int, default=1, help="measurements of each, the fastest reported")
+    parser.add_argument("--repeat", type=positive_int, default=1, help="measurements of each, the fastest reported")
     parser.add_argument("--no-wrapped", action="store_true", help="skip the gym.make measurement")
     args = parser.parse_args()
+    for env_id in args.env:
+        try:
+            gym.spec(env_id)
+        except gym.error.Error as e:
+            parser.error(f"argument --env: {env_id!r}: {e}")
     policy = None
     if args.policy is not None:
         from synergy_gym.baselines.env_heuristics import env_heuristics
 
-        policy = env_heuristics()[args.policy]
+        heuristics = env_heuristics()
+        if args.policy not in heuristics:
+            parser.error(f"argument --policy: unknown env heuristic {args.policy!r}; valid: {', '.join(heuristics)}")
+        policy = heuristics[args.policy]
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
+          f"Python {platform.python_version()}; {cores()}")
     print(f"kernels: {'numba' if hasattr(kernels.run_rounds, 'py_func') else 'plain Python (numba is not installed)'}; "
           f"actions: {args.policy or 'random valid'}")
     print(f"{'env':<25}{'mode':<13}{'raw steps/s':>12}{'episodes/s':>12}{'steps/episode':>15}{'gym.make steps/s':>18}")

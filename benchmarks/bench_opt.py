@@ -5,7 +5,8 @@ class split, all admitted – for 32, 128 and 512 admitted jobs on clusters of
 32, 128 and 512 GPUs (jobs ≤ GPUs). Prints the median and
 worst first-stage solve time over ``--rounds`` states, the time of the whole
 round (solve + placement), and the throughput OPT reaches before placement
-relative to Tune's on the same state.
+relative to Tune's on the same state. The first line names the machine, the cores the run
+may use and the load average.
 
     python benchmarks/bench_opt.py [--rounds 20]
 """
@@ -13,9 +14,12 @@ relative to Tune's on the same state.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import time
 
 import numpy as np
+from machine import cores, cpu_model, load_average, positive_int  # benchmarks/machine.py, beside this script
 
 from synergy_gym import ClusterSpec, Tune
 from synergy_gym.baselines.opt import SynergyOpt
@@ -35,8 +39,10 @@ def round_state(gpus: int, jobs: int, seed: int) -> tuple[JobTable, list[int]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=positive_int, default=20)
     args = parser.parse_args()
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
+          f"Python {platform.python_version()}; {cores()}")
     print(f"{'GPUs':>5}{'jobs':>6}{'MILP ms (med/max)':>20}{'LP ms (med/max)':>18}{'round ms':>10}{'OPT/Tune tput':>15}")
     for gpus in (32, 128, 512):
         for n in (32, 128, 512):

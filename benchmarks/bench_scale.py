@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from machine import cores, cpu_model, load_average  # benchmarks/machine.py, beside this script
+from machine import cores, cpu_model, load_average, positive_float, positive_int  # benchmarks/machine.py, beside this script
 
 POLICY = "fifo+tune"
 GPUS_PER_SERVER = 8
@@ -153,18 +153,34 @@ def cases(which: str, quick: bool, jobs_per_gpu: int, limit: float) -> list[dict
     return out
 
 
+def json_problem(path: Path) -> str | None:
+    """Why the numbers could not be written to ``path`` at the end (checked before any case runs), else None."""
+    if path.is_dir():
+        return "is a folder"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"no folder {str(folder)!r}"
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        return "not writable"
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", choices=("jobs", "cluster", "all"), default="all")
-    parser.add_argument("--limit", type=float, default=300.0, help="seconds of simulation per case (default 300)")
+    parser.add_argument("--limit", type=positive_float, default=300.0, help="seconds of simulation per case (default 300)")
     parser.add_argument("--quick", action="store_true", help="a small subset (1k and 10k jobs; 128 and 512 GPUs)")
-    parser.add_argument("--jobs-per-gpu", type=int, default=20, help="jobs per GPU on the cluster axis (default 20)")
+    parser.add_argument("--jobs-per-gpu", type=positive_int, default=20, help="jobs per GPU on the cluster axis (default 20)")
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return
+    if args.json is not None:
+        problem = json_problem(args.json)
+        if problem:
+            parser.error(f"argument --json: {str(args.json)!r}: {problem}")
     started = time.perf_counter()
     print(f"machine: {machine()}")
     print(f"policy {POLICY}, {GPUS_PER_SERVER} GPUs a server, single-GPU jobs, seed 42; limit {args.limit:g} s a case")

@@ -3,7 +3,8 @@
 Prints, per policy, the best wall time over ``--repeat`` runs, the simulated
 rounds per second (simulated time / round length, skipped rounds included), the
 rounds actually planned per second, and the speed-up over the authors'
-simulator (about 230 s for fifo+tune on this kind of machine).
+simulator (about 230 s for fifo+tune on this kind of machine). The first line names
+the machine, the cores the run may use and the load average.
 
     python benchmarks/bench_sim.py [--workload CSV] [--repeat 3]
 """
@@ -11,11 +12,16 @@ simulator (about 230 s for fifo+tune on this kind of machine).
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import time
 from pathlib import Path
 
+from machine import cores, cpu_model, load_average, positive_int  # benchmarks/machine.py, beside this script
+
 from synergy_gym import ClusterSpec, Simulator
 from synergy_gym.baselines import make_policy
+from synergy_gym.errors import SynergyGymError
 from synergy_gym.traces.replay import read_workload_csv
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "synergy" / "reference_workloads" / "workload_single_gpu_load9.csv"
@@ -25,17 +31,31 @@ REFERENCE_S = 230.0
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", type=Path, default=DEFAULT)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=positive_int, default=3)
     parser.add_argument("--policies", default="fifo+fair,fifo+greedy,fifo+tune")
     args = parser.parse_args()
+    names = args.policies.split(",")
+    for name in names:
+        if not name.strip():
+            parser.error(f"argument --policies: an empty policy name in {args.policies!r}")
+        try:
+            make_policy(name)
+        except SynergyGymError as e:
+            parser.error(f"argument --policies: {e}")
     t0 = time.perf_counter()
-    workload = read_workload_csv(args.workload)
-    print(f"workload: {args.workload.name}, {len(workload)} jobs (read in {time.perf_counter() - t0:.2f} s)")
+    try:
+        workload = read_workload_csv(args.workload)
+    except SynergyGymError as e:
+        parser.error(f"argument --workload: {e}")
+    read_s = time.perf_counter() - t0
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
+          f"Python {platform.python_version()}; {cores()}")
+    print(f"workload: {args.workload.name}, {len(workload)} jobs (read in {read_s:.2f} s)")
     print(
         f"{'policy':<12}{'wall s':>9}{'sim rounds':>12}{'rounds/s':>11}{'planned':>9}{'planned/s':>11}{'vs ref':>9}"
         f"{'mean JCT h':>12}"
     )
-    for name in args.policies.split(","):
+    for name in names:
         best = None
         for _ in range(args.repeat):
             sim = Simulator(ClusterSpec(), workload, make_policy(name))

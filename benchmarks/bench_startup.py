@@ -10,10 +10,12 @@ Prints the best of ``--repeat`` wall times, each a fresh process, of
 
 and, in one fresh process that is then timed in-process, the simulation of the same run
 (``Simulator(...).run()`` on the replayed workload, best of ``--repeat`` after a first, untimed
-run that loads the compiled kernels). It prints the share of the whole process that is not the
-simulation. With ``--before DIR`` every measurement is also taken with ``PYTHONPATH=DIR`` (a
-source tree of the code before a change, whose ``synergy_gym`` folder holds ``agents``,
-``baselines`` and ``traces`` and beside which a ``synergy_gym-*.dist-info`` names its commands),
+run that loads the compiled kernels). It prints the simulation's share of the whole process, and
+the seconds of the whole process that are not the simulation (start-up, reading and writing).
+With ``--before DIR`` every measurement is also taken with ``PYTHONPATH=DIR`` (a source tree of
+the code before a change, whose ``synergy_gym`` folder holds ``agents``, ``baselines`` and
+``traces`` and beside which a ``synergy_gym-*.dist-info`` names its commands; a DIR without such
+a ``synergy_gym`` package is refused),
 alternating with the current code, and the ratio before/now is printed. The machine and the
 cores the runs may use are named in the header (pin them to one core with ``taskset``; the child
 processes inherit it). Nothing is asserted: on a shared machine run it when the machine is idle.
@@ -33,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import cores, cpu_model, load_average  # benchmarks/machine.py, beside this script
+from machine import cores, cpu_model, load_average, positive_int  # benchmarks/machine.py, beside this script
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "synergy" / "reference_workloads" / "workload_single_gpu_load9.csv"
 
@@ -78,12 +80,36 @@ def wall(argv: list[str], pythonpath: Path | None, folder: Path) -> float:
     return time.perf_counter() - start
 
 
+def before_problem(tree: Path) -> str | None:
+    """Why ``tree`` is not a source tree to time with ``PYTHONPATH`` (see the docstring), else None."""
+    if not tree.is_dir():
+        return "not a folder"
+    package = tree / "synergy_gym"
+    if not (package / "__init__.py").is_file():
+        return "holds no synergy_gym package (synergy_gym/__init__.py)"
+    missing = [sub for sub in ("agents", "baselines", "traces") if not (package / sub).is_dir()]
+    if missing:
+        return f"its synergy_gym folder lacks {', '.join(missing)}"
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", type=Path, default=DEFAULT)
-    parser.add_argument("--repeat", type=int, default=5, help="runs of each measurement; the best is shown")
+    parser.add_argument("--repeat", type=positive_int, default=5, help="runs of each measurement; the best is shown")
     parser.add_argument("--before", type=Path, default=None, help="also time the code in this source tree")
     args = parser.parse_args()
+    if args.before is not None:
+        problem = before_problem(args.before)
+        if problem:
+            parser.error(f"argument --before: {str(args.before)!r}: {problem}")
+    from synergy_gym.errors import SynergyGymError
+    from synergy_gym.traces.replay import read_workload_csv
+
+    try:
+        read_workload_csv(args.workload)  # a bad file ends here, not in a child process
+    except SynergyGymError as e:
+        parser.error(f"argument --workload: {e}")
     workload = args.workload.resolve()
     trees: dict[str, Path | None] = {"now": None} if args.before is None else {"before": args.before.resolve(), "now": None}
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "

@@ -121,6 +121,12 @@ def test_truncated_episode_compares_job_time_so_far():
     rewards, info, terminated = run_episode(env, env_heuristics()["fifo+tune"], seed=0)
     assert not terminated
     assert np.isfinite(rewards).all() and "reference_mean_jct_h" in info
+    # The heuristic against itself: its reference mean is the env's own, over the jobs that had arrived (the
+    # jobs after the truncation used to count in the divisor).
+    env = HeuristicRelativeReward(gym.make("Synergy-small-scarce-v0", num_jobs=80, max_rounds=60), "srtf+tune")
+    _, info, terminated = run_episode(env, env_heuristics()["srtf+tune"], seed=3)
+    assert not terminated and env.unwrapped.sim.jobs.arrival_s.max() > env.unwrapped.sim.now  # jobs still to come
+    assert info["reference_mean_jct_h"] == pytest.approx(info["mean_jct_h"], rel=1e-12)
 
 
 def test_relative_reward_refuses_an_unknown_heuristic():
