@@ -58,8 +58,8 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
 
 def best_env_row(summary: pd.DataFrame) -> pd.Series | None:
     """The best env heuristic's row: the lowest mean JCT of source ``env``, ties by name, ``random`` never
-    (:func:`synergy_gym.agents.baseline_scores.best_heuristic`, as ``benchmark`` and training pick it); None when
-    no env heuristic but ``random`` ran."""
+    (:func:`synergy_gym.agents.baseline_scores.best_heuristic`'s rule, which training also follows unless
+    ``random`` is its only heuristic); None when no env heuristic but ``random`` ran."""
     env_rows = summary[summary["source"] == "env"]
     means = {str(p): float(m) for p, m in zip(env_rows["policy"], env_rows["mean_jct_h"])}
     best = best_heuristic(means) if means else "random"

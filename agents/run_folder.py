@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from synergy_gym.agents.baseline_scores import best_heuristic
+from synergy_gym.agents.checkpoints import latest_checkpoint
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.errors import PathError
@@ -32,9 +33,9 @@ def check_no_other_run(run_dir: Path, flag: str = "--out") -> None:
     checkpoint, would leave them beside its own: another run's statistics or checkpoints picked up later)."""
     found = [name for name in RUN_FILES if (Path(run_dir) / name.rstrip("/")).exists()]
     if found:
+        resume = f"continue that run with --resume {run_dir}, " if latest_checkpoint(Path(run_dir)) is not None else ""
         raise PathError(f"{flag} {run_dir}: the folder already holds a training run ({', '.join(found[:3])}"
-                        f"{', …' if len(found) > 3 else ''}); train into a new folder, continue that run with "
-                        f"--resume {run_dir}, or remove it")
+                        f"{', …' if len(found) > 3 else ''}); train into a new folder, {resume}or remove it")
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -37,13 +36,20 @@ from synergy_gym.baselines.compare_runs import CompareOutcome, CompareSpec, load
 from synergy_gym.baselines.plots import avg_jct_png, describe_runs, present
 from synergy_gym.baselines.registry import parse_policy_list
 from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seeds
+from synergy_gym.cli.columns import fit
 from synergy_gym.cli.csv_text import csv_text
-from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
+from synergy_gym.cli.files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    check_json_not_an_output,
+    check_output_dir,
+    check_output_file,
+)
 from synergy_gym.cli.guards import Estimate, check_size, compare_estimate, format_duration, quiet_notice
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
 from synergy_gym.cli.staging import staged_outputs
-from synergy_gym.errors import PathError, SynergyGymError, UnknownNameError
+from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.config import SimulationConfig
@@ -60,13 +66,6 @@ JSON_FIELDS = (
 
 def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def fit(text: str, width: int, left: bool = False) -> str:
-    """``text`` aligned in a column ``width`` wide; a wider one overflows, but a space still parts it from its neighbour."""
-    if len(text) < width:
-        return text.ljust(width) if left else text.rjust(width)
-    return text + " " if left else " " + text
 
 
 def format_table(results: Sequence[dict[str, Any]]) -> str:
@@ -237,13 +236,6 @@ def checked_cases(spec: CompareSpec, allow_large: bool, quiet: bool) -> tuple[li
 OUTPUT_FILES = ("results.csv", "jobs.csv", "avg_jct.png", "jct_cdf.png", "workloads/")
 
 
-def check_json_not_an_output(path: Path, out_dir: Path, outputs: Sequence[str]) -> None:
-    """Refuse a ``--json`` path that is one of the command's own ``outputs`` in ``out_dir`` (or inside one of its folders)."""
-    target = os.path.realpath(path)
-    for name in outputs:
-        own = os.path.realpath(out_dir / name.rstrip("/"))
-        if target == own or (name.endswith("/") and target.startswith(own + os.sep)):
-            raise PathError(f"--json {path}: is the command's own {name} in --out {out_dir}; name another file")
 #: Rows of ``jobs.csv`` from which writing the files is announced (a few seconds of work).
 ANNOUNCE_ROWS = 200_000
 

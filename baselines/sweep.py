@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from synergy_gym.baselines.compare import check_json_not_an_output, fit
 from synergy_gym.baselines.compare_runs import load_text
 from synergy_gym.baselines.plots import CI_LABEL, describe_runs
 from synergy_gym.baselines.registry import parse_policy_list
@@ -72,7 +71,14 @@ from synergy_gym.baselines.sweep_cells import (
     run_sweep,
 )
 from synergy_gym.cli.args import SeedList, check_job_count, parse_float_list, parse_seeds
-from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
+from synergy_gym.cli.columns import fit
+from synergy_gym.cli.files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    check_json_not_an_output,
+    check_output_dir,
+    check_output_file,
+)
 from synergy_gym.cli.guards import (
     Estimate,
     check_size,

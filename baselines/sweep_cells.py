@@ -64,7 +64,8 @@ class SweepCell:
 
 
 def cell_settings(num_jobs: int | None, cluster: ClusterSpec) -> dict:
-    """What, besides policy, load and seed, decides a cell's result; recorded in its file (JSON-ready)."""
+    """What the command line sets, besides policy, load and seed, that decides a cell's result (``--jobs``,
+    ``--cluster``); recorded in its file (JSON-ready). The simulation settings are the command's own."""
     return {"jobs": num_jobs, "cluster": asdict(cluster)}
 
 

@@ -19,13 +19,12 @@ machine, the cores the run may use and the load average.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 
 import gymnasium as gym
 import numpy as np
-from machine import cores, cpu_model, load_average, positive_int  # benchmarks/machine.py, beside this script
+from arg_types import positive_int  # benchmarks/arg_types.py, beside this script
+from machine import machine_line  # benchmarks/machine.py, beside this script
 
 import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym.sim import kernels
@@ -108,8 +107,7 @@ def main() -> None:
         if args.policy not in heuristics:
             parser.error(f"argument --policy: unknown env heuristic {args.policy!r}; valid: {', '.join(heuristics)}")
         policy = heuristics[args.policy]
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
-          f"Python {platform.python_version()}; {cores()}")
+    print(machine_line())
     print(f"kernels: {'numba' if hasattr(kernels.run_rounds, 'py_func') else 'plain Python (numba is not installed)'}; "
           f"actions: {args.policy or 'random valid'}")
     print(f"{'env':<25}{'mode':<13}{'raw steps/s':>12}{'episodes/s':>12}{'steps/episode':>15}{'gym.make steps/s':>18}")

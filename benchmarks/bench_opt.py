@@ -14,12 +14,11 @@ may use and the load average.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 
 import numpy as np
-from machine import cores, cpu_model, load_average, positive_int  # benchmarks/machine.py, beside this script
+from arg_types import positive_int  # benchmarks/arg_types.py, beside this script
+from machine import machine_line  # benchmarks/machine.py, beside this script
 
 from synergy_gym import ClusterSpec, Tune
 from synergy_gym.baselines.opt import SynergyOpt
@@ -41,8 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=positive_int, default=20)
     args = parser.parse_args()
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
-          f"Python {platform.python_version()}; {cores()}")
+    print(machine_line())
     print(f"{'GPUs':>5}{'jobs':>6}{'MILP ms (med/max)':>20}{'LP ms (med/max)':>18}{'round ms':>10}{'OPT/Tune tput':>15}")
     for gpus in (32, 128, 512):
         for n in (32, 128, 512):

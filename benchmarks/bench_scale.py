@@ -32,13 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from machine import cores, cpu_model, load_average, positive_float, positive_int  # benchmarks/machine.py, beside this script
+from arg_types import positive_float, positive_int  # benchmarks/arg_types.py, beside this script
+from machine import load_average, machine_line  # benchmarks/machine.py, beside this script
 
 POLICY = "fifo+tune"
 GPUS_PER_SERVER = 8
@@ -108,13 +108,6 @@ def run_case(spec: dict) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def machine() -> str:
-    return (
-        f"{cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
-        f"Python {platform.python_version()}; {cores()}"
-    )
-
-
 HEADER = (
     f"{'axis':<8}{'jobs':>10}{'GPUs':>7}{'jobs/h':>8}{'gen s':>7}{'wall s':>9}{'rounds':>11}"
     f"{'ms/round':>10}{'µs/job':>8}{'peak MiB':>10}{'JCT h':>8}"
@@ -182,7 +175,7 @@ def main() -> None:
         if problem:
             parser.error(f"argument --json: {str(args.json)!r}: {problem}")
     started = time.perf_counter()
-    print(f"machine: {machine()}")
+    print(machine_line())
     print(f"policy {POLICY}, {GPUS_PER_SERVER} GPUs a server, single-GPU jobs, seed 42; limit {args.limit:g} s a case")
     print(HEADER)
     results = []
@@ -194,7 +187,7 @@ def main() -> None:
     print(f"total {total:.0f} s; load average now {load_average()}")
     summarise([r for r in results if not r.get("killed")])
     if args.json:
-        payload = {"machine": machine(), "policy": POLICY, "total_s": total, "cases": results}
+        payload = {"machine": machine_line().removeprefix("machine: "), "policy": POLICY, "total_s": total, "cases": results}
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
 
 

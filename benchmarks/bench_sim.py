@@ -12,12 +12,11 @@ the machine, the cores the run may use and the load average.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 from pathlib import Path
 
-from machine import cores, cpu_model, load_average, positive_int  # benchmarks/machine.py, beside this script
+from arg_types import positive_int  # benchmarks/arg_types.py, beside this script
+from machine import machine_line  # benchmarks/machine.py, beside this script
 
 from synergy_gym import ClusterSpec, Simulator
 from synergy_gym.baselines import make_policy
@@ -48,8 +47,7 @@ def main() -> None:
     except SynergyGymError as e:
         parser.error(f"argument --workload: {e}")
     read_s = time.perf_counter() - t0
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
-          f"Python {platform.python_version()}; {cores()}")
+    print(machine_line())
     print(f"workload: {args.workload.name}, {len(workload)} jobs (read in {read_s:.2f} s)")
     print(
         f"{'policy':<12}{'wall s':>9}{'sim rounds':>12}{'rounds/s':>11}{'planned':>9}{'planned/s':>11}{'vs ref':>9}"

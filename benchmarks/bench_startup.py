@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import cores, cpu_model, load_average, positive_int  # benchmarks/machine.py, beside this script
+from arg_types import positive_int  # benchmarks/arg_types.py, beside this script
+from machine import machine_line  # benchmarks/machine.py, beside this script
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "synergy" / "reference_workloads" / "workload_single_gpu_load9.csv"
 
@@ -112,8 +112,7 @@ def main() -> None:
         parser.error(f"argument --workload: {e}")
     workload = args.workload.resolve()
     trees: dict[str, Path | None] = {"now": None} if args.before is None else {"before": args.before.resolve(), "now": None}
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
-          f"Python {platform.python_version()}; {cores()}; best of {args.repeat}")
+    print(f"{machine_line()}; best of {args.repeat}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         out = folder / "out"

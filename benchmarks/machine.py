@@ -1,13 +1,8 @@
-"""The machine a benchmark ran on, as its first line says: the CPU, the cores it may use, the load.
-
-Also the argument types the benchmarks share (:func:`positive_int`, :func:`positive_float`): a bad
-value ends in argparse's one-line error (exit status 2) that names the option and the value.
-"""
+"""The machine a benchmark ran on, as its first line says (:func:`machine_line`): the CPU, the cores it
+may use, the load, Python's version."""
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import platform
 from pathlib import Path
@@ -40,23 +35,7 @@ def load_average() -> str:
         return "unknown"
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type=``: a whole number ≥ 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """An argparse ``type=``: a number > 0 (``inf`` allowed, ``nan`` not)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number") from None
-    if math.isnan(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return value
+def machine_line() -> str:
+    """A benchmark's first line: ``machine: <CPU>, <n> cores, load average …; Python …; on core 1``."""
+    return (f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load_average()}; "
+            f"Python {platform.python_version()}; {cores()}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from synergy_gym.errors import PathError, SynergyGymError
@@ -168,3 +169,12 @@ def check_input_file(path: str | os.PathLike, flag: str) -> Path:
     if not os.access(path, os.R_OK):
         raise PathError(f"{flag} {str(path)!r} is not readable")
     return path
+
+
+def check_json_not_an_output(path: str | os.PathLike, out_dir: str | os.PathLike, outputs: Sequence[str]) -> None:
+    """Refuse a ``--json`` path that is one of the command's own ``outputs`` in ``out_dir`` (or inside one of its folders)."""
+    target = os.path.realpath(path)
+    for name in outputs:
+        own = os.path.realpath(Path(out_dir) / name.rstrip("/"))
+        if target == own or (name.endswith("/") and target.startswith(own + os.sep)):
+            raise PathError(f"--json {path}: is the command's own {name} in --out {out_dir}; name another file")

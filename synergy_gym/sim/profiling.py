@@ -63,7 +63,8 @@ class ProfilerConfig:
         if not 0 <= self.saturation < 1:
             raise ConfigError(f"saturation must be in [0, 1), got {self.saturation!r}")
         if self.cpu_points is not None and (len(self.cpu_points) == 0 or not all(
-                isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) and c > 0
+                isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, (bool, np.bool_))
+                and math.isfinite(c) and c > 0
                 for c in self.cpu_points)):
             raise ConfigError(f"cpu_points must be positive CPU counts, got {self.cpu_points!r}")
         object.__setattr__(self, "seed", check_positive("profile seed", self.seed, integer=True, allow_zero=True))

@@ -238,8 +238,8 @@ def test_resuming_in_place_from_before_the_best_keeps_the_best_model_and_its_row
     best_now = evaluate(load_agent(run / "best_model.zip", cfg, "cpu", "best"), cfg.env_id, cfg.eval_seeds,
                         name="best", **cfg.env_kwargs)["mean_jct_h"].mean()
     assert best_now == pytest.approx(history["mean_jct_h"].min(), rel=1e-12)  # eval.csv says what best_model.zip is
-    if history["mean_jct_h"].iloc[2] >= history["mean_jct_h"].iloc[1]:
-        assert (run / "best_model.zip").read_bytes() == best_bytes  # not replaced by a worse one
+    replaced = (run / "best_model.zip").read_bytes() != best_bytes
+    assert replaced == bool(history["mean_jct_h"].iloc[2] < history["mean_jct_h"].iloc[1])  # only by a better one
 
 
 def test_a_fresh_run_into_a_run_folder_is_refused_and_leaves_it_as_it_was(run64, tmp_path, capsys):
@@ -252,6 +252,11 @@ def test_a_fresh_run_into_a_run_folder_is_refused_and_leaves_it_as_it_was(run64,
     one_line_error(code, out, err, f"--out {run}: the folder already holds a training run (config.json, versions.json, "
                                    f"baselines.json, …); train into a new folder, continue that run with --resume {run}")
     assert snapshot(tmp_path) == before
+    (run / "checkpoints").rename(tmp_path / "kept")  # killed before its first checkpoint: --resume could not continue it
+    (run / "last_model.zip").rename(tmp_path / "kept.zip")
+    code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16", "--out", str(run)], capsys)
+    line = one_line_error(code, out, err, f"--out {run}: the folder already holds a training run")
+    assert line.endswith("train into a new folder, or remove it") and "--resume" not in line
     empty = tmp_path / "empty"
     empty.mkdir()
     code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16",

@@ -70,6 +70,8 @@ def test_bad_profiler_settings():
         with pytest.raises(ConfigError, match="cpu_points must be positive CPU counts"):
             ProfilerConfig(cpu_points=points)
     assert ProfilerConfig(seed=3.0).seed == 3 and isinstance(ProfilerConfig(seed=3.0).seed, int)
+    for points in (np.array([1, 2, 4]), (np.int64(2), np.float32(3.5)), (1, 2.5)):  # numpy's numbers are numbers
+        assert ProfilerConfig(cpu_points=tuple(points)).cpu_points == tuple(points)
 
 
 def test_profiled_sensitivity_runs_end_to_end_with_true_progress(make_workload):
