@@ -42,8 +42,8 @@ from numpy.typing import ArrayLike
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner
 from synergy_gym.sim.profiles import ModelZoo
-from synergy_gym.sim.workload import Workload, middle_half_window
-from synergy_gym.traces.workload_columns import MAX_INTEGER, MAX_SECONDS
+from synergy_gym.sim.workload import MAX_INTEGER, Workload, middle_half_window
+from synergy_gym.traces.workload_columns import MAX_SECONDS
 
 #: The paper's simulator keeps Philly jobs lasting between 60·10^1.5 s (31.6 min) and 60·10^4 s (6.9 days).
 REFERENCE_DURATION_RANGE_S: tuple[float, float] = (60 * 10**1.5, 60 * 10**4)

@@ -37,9 +37,8 @@ import numpy as np
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.profiles import TASKS, ModelZoo
+from synergy_gym.sim.workload import MAX_INTEGER  # the largest integer a workload file may hold: 2^53
 
-#: The largest integer a workload file may hold (2^53: every integer up to it is exact as a float).
-MAX_INTEGER = 2**53
 #: The largest demand (CPUs, GB) or speed-up a workload file may give.
 MAX_AMOUNT = 1e6
 #: The longest time (arrival, iteration time, a job's run time) a workload file may give, in seconds.

@@ -99,12 +99,10 @@ class DecisionLoop:
                 return self.end_episode(s, truncated=False)
             if sim.rounds_elapsed >= cfg.max_rounds:
                 return self.end_episode(s, truncated=True)
-            if sim.begin_round() is not None:
+            # An idle cluster's clock jumps to the next arrival, but no further than the limit (the episode then
+            # ends truncated, that arrival not yet in the system).
+            if sim.begin_round(cfg.max_rounds) is not None:
                 self.begin_event(s)
-            elif sim.rounds_elapsed > cfg.max_rounds:
-                # The idle cluster's clock jumped to an arrival past the limit: nothing ran in between,
-                # so the episode ends at the limit instead (truncated, that arrival not yet in the system).
-                sim.now = sim.first_round_s + cfg.max_rounds * sim.config.round_s
 
     def offer(self, s: EpisodeState, free: int) -> bool:
         """Fill the slots, their valid levels and the mask from the waiting jobs; whether the agent has a choice.

@@ -163,14 +163,15 @@ class Simulator:
         self.advance()
         return True
 
-    def begin_round(self) -> np.ndarray | None:
+    def begin_round(self, max_rounds: int | None = None) -> np.ndarray | None:
         """Admit the jobs that have arrived and return the runnable ones in policy order.
 
         Under FIFO the order is :attr:`runnable` itself, a view valid until the next :meth:`advance`.
 
         Returns None when there is nothing to plan at this instant: the run is
         done, or the cluster is idle (time then jumps to the next arrival's
-        round), or no job is left at all (``exhausted``).
+        round, or to round ``max_rounds`` if that comes first: a caller's limit), or no job
+        is left at all (``exhausted``).
         """
         self._admit_arrivals()
         if self.done:
@@ -180,7 +181,10 @@ class Simulator:
             if nxt is None:
                 self.exhausted = True
             else:
-                self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[nxt]))
+                jump_to = self._boundary_at_or_after(float(self.jobs.arrival_s[nxt]))
+                if max_rounds is not None:  # never back in time
+                    jump_to = min(jump_to, max(self.now, self.first_round_s + max_rounds * self.config.round_s))
+                self.now = jump_to
             return None
         return self._order()
 

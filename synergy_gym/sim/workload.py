@@ -31,8 +31,9 @@ RunUntil = Literal["window", "all"]
 #: ``sweep``, the env kwarg ``num_jobs``); larger counts are refused before
 #: anything runs, instead of failing later on an impossible allocation.
 MAX_JOBS = 1_000_000
-#: The most iterations a job may run: counts stay exact in float64 (the job table's progress is float).
-MAX_ITERS = 2**53
+#: The largest whole number a workload may hold, and so the most iterations a job may run (2^53: every
+#: integer up to it is exact as a float, as the job table keeps progress).
+MAX_INTEGER = 2**53
 
 #: More jobs for a run that needs them: each item extends the workload.
 JobStream = Iterator["Workload"]
@@ -113,7 +114,7 @@ class Workload:
         _check(
             source, job_id, "total_iters", total_iters,
             np.isfinite(total_iters) & (total_iters >= 1) & (total_iters == np.floor(total_iters))
-            & (total_iters <= MAX_ITERS),
+            & (total_iters <= MAX_INTEGER),
             "must be a positive integer up to 2**53 (is the duration negative, zero or too long?)",
         )
         _check(source, job_id, "iter_time_s", iter_time_s, np.isfinite(iter_time_s) & (iter_time_s > 0), "must be > 0")

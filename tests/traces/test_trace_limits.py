@@ -14,11 +14,12 @@ import pytest
 from synergy_gym.cli import main
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.profiles import ModelZoo
+from synergy_gym.sim.workload import MAX_INTEGER
 from synergy_gym.traces.alibaba import read_alibaba
 from synergy_gym.traces.loader import load_trace
 from synergy_gym.traces.philly import read_philly_csv
 from synergy_gym.traces.trace_jobs import TraceJobs, TraceWarning, sample_workload, to_workload
-from synergy_gym.traces.workload_columns import MAX_INTEGER, MAX_SECONDS
+from synergy_gym.traces.workload_columns import MAX_SECONDS
 
 PHILLY_HEADER = "timestamp,duration,num_gpus\n"
 GOOD = "0,6000,1\n100,7200,2\n"
