@@ -242,28 +242,6 @@ def test_resuming_in_place_from_before_the_best_keeps_the_best_model_and_its_row
     assert replaced == bool(history["mean_jct_h"].iloc[2] < history["mean_jct_h"].iloc[1])  # only by a better one
 
 
-def test_a_fresh_run_into_a_run_folder_is_refused_and_leaves_it_as_it_was(run64, tmp_path, capsys):
-    """Training afresh into a folder that holds a run would keep the old run's statistics and checkpoints beside the
-    new model (evaluate would pick up the old statistics, --resume the old checkpoint)."""
-    run = copy_run(run64, tmp_path / "run")
-    config = tiny_config(tmp_path)
-    before = snapshot(tmp_path)
-    code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16", "--out", str(run)], capsys)
-    one_line_error(code, out, err, f"--out {run}: the folder already holds a training run (config.json, versions.json, "
-                                   f"baselines.json, …); train into a new folder, continue that run with --resume {run}")
-    assert snapshot(tmp_path) == before
-    (run / "checkpoints").rename(tmp_path / "kept")  # killed before its first checkpoint: --resume could not continue it
-    (run / "last_model.zip").rename(tmp_path / "kept.zip")
-    code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16", "--out", str(run)], capsys)
-    line = one_line_error(code, out, err, f"--out {run}: the folder already holds a training run")
-    assert line.endswith("train into a new folder, or remove it") and "--resume" not in line
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16",
-                              "--out", str(empty)], capsys)
-    assert code == 0, err  # an empty folder is fine
-
-
 def test_a_lone_checkpoint_resumes_with_its_network_given(run64, tmp_path, capsys):
     """Without its run's config.json, the network settings given (--config) are checked against the model and recorded."""
     lone = tmp_path / "lone"
