@@ -169,7 +169,6 @@ def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
-
 def json_value(value: Any) -> Any:
     """``value`` as JSON has it: NumPy numbers as Python's, NaN as None, dicts with string keys."""
     if isinstance(value, dict):

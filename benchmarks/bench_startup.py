@@ -56,10 +56,6 @@ print(min(walls[1:]))
 """
 
 
-
-
-
-
 def command() -> list[str]:
     """The ``synergy-gym`` script beside this Python, else ``python -m synergy_gym``."""
     script = Path(sys.executable).parent / "synergy-gym"

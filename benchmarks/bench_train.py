@@ -70,8 +70,6 @@ STEPS_LINE = {
 }
 
 
-
-
 def torch_info() -> str:
     """PyTorch's version and default thread count, asked of a fresh interpreter (as the runs start)."""
     probe = "import torch; print(torch.__version__, torch.get_num_threads(), torch.cuda.is_available())"

@@ -31,6 +31,8 @@ MAX_ROUNDS = 10**15
 MIN_JOBS_PER_HOUR = 1e-6
 #: ``redecide`` values: decide at an event only what changes, or every running job again.
 REDECIDE_MODES: tuple[str, ...] = ("changes", "every_event")
+#: The running rows (``max_running``) shown by default; another value needs ``redecide="changes"`` with preemption.
+MAX_RUNNING_DEFAULT = 32
 #: Keyword arguments that were removed, and why.
 REMOVED: dict[str, str] = {"kernels": kernels_removed()}
 
@@ -72,7 +74,7 @@ class EnvConfig:
     #: With ``preemptive=True, redecide="changes"``: how many running jobs are shown and
     #: preemptable (the running rows): the most recently admitted ones, in admission order; at
     #: most :data:`MAX_QUEUE`. With more running jobs than this, the older ones cannot be preempted.
-    max_running: int = 32
+    max_running: int = MAX_RUNNING_DEFAULT
     #: Per slot and level, whether it fits the free CPUs and memory now (``slot_fits``); None: on
     #: with ``preemptive=True, redecide="changes"``, off otherwise (the default mode's observation
     #: space stays as it was).
@@ -174,11 +176,19 @@ class EnvConfig:
         positive("max_running", integer=True)
         if self.max_running > MAX_QUEUE:
             raise ConfigError(f"env kwarg max_running {self.max_running!r} exceeds the maximum of {MAX_QUEUE:,}")
+        if self.redecide != "changes" and not self.preemptive:
+            raise ConfigError(f"env kwarg redecide={shown(self.redecide)} needs preemptive=True "
+                              "(without preemption every job is decided once, when it is admitted)")
+        if self.max_running != MAX_RUNNING_DEFAULT and not self.on_changes:
+            raise ConfigError(f"env kwarg max_running={shown(self.max_running)} needs preemptive=True with "
+                              f"redecide='changes' (the only mode with running rows), got preemptive={self.preemptive!r}, "
+                              f"redecide={shown(self.redecide)}")
         positive("round_s")
         noise = self.profile_noise
         if isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.integer, np.floating)) \
                 or not 0 <= noise < 1:
             raise ConfigError(f"env kwarg profile_noise must be a number in [0, 1), got {shown(noise)}")
+        object.__setattr__(self, "profile_noise", float(noise))  # a NumPy number as the profiler takes it
         self.simulation_config()  # validates placement, timing and sensitivity
         if noise != 0 and self.sensitivity != "profiled":
             raise ConfigError(f"env kwarg profile_noise {shown(noise)} needs sensitivity='profiled', "

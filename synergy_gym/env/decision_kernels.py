@@ -74,9 +74,10 @@ def keep_held(held, n, holds):
 def offer_all(waiting, m, drop, gpus, free, level_valid, max_queue, slots_offered, ahead, n_preemptable, fits, slots,
               mask):
     """:func:`offer` for preemptive mode deciding only changes: every waiting job gets a slot (the first
-    ``max_queue``, arrival order), those whose GPUs fit in ``free`` with their valid levels in ``mask``
-    (and, when ``ahead``, the same in the ahead block that follows the admissions); then the
-    preemption actions of the first ``n_preemptable`` running rows, and stop.
+    ``max_queue``, arrival order); the first ``slots_offered`` of those whose GPUs fit in ``free``
+    get their valid levels in ``mask`` (and, when ``ahead``, the same in the ahead block that
+    follows the admissions); then the preemption actions of the first ``n_preemptable`` running
+    rows, and stop.
 
     Returns (m', slots filled, slots whose job fits, offered slots whose job fits).
     """
@@ -98,7 +99,7 @@ def offer_all(waiting, m, drop, gpus, free, level_valid, max_queue, slots_offere
             slots[k] = waiting[i]
             if f:
                 k_fit += 1
-                if k < slots_offered:
+                if k_offered < slots_offered:  # agent_orders=False: the earliest arrival that fits
                     k_offered += 1
                     for lv in range(n_levels):
                         mask[k * n_levels + lv] = level_valid[waiting[i], lv]

@@ -74,7 +74,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     levels: 0 the fair share, 1 the job's best-case demand, 2–4 the cheapest grid points
     reaching 90 %, 75 % and 50 % of the way from fair-share to demand throughput. Slots are
     the first ``max_queue`` waiting jobs by arrival among those whose GPUs fit now.
-    ``agent_orders=False`` offers only the first slot (the agent allocates, FIFO orders). With
+    ``agent_orders=False`` offers only the earliest job that fits (the agent allocates, FIFO orders). With
     ``preemptive=True, redecide="changes"``: ``Discrete(2 · max_queue · L + max_running + 1)`` –
     the admissions, the same placed ahead of the running jobs, a preemption per running row,
     stop; every waiting job has a slot, those whose GPUs do not fit now masked.
@@ -128,7 +128,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     ``p99_jct_h`` (all arrived jobs; unfinished ones count with their time so far),
     ``window_mean_jct_h``, ``window_median_jct_h``, ``window_p99_jct_h`` (the workload's
     measured window), ``makespan_h``, ``jobs_finished``, ``jobs_unfinished``, ``jobs_total``,
-    ``episode_rounds``, ``decisions`` and ``invalid_actions``.
+    ``episode_rounds``, ``decisions``, ``invalid_actions`` and ``preemptions``.
 
     ## Arguments
 
@@ -242,8 +242,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         invalid = False
         if a >= layout.preempt:  # no running row: a masked admission
             slot, level, invalid = layout.resolve(a, s.slot_valid)
-        elif not (slot < s.n_slots and slot < layout.slots_offered and s.level_valid[s.slot_buf[slot], level]
-                  and (s.n_slots_fit == s.n_slots or s.fits_buf[slot])):
+        elif not s.mask[slot * layout.n_levels + level]:  # not offered, or does not fit now, or a level never honoured
             slot, level, invalid = layout.resolve(slot * layout.n_levels + level, s.slot_valid)  # masked: raise, or fall back
         if slot < 0:
             return Decision("stop", invalid=invalid)
@@ -318,7 +317,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         """
         s = self._state
         finished = s.meter.finished if s is not None else 0
-        job = int(s.slots[0]) if s is not None and s.slots.size else -1
+        job = s.first_offered_job if s is not None else -1
         if self.render_mode == "ansi":
             return render_ansi(self.sim, self.zoo, finished, job)
         if self.render_mode == "rgb_array":

@@ -7,7 +7,8 @@ outside the mask). With ``invalid_action="fallback"`` a masked action is
 replaced by a valid one (:meth:`ActionLayout.resolve`):
 
 * an empty slot → the nearest filled slot (the last one), and a slot other
-  than the first with ``agent_orders=False`` → the first slot, at the chosen level;
+  than the offered one with ``agent_orders=False`` (the earliest arrival that fits) → that slot,
+  at the chosen level;
 * a level that can never be honoured for the slot's job → the nearest valid
   level of that slot (default levels: the nearest index, the lower first; grid
   levels: the nearest grid point in CPU and memory steps, the lower index first).
@@ -125,29 +126,33 @@ class ActionLayout:
             a = (self.n_slots - 1) * self.n_levels  # the last slot's fair share: falls back as a masked admission
         slot, level = divmod(a, self.n_levels)
         filled = valid_levels.shape[0]
-        if slot < min(filled, self.slots_offered) and valid_levels[slot, level]:
+        usable = np.flatnonzero(valid_levels.any(axis=1))  # the filled slots whose job fits now
+        if not self.agent_orders:
+            usable = usable[:1]  # only the earliest arrival that fits is offered
+        if slot in usable and valid_levels[slot, level]:
             return slot, level, masked
         if self.raise_on_invalid:
-            raise EnvCallError(self._describe_invalid(a, slot, level, filled, valid_levels))
-        if filled == 0:  # pragma: no cover - the environment asks only while a job fits
+            raise EnvCallError(self._describe_invalid(a, slot, level, filled, valid_levels, usable))
+        if usable.size == 0:  # pragma: no cover - the environment asks for an admission only while a job fits
             return -1, -1, True
-        slot = min(slot, filled - 1) if self.agent_orders else 0
-        if not valid_levels[slot].any():  # a slot whose job does not fit now (preemptive, "changes"): the nearest that does
-            usable = np.flatnonzero(valid_levels[: min(filled, self.slots_offered)].any(axis=1))
-            if usable.size == 0:
-                return -1, -1, True
-            slot = int(usable[np.argmin(np.abs(usable - slot) * 2 + (usable > slot))])
+        if slot not in usable:  # an empty slot, one whose job does not fit now, or one not offered: the nearest offered
+            near = min(slot, filled - 1)
+            slot = int(usable[np.argmin(np.abs(usable - near) * 2 + (usable > near))])  # the earlier of two as near
         row = valid_levels[slot]
         for k in self.nearest[level]:
             if row[k]:
                 return slot, int(k), True
         return -1, -1, True  # pragma: no cover - the fair-share level is always valid
 
-    def _describe_invalid(self, a: int, slot: int, level: int, filled: int, valid_levels: np.ndarray) -> str:
+    def _describe_invalid(
+        self, a: int, slot: int, level: int, filled: int, valid_levels: np.ndarray, usable: np.ndarray
+    ) -> str:
         if slot >= filled:
-            why = f"slot {slot} is empty ({filled} waiting jobs fit now)"
-        elif slot > 0 and not self.agent_orders:
-            why = f"agent_orders=False offers only slot 0, not slot {slot}"
+            why = f"slot {slot} is empty ({filled} slots are filled)"
+        elif not valid_levels[slot].any():
+            why = f"slot {slot}'s job does not fit the free GPUs now"
+        elif slot not in usable:
+            why = f"agent_orders=False offers only slot {usable[0]} (the earliest arrival that fits), not slot {slot}"
         else:
             valid = np.flatnonzero(valid_levels[slot]).tolist()
             why = f"level {level} can never be honoured for slot {slot}'s job (valid levels: {valid})"

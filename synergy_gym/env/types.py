@@ -113,6 +113,12 @@ class EpisodeState:
         return self.slot_buf[: self.n_slots]
 
     @property
+    def first_offered_job(self) -> int:
+        """The job in the first slot whose job fits now (the one rendered as being decided); −1: none fits."""
+        fitting = np.flatnonzero(self.fits_buf[: self.n_slots]) if self.n_slots_fit < self.n_slots else range(self.n_slots)
+        return int(self.slot_buf[fitting[0]]) if len(fitting) else -1
+
+    @property
     def slot_valid(self) -> np.ndarray:
         """The slots' rows of :attr:`level_valid` (slots × levels); none for a slot whose job does not fit now."""
         valid = self.level_valid[self.slots]

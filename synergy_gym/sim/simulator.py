@@ -309,7 +309,8 @@ class Simulator:
             i = first + int(np.flatnonzero(per_round < 1)[0])
             raise WorkloadError(
                 f"job {jobs.job_id[i]}: iter_time_s={jobs.iter_time_s[i]:g} is too long to finish an "
-                f"iteration in a {self.config.round_s:g} s round; use timing='exact' or longer rounds"
+                f"iteration in a {self.config.round_s:g} s round at its slowest allocation; use timing='exact' "
+                f"or a longer round_s (now {self.config.round_s:g})"
             )
 
     def _skippable(self) -> bool:

@@ -138,8 +138,8 @@ def test_tiny_models_act_the_same_in_batches_as_one_at_a_time(algo, action_head,
 def test_the_pretrained_policy_acts_the_same_in_batches_as_one_at_a_time(preemptive):
     # A default-mode policy: with preemption, in the mode that re-decides every job (the same spaces).
     agent = load_pretrained("small-scarce")
-    one, predictor = both_ways(agent, "Synergy-small-scarce-v0", [1000000, 1000001], num_jobs=40, preemptive=preemptive,
-                               redecide="every_event")
+    mode = {"preemptive": True, "redecide": "every_event"} if preemptive else {}
+    one, predictor = both_ways(agent, "Synergy-small-scarce-v0", [1000000, 1000001], num_jobs=40, **mode)
     decisions = int(one["decisions"].sum())
     assert predictor.redone < 0.05 * decisions  # near-ties are rare for a trained policy: the batches do the work
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym import ConfigError, UnknownNameError
+from synergy_gym import ConfigError, UnknownNameError, WorkloadError
 from synergy_gym.env import SynergyEnv
 from synergy_gym.env.config import REMOVED
 from synergy_gym.env.levels import DEMAND_LEVEL, FAIR_LEVEL
@@ -101,7 +101,8 @@ def test_a_stop_with_jobs_running_waits_for_the_next_event():
 
 def test_default_mode_keeps_admitted_jobs_running_and_preemptive_mode_re_decides_them():
     for preemptive in (False, True):  # preemptive: every job decided again at every event
-        env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0}, preemptive=preemptive, redecide="every_event")
+        mode = {"preemptive": True, "redecide": "every_event"} if preemptive else {}
+        env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0}, **mode)
         env.reset(seed=2)
         asked_again = 0
         admitted: set[int] = set()
@@ -188,11 +189,26 @@ def test_removed_kwargs_are_config_errors_naming_the_kwarg(name):
         ({"levels": "coarse"}, "unknown levels 'coarse'"),
         ({"preemptive": "yes"}, "env kwarg preemptive must be true or false, got 'yes'"),
         ({"agent_orders": 1}, "env kwarg agent_orders must be true or false, got 1"),
+        ({"redecide": "every_event"}, "env kwarg redecide='every_event' needs preemptive=True"),
+        ({"max_running": 3}, "env kwarg max_running=3 needs preemptive=True with redecide='changes'"),
+        ({"max_running": 3, "preemptive": True, "redecide": "every_event"}, "max_running=3 needs preemptive=True"),
     ],
 )
 def test_bad_kwargs_fail_in_the_constructor(kwargs, message):
     with pytest.raises((ConfigError, UnknownNameError), match=message):
         SynergyEnv(**kwargs)
+
+
+def test_numpy_profile_noise_is_stored_as_a_float():
+    env = SynergyEnv(**{**SMALL, "num_jobs": 5}, sensitivity="profiled", profile_noise=np.float32(0.25))
+    assert type(env.cfg.profile_noise) is float and env.cfg.profile_noise == 0.25
+    run_episode(env, seed=0)  # the profiler takes it
+
+
+def test_a_round_too_short_for_an_iteration_names_round_s():
+    env = SynergyEnv(**{**SMALL, "num_jobs": 5}, round_s=0.01)
+    with pytest.raises(WorkloadError, match=r"too long to finish an iteration in a 0\.01 s round .*longer round_s"):
+        env.reset(seed=0)
 
 
 def test_step_before_reset_and_after_the_end_are_errors():
@@ -280,7 +296,8 @@ def test_observed_running_jobs_are_the_jobs_holding_gpus(preemptive):
     # event start): not last round's placement, whose finished jobs (and in preemptive mode, jobs
     # not re-admitted yet) no longer hold GPUs.
     # Preemptive: every job decided again at every event (tests/env/test_env_changes.py: the rows).
-    env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0}, preemptive=preemptive, redecide="every_event")
+    mode = {"preemptive": True, "redecide": "every_event"} if preemptive else {}
+    env = SynergyEnv(**{**SMALL, "jobs_per_hour": 6.0}, **mode)
     obs, _ = env.reset(seed=0)
     g = env.cluster.total_gpus
     jobs = env.sim.jobs

@@ -239,7 +239,8 @@ def test_raise_mode_messages_say_why():
     fifo.reset(seed=0)
     while fifo.slot_jobs.size < 2:
         fifo.step(fifo.action_space.n - 1)
-    with pytest.raises(ValueError, match="action 6 is masked: agent_orders=False offers only slot 0, not slot 1"):
+    message = r"action 6 is masked: agent_orders=False offers only slot 0 \(the earliest arrival that fits\), not slot 1"
+    with pytest.raises(ValueError, match=message):
         fifo.step(6)
     grid = SynergyEnv(**{**SMALL, **SCARCE}, invalid_action="raise", levels="grid")
     grid.reset(seed=0)

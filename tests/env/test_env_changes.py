@@ -234,15 +234,14 @@ def documented_fallback(env: SynergyEnv, a: int) -> int:
         ahead = a >= lay.ahead
         base = a - lay.ahead if ahead else a
     slot, level = divmod(base, n_levels)
-    filled = min(env.slot_jobs.size, lay.slots_offered)
+    filled = env.slot_jobs.size
     valid = mask[: q * n_levels].reshape(q, n_levels)[:filled]
     if not (slot < filled and valid[slot, level]):
-        slot = min(slot, filled - 1) if env.cfg.agent_orders else 0
-        if not valid[slot].any():  # its job does not fit now: the nearest slot whose job does
-            usable = np.flatnonzero(valid.any(axis=1))
-            if usable.size == 0:
-                return lay.stop
-            slot = int(usable[np.lexsort((usable, np.abs(usable - slot)))[0]])
+        usable = np.flatnonzero(valid.any(axis=1))  # offered slots whose job fits (agent_orders=False: one)
+        if usable.size == 0:
+            return lay.stop
+        near = min(slot, filled - 1)  # an empty slot: the last filled one; then the nearest offered slot
+        slot = int(usable[np.lexsort((usable, np.abs(usable - near)))[0]])
         levels = np.flatnonzero(valid[slot])
         if env.cfg.levels == "grid":
             n_mem = len(env.zoo.mem_grid)
@@ -285,3 +284,48 @@ def test_masked_actions_fall_back_as_documented(kwargs):
                 np.testing.assert_array_equal(oa[key], ob[key], err_msg=key)
             done, steps = ta or ua, steps + 1
     assert kinds["admission"] and kinds["ahead"] and kinds["preemption"] + kinds["stop"], kinds
+
+
+def test_agent_orders_false_offers_the_earliest_job_that_fits_not_the_first_slot():
+    """Every waiting job has a slot here; one that does not fit must not block a later one that does."""
+    kwargs = {**SMALL, **SCARCE, "multigpu": True, "jobs_per_hour": 8.0}
+    ordered, fifo = SynergyEnv(**kwargs), SynergyEnv(**kwargs, agent_orders=False)
+    blocked = 0
+    for seed in (0, 1):
+        ordered.reset(seed=seed)
+        fifo.reset(seed=seed)
+        done = False
+        while not done:
+            s, mask = fifo.state, fifo.action_masks()
+            fitting = np.flatnonzero(s.fits[: s.n_slots])
+            offered = np.flatnonzero(mask[: fifo.layout.ahead].reshape(fifo.cfg.max_queue, -1).any(axis=1))
+            assert offered.tolist() == fitting[:1].tolist()
+            blocked += bool(fitting.size and fitting[0] > 0)
+            # The first valid action (the earliest job that fits, at its lowest valid level; else a preemption
+            # or stop) is the same decision whether or not the agent may pick the slot.
+            action = int(np.flatnonzero(mask)[0])
+            assert ordered.action_masks()[action]
+            ordered.step(action)
+            _, _, terminated, truncated, _ = fifo.step(action)
+            done = terminated or truncated
+        assert fifo.episode_summary()["mean_jct_h"] == ordered.episode_summary()["mean_jct_h"]
+    assert blocked > 0  # a job that fits stood behind one that does not
+
+
+def test_the_render_names_the_earliest_job_that_fits_or_none():
+    env = SynergyEnv(**{**SMALL, **SCARCE, "multigpu": True, "jobs_per_hour": 8.0}, render_mode="ansi")
+    env.reset(seed=0)
+    seen = {"fits": 0, "none": 0}
+    done = False
+    while not done:
+        s, text = env.state, env.render()
+        fitting = np.flatnonzero(s.fits[: s.n_slots])
+        if fitting.size:
+            job = int(s.slots[fitting[0]])
+            assert f"deciding job {env.sim.jobs.job_id[job]} " in text
+        else:
+            assert "deciding job" not in text  # nothing fits: the choice is to preempt or stop
+        seen["fits" if fitting.size else "none"] += 1
+        _, _, terminated, truncated, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+        done = terminated or truncated
+    assert min(seen.values()) > 0
