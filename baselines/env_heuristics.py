@@ -14,7 +14,8 @@ name                      slot (which waiting job)       level (how much)
 ``las+tune``              least attained service         its best-case demand
 ``tetris``                least remaining time × (GPU + CPU + memory share) over
                           every (slot, level) whose CPUs and memory fit the free
-                          resources now (else the fair share of the first slot)
+                          resources now (else the fair share of the first slot;
+                          with ``levels="grid"`` its demand level)
 ``tetris+greedy``         least remaining time × (GPU + CPU + memory share) at its
                           best-case demand, among the slots whose demand fits the free
                           CPUs and memory now; *stop* when none fits (the simulator's
@@ -39,7 +40,8 @@ preemptive mode, and in the default mode on single-GPU workloads; ``las+tune`` i
 meant for ``preemptive=True``.
 
 With ``levels="grid"`` the demand level is the valid level with the highest
-speed-up (the cheapest among equals).
+speed-up (the cheapest among equals); ``tetris`` admits the first slot there
+when no (slot, level) fits, as the grid has no fair-share level.
 """
 
 from __future__ import annotations
@@ -236,6 +238,16 @@ class TetrisGreedy(EnvHeuristic):
         i = int(np.argmin(np.where(fits, score, np.inf)))
         return self.action(obs, int(slots[i]), int(demand[i]))
 
+    @classmethod
+    def walk_demand_level(cls, obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> int:
+        """``slot``'s demand level in the walk with grid levels: :meth:`demand_level` (the fastest valid level)
+        when the mask offers the slot; a slot whose GPUs do not fit now has no valid level in the mask and
+        cannot be admitted, so the walk counts it at its fastest grid point (the cheapest among equals)."""
+        if cls.level_mask(obs, mask, slot).any():
+            return cls.demand_level(obs, mask, slot)
+        levels = obs["slot_levels"][slot]
+        return int(np.lexsort((levels[:, _CPU] + levels[:, _MEM], -levels[:, _SPEEDUP]))[0])
+
     def choose_preempting(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         """The walk by Tetris's score over waiting and running jobs, each at its demand, counting GPUs, CPUs and memory.
 
@@ -248,10 +260,8 @@ class TetrisGreedy(EnvHeuristic):
         n_levels = obs["slot_levels"].shape[1]
         if n_levels == _N_DEFAULT_LEVELS:
             demand = np.full(filled.size, DEMAND_LEVEL)
-        else:  # the highest speed-up, the cheapest among equals
-            levels = obs["slot_levels"][filled]
-            cost = levels[..., _CPU] + levels[..., _MEM]
-            demand = np.lexsort((cost, -levels[..., _SPEEDUP]), axis=-1)[:, 0] if filled.size else filled
+        else:
+            demand = np.array([self.walk_demand_level(obs, mask, int(q)) for q in filled], dtype=np.int64)
         at_demand = obs["slot_levels"][filled, demand]
         score, fits = _tetris_score(obs, filled, at_demand)
         gpu = obs["slots"][filled, _GPU_SHARE].astype(float)

@@ -11,6 +11,7 @@ workload seeds 0–19 of the two small ids.
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from synergy_gym import ModelZoo, evaluate
 from synergy_gym.baselines.env_heuristics import PriceAllocator, TetrisPacker
 from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.env.levels import allocation_levels
+from synergy_gym.errors import SynergyGymError
 from synergy_gym.sim.cluster import ClusterSpec
 
 GPU_COUNTS = (1, 2, 4, 8)
@@ -31,13 +33,17 @@ def distinct_levels(cluster: ClusterSpec, zoo: ModelZoo) -> list[int]:
     ]
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m synergy_gym.baselines.level_study", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--seeds", default="0..19", help="tuning workload seeds (default 0..19)")
     args = parser.parse_args(argv)
-    seeds = parse_seed_list(args.seeds)
+    try:
+        seeds = parse_seed_list(args.seeds, "--seeds")
+    except SynergyGymError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     zoo = ModelZoo.default()
     clusters = (
         ("24 CPUs per server", ClusterSpec(num_servers=4)),
@@ -51,7 +57,8 @@ def main(argv: list[str] | None = None) -> None:
         for policy in (PriceAllocator("srtf+price", True), PriceAllocator("fifo+price", False), TetrisPacker()):
             jct = [evaluate(policy, env_id, seeds=seeds, levels=kind).mean_jct_h.mean() for kind in ("default", "grid")]
             print(f"{env_id:<25}{policy.name:<12}{jct[0]:>11.3f}{jct[1]:>10.3f}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

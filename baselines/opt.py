@@ -54,9 +54,11 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_matrix
 
+from synergy_gym.errors import ConfigError
 from synergy_gym.sim.allocation import JobOrder, Tune, admit_by_gpus
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
+from synergy_gym.sim.validation import check_positive
 
 LOG = logging.getLogger(__name__)
 _TIE_BREAK = 1e-6
@@ -78,14 +80,20 @@ class OptFailure(RuntimeError):
 
 
 class SynergyOpt:
-    """``opt`` (integer program) or ``opt_lp`` (its LP relaxation) as an allocation mechanism."""
+    """``opt`` (integer program) or ``opt_lp`` (its LP relaxation) as an allocation mechanism.
+
+    ``relax`` (a bool) picks the LP relaxation; ``time_limit_s`` is HiGHS's time limit per round, a
+    positive number of seconds or None for none. Anything else is a one-line :class:`ConfigError`.
+    """
 
     uses_targets = True
 
-    def __init__(self, relax: bool = False, time_limit_s: float = 10.0) -> None:
-        self.relax = relax
-        self.time_limit_s = time_limit_s
-        self.name = "opt_lp" if relax else "opt"
+    def __init__(self, relax: bool = False, time_limit_s: float | None = 10.0) -> None:
+        if not isinstance(relax, (bool, np.bool_)):
+            raise ConfigError(f"SynergyOpt relax must be True or False, got {relax!r}")
+        self.relax = bool(relax)
+        self.time_limit_s = check_positive("SynergyOpt time_limit_s", time_limit_s, allow_none=True, unit="seconds")
+        self.name = "opt_lp" if self.relax else "opt"
         self._tune = Tune()
         # Candidates depend only on a job type (or a profiled job) and its target: cached per job table.
         self._candidates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -150,7 +158,7 @@ class SynergyOpt:
             constraints=LinearConstraint(a, lb, ub),
             integrality=np.zeros(n_vars) if self.relax else np.ones(n_vars),
             bounds=Bounds(0, counts_arr[col_type]),
-            options={"time_limit": self.time_limit_s, "presolve": True},
+            options={"presolve": True, **({} if self.time_limit_s is None else {"time_limit": self.time_limit_s})},
         )
         if result.x is None or result.status not in (0, 1):  # 1: time limit, with a feasible solution
             raise OptFailure(f"the solver found no solution ({result.message})")

@@ -4,7 +4,8 @@ At every decision the rollout policy tries candidate actions on copies of the en
 (``copy.deepcopy(env.unwrapped)``): each copy takes the candidate, then the *base* heuristic
 (``srtf+price`` by default, :mod:`synergy_gym.baselines.env_heuristics`) finishes the whole episode, and the
 candidate whose episode has the least total JCT is taken (ties: the base heuristic's own action,
-then the lowest action index). The real environment then takes that action, and so on.
+then the lowest action index). The real environment then takes that action, and so on. Only
+non-preemptive environments: one with ``preemptive=True`` is refused (:func:`check_env`) before any work.
 
 **Clairvoyant.** The copies hold the episode's whole workload, so each rollout sees every future
 arrival and every job's true run time. The policy is therefore *not* one an agent with the
@@ -55,7 +56,8 @@ import numpy as np
 import synergy_gym  # registers the environments
 from synergy_gym.baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.errors import SynergyGymError, UnknownNameError
+from synergy_gym.cli.files import atomic_write_text, check_output_file
+from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 from synergy_gym.experiments.statistics import ci95_half_width
 
 #: Candidate sets (see the module docstring).
@@ -71,6 +73,16 @@ def base_policy(name: str) -> EnvHeuristic:
     if name not in BASE_NAMES:
         raise UnknownNameError("base policy", str(name), BASE_NAMES)
     return env_heuristics()[name]
+
+
+def check_env(env: Any) -> None:
+    """Refuse (:class:`~synergy_gym.errors.ConfigError`) an environment the rollout cannot run: a preemptive one.
+
+    The candidates decode every action as a slot admission; a preemptive environment's ahead
+    admissions and preemptions are not, and the rollout measures non-preemptive policies.
+    """
+    if env.unwrapped.cfg.preemptive:
+        raise ConfigError("the rollout runs only non-preemptive environments, got env kwarg preemptive=True")
 
 
 def total_jct_s(env: Any) -> float:
@@ -210,6 +222,7 @@ class RolloutPolicy:
         ``verify`` re-simulates the base candidate at every decision instead of reusing the
         previous decision's value, and asserts that both agree (the copy is faithful).
         """
+        check_env(env)
         started = time.perf_counter()
         obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
         u = env.unwrapped
@@ -280,6 +293,7 @@ def compare_seed(env_id: str, policy: RolloutPolicy, seed: int, env_kwargs: dict
     """Base and rollout on one workload seed, the same way ``synergy_gym.evaluate`` scores an episode."""
     env = gym.make(env_id, **(env_kwargs or {}))
     try:
+        check_env(env)  # before the base episode
         base_h, base_total = base_episode(env, policy.base, seed)
         ep = policy.run_episode(env, seed)
     finally:
@@ -317,13 +331,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="1000000..1000004", help="workload seeds: 1000000..1000019 or a,b,c")
     parser.add_argument("--candidates", default="all", help=f"candidate set: {', '.join(CANDIDATE_SETS)} (default all)")
     parser.add_argument("--no-dedupe", action="store_true", help="evaluate actions with identical effect separately")
-    parser.add_argument("--json", type=Path, default=None, help="write the rows and summary here (rewritten after each seed)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write the rows and summary to this file, in an existing folder (rewritten after each seed)")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds, "--seeds")
         policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe)
         if args.env not in gym.registry:
             raise UnknownNameError("environment id", args.env, tuple(synergy_gym.SCENARIOS))
+        if args.json is not None:  # before any rollout: a folder or a missing parent fails now, not after a seed
+            check_output_file(args.json, "--json")
     except SynergyGymError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -334,14 +351,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'seed':>8} {'base h':>9} {'rollout h':>10} {'diff %':>8} {'decisions':>9} {'deviations':>10} {'cand':>6} "
           f"{'wall s':>8}")
     for seed in seeds:
-        r = compare_seed(args.env, policy, seed)
+        try:
+            r = compare_seed(args.env, policy, seed)
+        except SynergyGymError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         rows.append(r)
         print(f"{r.seed:>8} {r.base_mean_jct_h:>9.3f} {r.rollout_mean_jct_h:>10.3f} {r.diff_pct:>+8.2f} {r.decisions:>9} "
               f"{r.deviations:>10} {r.mean_candidates:>6.1f} {r.wall_s:>8.1f}", flush=True)
         if args.json is not None:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
             record = {**meta, "summary": summary(rows), "rows": [asdict(x) for x in rows]}
-            args.json.write_text(json.dumps(record, indent=1) + "\n")
+            atomic_write_text(args.json, json.dumps(record, indent=1) + "\n")
     s = summary(rows)
     print(f"mean: base {s['base_mean_jct_h']:.3f} h, rollout {s['rollout_mean_jct_h']:.3f} h, paired "
           f"{s['paired_diff_h']:+.3f} h ± {s['paired_diff_ci95_h']:.3f} ({s['paired_diff_pct']:+.2f} %), "

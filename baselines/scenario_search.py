@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -48,7 +49,9 @@ import pandas as pd
 
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
 from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.cli.files import check_input_file, check_output_file
 from synergy_gym.env.source import GeneratedWorkloads
+from synergy_gym.errors import ConfigError, SynergyGymError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.bounds import no_wait_jct_s
 from synergy_gym.sim.cluster import ClusterSpec
@@ -113,12 +116,21 @@ class ScarceConfig:
 
     @classmethod
     def parse(cls, text: str) -> ScarceConfig:
-        """``"12:20/70/10:2.25"`` → cpus_per_server 12, split (20, 70, 10), 2.25 jobs/h."""
+        """``"12:20/70/10:2.25"`` → cpus_per_server 12, split (20, 70, 10), 2.25 jobs/h.
+
+        A malformed entry, or one whose cluster or workload is invalid (no CPUs, a split without a
+        positive weight, a load that is not a positive number), is a one-line :class:`ConfigError`.
+        """
         try:
             cpus, split, load = text.strip().split(":")
-            return cls(float(cpus), _parse_split(split), float(load))
+            cfg = cls(float(cpus), _parse_split(split), float(load))
         except ValueError:
-            raise SystemExit(f"bad config {text!r}: expected CPUS:V/L/S:JOBS_PER_HOUR, e.g. 12:20/70/10:2.25") from None
+            raise ConfigError(f"--configs {text!r}: expected CPUS:V/L/S:JOBS_PER_HOUR, e.g. 12:20/70/10:2.25") from None
+        try:
+            cfg.source(ModelZoo.default())  # builds the cluster and the workload generator: both check their values
+        except SynergyGymError as exc:
+            raise ConfigError(f"--configs {text!r}: {exc}") from None
+        return cfg
 
 
 def _parse_split(text: str) -> tuple[int, int, int]:
@@ -230,8 +242,8 @@ def compare_table(summary: pd.DataFrame) -> pd.DataFrame:
     for name in (REFERENCE, *CHALLENGERS, BOUND):
         out[name] = wide.get(name, np.nan)
     present = [c for c in CHALLENGERS if c in wide]
-    out["best"] = wide[present].min(axis=1)
-    out["best_is"] = wide[present].idxmin(axis=1)
+    out["best"] = wide[present].min(axis=1) if present else np.nan  # no challenger run: no best, nothing selected
+    out["best_is"] = wide[present].idxmin(axis=1) if present else None
     out["cut"] = 1.0 - out["best"] / out[REFERENCE]
     out["headroom"] = out["best"] / out[BOUND]
     out["ref_wait24"] = ref["frac_wait_gt24h"].reindex(out.index)
@@ -271,6 +283,9 @@ def format_table(table: pd.DataFrame) -> str:
 
 def _configs_from_coarse(path: Path, top: int, **criteria: float) -> list[ScarceConfig]:
     summary = pd.read_csv(path, dtype={"split": str})
+    missing = [c for c in (*KEY, "policy", "mean_jct_h", "frac_wait_gt24h", "backlog_h") if c not in summary]
+    if missing:
+        raise ConfigError(f"--select-from {path}: not a summary CSV of this search (no column {', '.join(missing)})")
     chosen = select_promising(compare_table(summary), top=top, **criteria)
     return [
         ScarceConfig(float(r["cpus_per_server"]), _parse_split(str(r["split"])), float(r["jobs_per_hour"]))
@@ -278,39 +293,82 @@ def _configs_from_coarse(path: Path, top: int, **criteria: float) -> list[Scarce
     ]
 
 
+#: The seeds, configs and selection criteria without ``--seeds``, ``--top``, ``--min-cut``, … .
+DEFAULT_SEEDS = "0..19"
+SELECT_DEFAULTS: dict[str, float] = {"top": 6, "min_cut": 0.35, "min_headroom": 1.7, "max_ref_h": 60.0}
+QUICK_CONFIGS = (ScarceConfig(12, (20, 70, 10), 2.25), ScarceConfig(16, (40, 40, 20), 3.0))
+QUICK_SEEDS = (0, 1, 2)
+
+
+def _checked_policies(text: str) -> tuple[str, ...]:
+    """``--policies``, each a simulator policy, including what the comparison table needs."""
+    policies = parse_policy_list(text)
+    if REFERENCE not in policies or not any(c in policies for c in CHALLENGERS):
+        raise ConfigError(f"--policies {text!r}: the comparison table needs {REFERENCE} and {' or '.join(CHALLENGERS)}")
+    return policies
+
+
+def _plan(args: argparse.Namespace) -> tuple[list[ScarceConfig], tuple[int, ...], tuple[str, ...]]:
+    """The configs, seeds and policies the arguments ask for, every value checked before any run."""
+    criteria = {name: getattr(args, name) for name in SELECT_DEFAULTS}
+    given = [f"--{name.replace('_', '-')}" for name, value in criteria.items() if value is not None]
+    if given and args.select_from is None:
+        raise ConfigError(f"only --select-from uses {', '.join(given)}; give it too, or leave them out")
+    if args.top is not None and args.top < 1:
+        raise ConfigError(f"--top must be a positive integer, got {args.top}")
+    if args.quick:
+        options = (("--seeds", args.seeds), ("--configs", args.configs), ("--select-from", args.select_from))
+        if clash := [flag for flag, value in options if value is not None]:
+            raise ConfigError(f"--quick runs its own configs and seeds; it does not take {', '.join(clash)}")
+    elif args.configs is not None and args.select_from is not None:
+        raise ConfigError("--configs and --select-from both choose the configs; give one")
+    policies = _checked_policies(args.policies)
+    check_output_file(args.out, "--out")
+    if args.per_seed is not None:
+        check_output_file(args.per_seed, "--per-seed")
+    if args.quick:
+        return list(QUICK_CONFIGS), QUICK_SEEDS, policies
+    seeds = parse_seed_list(DEFAULT_SEEDS if args.seeds is None else args.seeds, "--seeds")
+    if max(seeds) >= 1_000_000:
+        raise ConfigError(f"--seeds {args.seeds!r}: seeds 1,000,000 and up are held out for evaluation; tune on lower seeds")
+    if args.configs is not None:
+        configs = [ScarceConfig.parse(t) for t in args.configs.split(",") if t.strip()]
+        if not configs:
+            raise ConfigError(f"--configs {args.configs!r}: no config given")
+        return configs, seeds, policies
+    if args.select_from is not None:
+        check_input_file(args.select_from, "--select-from")
+        chosen = {name: SELECT_DEFAULTS[name] if value is None else value for name, value in criteria.items()}
+        configs = _configs_from_coarse(args.select_from, int(chosen.pop("top")), **chosen)
+        if not configs:
+            raise ConfigError(f"no config in {args.select_from} meets the criteria; relax "
+                              "--min-cut/--min-headroom/--max-ref-h")
+        return configs, seeds, policies
+    return default_grid(), seeds, policies
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m synergy_gym.baselines.scenario_search", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--out", type=Path, required=True, help="CSV: one row per (config, policy)")
-    parser.add_argument("--seeds", default="0..19", help="tuning seeds, e.g. 0..19 or 0..99 (default 0..19)")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 2 configs, seeds 0..2")
+    parser.add_argument("--out", type=Path, required=True, help="CSV: one row per (config, policy), in an existing folder")
+    parser.add_argument("--seeds", help=f"tuning seeds, e.g. 0..19 or 0..99 (default {DEFAULT_SEEDS})")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 2 configs, seeds 0..2 (no --seeds, --configs)")
     parser.add_argument("--configs", help="comma-separated CPUS:V/L/S:JOBS_PER_HOUR instead of the full grid")
     parser.add_argument("--select-from", type=Path, help="a coarse CSV: run its most promising configs")
-    parser.add_argument("--top", type=int, default=6, help="how many promising configs --select-from takes")
-    parser.add_argument("--min-cut", type=float, default=0.35, help="--select-from: least 1 − best/fifo+tune")
-    parser.add_argument("--min-headroom", type=float, default=1.7, help="--select-from: least best/bound")
-    parser.add_argument("--max-ref-h", type=float, default=60.0, help="--select-from: most fifo+tune mean JCT (h)")
-    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES), help="policies to run")
+    parser.add_argument("--top", type=int, help="how many promising configs --select-from takes (default 6)")
+    parser.add_argument("--min-cut", type=float, help="--select-from: least 1 − best/fifo+tune (default 0.35)")
+    parser.add_argument("--min-headroom", type=float, help="--select-from: least best/bound (default 1.7)")
+    parser.add_argument("--max-ref-h", type=float, help="--select-from: most fifo+tune mean JCT, h (default 60)")
+    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
+                        help=f"policies to run; the table needs {REFERENCE} and {' or '.join(CHALLENGERS)}")
     parser.add_argument("--per-seed", type=Path, help="also write the per-seed rows to this CSV")
     args = parser.parse_args(argv)
-
-    seeds = parse_seed_list(args.seeds, "--seeds")
-    if max(seeds) >= 1_000_000:
-        parser.error("seeds 1,000,000 and up are held out for evaluation; tune on lower seeds")
-    policies = parse_policy_list(args.policies)
-    if args.quick:
-        configs, seeds = [ScarceConfig(12, (20, 70, 10), 2.25), ScarceConfig(16, (40, 40, 20), 3.0)], (0, 1, 2)
-    elif args.configs:
-        configs = [ScarceConfig.parse(t) for t in args.configs.split(",") if t.strip()]
-    elif args.select_from:
-        configs = _configs_from_coarse(
-            args.select_from, args.top, min_cut=args.min_cut, min_headroom=args.min_headroom, max_ref_h=args.max_ref_h
-        )
-        if not configs:
-            parser.error(f"no config in {args.select_from} meets the criteria; relax --min-cut/--min-headroom/--max-ref-h")
-    else:
-        configs = default_grid()
+    try:
+        configs, seeds, policies = _plan(args)
+    except SynergyGymError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"{len(configs)} configs × {len(seeds)} seeds × {len(policies)} policies (+ bound)", flush=True)
 
     t0, done = time.perf_counter(), [0]
@@ -323,7 +381,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     per_seed = run_grid(configs, seeds, policies, on_row=progress)
     summary = summarize(per_seed)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     summary.to_csv(args.out, index=False, float_format="%.4f")
     if args.per_seed:
         per_seed.to_csv(args.per_seed, index=False, float_format="%.4f")

@@ -39,10 +39,11 @@ import pandas as pd
 
 from synergy_gym.baselines.registry import make_policy, policy_names
 from synergy_gym.env import SynergyEnv
+from synergy_gym.env.calls import is_integer, shown
 from synergy_gym.env.summary import episode_summary
-from synergy_gym.errors import UnknownNameError
+from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.experiments.evaluation import job_frame
-from synergy_gym.sim.bounds import no_wait_jct_s
+from synergy_gym.sim.bounds import no_wait_jct_s, no_wait_start_s
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.contention_bound import contention_bound
@@ -50,8 +51,8 @@ from synergy_gym.sim.metrics import summarise_jcts
 from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import Workload
 
-#: Not a policy: every job at its demand from the round boundary after its arrival, never waiting
-#: (:func:`synergy_gym.sim.bounds.no_wait_jct_s`) – a lower bound on what any policy here can reach.
+#: Not a policy: every job at its demand from the round boundary after its arrival (``timing="exact"``: from its
+#: arrival), never waiting (:func:`synergy_gym.sim.bounds.no_wait_jct_s`) – a lower bound on what any policy here can reach.
 NO_WAIT_BOUND = "no-wait-bound"
 #: Not a policy: the contention-aware bound (:func:`synergy_gym.sim.contention_bound.contention_bound`, default
 #: settings and the environment's round length and timing) – a lower bound on every policy's mean JCT that counts
@@ -63,21 +64,21 @@ BOUNDS: tuple[str, ...] = (NO_WAIT_BOUND, CONTENTION_BOUND)
 SIM_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+tune", "fifo+opt", "srtf+tune", "tetris+greedy", *BOUNDS)
 
 
-def _bound_jobs(workload: Workload, cluster: ClusterSpec, round_s: float) -> pd.DataFrame:
+def _bound_jobs(workload: Workload, cluster: ClusterSpec, config: SimulationConfig) -> pd.DataFrame:
     """The no-waiting bound's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`).
 
-    Each starts at the first round boundary at or after its arrival (as in
-    :func:`synergy_gym.sim.bounds.no_wait_jct_s`) and finishes its JCT after arrival.
+    Each starts where :func:`synergy_gym.sim.bounds.no_wait_jct_s` starts it (the first round
+    boundary at or after its arrival, or with ``timing="exact"`` its arrival) and finishes its JCT after arrival.
     """
     arrival = np.asarray(workload.arrival_s, dtype=float)
-    start = np.ceil(arrival / round_s) * round_s
-    start = np.where(start < arrival, start + round_s, start)
-    return job_frame(workload, start_s=start, finish_s=arrival + no_wait_jct_s(workload, cluster, round_s))
+    start = no_wait_start_s(arrival, config.round_s, config.timing)
+    finish = arrival + no_wait_jct_s(workload, cluster, config.round_s, config.timing)
+    return job_frame(workload, start_s=start, finish_s=finish)
 
 
-def _bound_summary(workload: Workload, cluster: ClusterSpec, round_s: float) -> tuple[dict[str, Any], np.ndarray]:
+def _bound_summary(workload: Workload, cluster: ClusterSpec, config: SimulationConfig) -> tuple[dict[str, Any], np.ndarray]:
     """The no-waiting bound's episode summary (the keys of the env's) and per-job JCTs in hours."""
-    finish_s = workload.arrival_s + no_wait_jct_s(workload, cluster, round_s)
+    finish_s = workload.arrival_s + no_wait_jct_s(workload, cluster, config.round_s, config.timing)
     stats = summarise_jcts(workload.arrival_s, finish_s, np.ones(len(workload), dtype=bool))
     summary = {
         "mean_jct_h": stats.mean_h, "median_jct_h": stats.median_h, "p99_jct_h": stats.p99_h,
@@ -93,6 +94,17 @@ def _contention_row(workload: Workload, cluster: ClusterSpec, config: Simulation
     nan = float("nan")
     return {"mean_jct_h": bound.mean_jct_h, "median_jct_h": nan, "p99_jct_h": nan, "makespan_h": nan,
             "jobs_finished": len(workload), "jobs_unfinished": 0, "jobs_total": len(workload), "wall_s": bound.solve_s}
+
+
+def _checked_seeds(seeds: Iterable[int]) -> list[int]:
+    """``seeds`` as ints, each a non-negative integer (a float such as 1.7, or a bool, is refused, not rounded)."""
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise ConfigError(f"simulate_on_env(): seeds must be a list of non-negative integers, got {shown(seeds)}")
+    checked = list(seeds)
+    for seed in checked:
+        if not is_integer(seed) or seed < 0:
+            raise ConfigError(f"simulate_on_env(): seeds must be non-negative integers, got {shown(seed)}")
+    return [int(seed) for seed in checked]
 
 
 def simulate_on_env(
@@ -111,8 +123,11 @@ def simulate_on_env(
     with ``keep_jcts`` a column ``jct_h`` holds each episode's per-job JCTs, with
     ``keep_jobs`` a column ``jobs`` each episode's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`
     of the simulator's job table; for the bound, each job starts at the first round boundary
-    at or after its arrival; the contention bound has none, and no JCTs). A fresh policy object runs
-    each seed. ``on_episode(done, total)`` is told after each seed (for a progress display).
+    at or after its arrival, or with ``timing="exact"`` at its arrival; the contention bound has
+    none, and no JCTs). A fresh policy object runs each seed. ``on_episode(done, total)`` is told
+    after each seed (for a progress display).
+    ``seeds`` must be non-negative integers (NumPy integers too, not bools): anything else is a
+    :class:`~synergy_gym.errors.ConfigError` before any work.
     """
     import synergy_gym  # noqa: F401  (registers the environments)
 
@@ -122,15 +137,14 @@ def simulate_on_env(
             make_policy(policy)  # an unknown name fails before any work
         except UnknownNameError:
             raise UnknownNameError("simulator policy", str(policy), (*policy_names(), *BOUNDS)) from None
+    seeds = _checked_seeds(seeds)
     env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
     try:
         base = cast(SynergyEnv, env.unwrapped)
         rows: list[dict[str, Any]] = []
-        seeds = list(seeds)
         for seed in seeds:
             if rows and on_episode is not None:
                 on_episode(len(rows), len(seeds))
-            seed = int(seed)
             config = base.sim_config
             if base.cfg.sensitivity == "profiled":  # the episode's profiling draw comes from the env's np_random
                 env.reset(seed=seed, options={"workload_seed": seed})
@@ -146,12 +160,12 @@ def simulate_on_env(
                 rows.append(row)
                 continue
             if policy == NO_WAIT_BOUND:
-                summary, jct_h = _bound_summary(base.workload_for_seed(seed), base.cluster, config.round_s)
+                summary, jct_h = _bound_summary(base.workload_for_seed(seed), base.cluster, config)
                 row = {"policy": policy, "seed": seed, "terminated": True, "wall_s": time.perf_counter() - started, **summary}
                 if keep_jcts:
                     row["jct_h"] = jct_h.tolist()
                 if keep_jobs:
-                    row["jobs"] = _bound_jobs(base.workload_for_seed(seed), base.cluster, config.round_s)
+                    row["jobs"] = _bound_jobs(base.workload_for_seed(seed), base.cluster, config)
                 rows.append(row)
                 continue
             sim = Simulator(base.cluster, base.workload_for_seed(seed), make_policy(policy), config)

@@ -1,30 +1,56 @@
 """Lower bounds on job completion times, to measure how much room a scheduler has.
 
-The *no-waiting bound* gives every job its best-case demand from the round
-boundary at or after its arrival, as if it had the cluster to itself, under the
-simulator's round timing: a job credited ``floor(round_s / (iter_time /
-throughput))`` iterations a round at its demand's throughput needs
-``ceil(total_iters / that)`` rounds. No scheduler that gives a job at most its
-demand (fair, greedy, Tune, OPT, the environment) finishes it earlier, so the
-bound's mean JCT is below every policy's on the same workload.
+The *no-waiting bound* gives every job its best-case demand as if it had the cluster to itself,
+under the simulator's timing (:class:`~synergy_gym.sim.config.SimulationConfig`):
+
+* ``timing="round"``: from the round boundary at or after its arrival, a job credited
+  ``floor(round_s / (iter_time / throughput))`` iterations a round at its demand's throughput
+  needs ``ceil(total_iters / that)`` rounds;
+* ``timing="exact"``: from its arrival (the simulator may start it at the first completion after
+  it, before the next boundary), it runs ``total_iters · iter_time / throughput`` seconds.
+
+No scheduler that gives a job at most its demand (fair, greedy, Tune, OPT, the environment)
+finishes it earlier, so the bound's mean JCT is below every policy's on the same workload.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from synergy_gym.errors import UnknownNameError, WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.config import TIMINGS
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.validation import check_positive
 from synergy_gym.sim.workload import Workload
 
 
-def no_wait_jct_s(workload: Workload, cluster: ClusterSpec, round_s: float = 300.0) -> np.ndarray:
-    """Per job (in the workload's order): its JCT in seconds with its demand and no waiting."""
+def no_wait_start_s(arrival_s: np.ndarray, round_s: float = 300.0, timing: str = "round") -> np.ndarray:
+    """When the no-waiting bound starts each job: the round boundary at or after its arrival (``"round"``), or its arrival."""
+    arrival_s = np.asarray(arrival_s, dtype=float)
+    if timing != "round":
+        return arrival_s.copy()
+    start = np.ceil(arrival_s / round_s) * round_s
+    return np.where(start < arrival_s, start + round_s, start)  # guard against t / r rounding down
+
+
+def no_wait_jct_s(workload: Workload, cluster: ClusterSpec, round_s: float = 300.0, timing: str = "round") -> np.ndarray:
+    """Per job (in the workload's order): its JCT in seconds with its demand and no waiting, under ``timing``.
+
+    Raises :class:`~synergy_gym.errors.WorkloadError` for a job that cannot finish an iteration in
+    a round at its demand (``"round"``), as the simulator does.
+    """
     round_s = check_positive("round_s", round_s, unit="seconds")
+    if timing not in TIMINGS:
+        raise UnknownNameError("timing", str(timing), TIMINGS)
     jobs = JobTable(cluster, workload)
-    start = np.ceil(jobs.arrival_s / round_s) * round_s
-    start = np.where(start < jobs.arrival_s, start + round_s, start)  # guard against t / r rounding down
+    if timing != "round":  # from arrival, continuous progress at the demand's rate (as the simulator computes it)
+        return jobs.total_iters / (jobs.tput_target / jobs.iter_time_s)
     per_round = np.floor(round_s / (jobs.iter_time_s / jobs.tput_target))
+    stuck = np.flatnonzero(per_round < 1)
+    if stuck.size:
+        j = int(stuck[0])
+        raise WorkloadError(f"job {jobs.job_id[j]}: iter_time_s={jobs.iter_time_s[j]:g} is too long to finish an "
+                            f"iteration in a {round_s:g} s round at its demand; use timing='exact' or a longer round_s")
     rounds = np.ceil(jobs.total_iters / per_round)
-    return start + rounds * round_s - jobs.arrival_s
+    return no_wait_start_s(jobs.arrival_s, round_s) + rounds * round_s - jobs.arrival_s

@@ -8,7 +8,13 @@ import pytest
 import synergy_gym
 from synergy_gym.baselines.env_heuristics import env_heuristics
 from synergy_gym.env.levels import DEMAND_LEVEL
-from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, squash_hours
+from synergy_gym.env.observation import (
+    CLUSTER_FEATURES,
+    LEVEL_FEATURES,
+    RUNNING_SLOT_FEATURES,
+    SLOT_FEATURES,
+    squash_hours,
+)
 
 N_LEVELS = 5
 
@@ -102,3 +108,28 @@ def test_tetris_greedy_admits_only_at_demand_and_finishes_its_episodes(preemptiv
     df = synergy_gym.evaluate(env_heuristics()["tetris"], "Synergy-small-scarce-v0", seeds=[3], num_jobs=40,
                               preemptive=preemptive, log_decisions=True)
     assert any(r["level"] != DEMAND_LEVEL for r in df.loc[0, "decision_log"] if r["kind"] == "admit")
+
+
+def test_tetris_greedy_finishes_a_preemptive_multigpu_episode_on_the_grid():
+    # Multi-GPU jobs' fastest grid point often does not fit one server (never valid for them); the walk
+    # must take their demand among the valid levels, or they are never admissible and never start.
+    df = synergy_gym.evaluate(env_heuristics()["tetris+greedy"], "Synergy-small-scarce-v0", seeds=[3], num_jobs=40,
+                              preemptive=True, multigpu=True, levels="grid")
+    assert df.loc[0, "terminated"] and df.loc[0, "jobs_finished"] == 40 and df.loc[0, "jobs_unfinished"] == 0
+    assert df.loc[0, "invalid_actions"] == 0 and df.loc[0, "mean_jct_h"] < 25  # 59.97 h when jobs never started
+
+
+def test_tetris_greedy_walk_takes_the_valid_demand_of_the_grid(heuristics):
+    # The fastest level (5) is not valid for this job (say, too many CPUs for one server): the walk counts
+    # the job at its fastest valid level (2) and admits it there, like the default mode's choice.
+    levels = [(1.0, 1.0, 1.0), (3.0, 1.0, 1.5), (2.0, 1.0, 1.5), (1.5, 1.0, 1.2), (1.2, 1.0, 1.1), None]
+    obs, mask = observation([{**SHORT, "levels": levels}], free_cpu=1.0, n_levels=6)
+    obs["slot_levels"][0, 5] = (4.0, 1.0, 2.0)
+    obs["slot_mask"] = np.array([1, 0, 0, 0], dtype=np.float32)
+    obs["running_slots"] = np.zeros(2 * len(RUNNING_SLOT_FEATURES), dtype=np.float32)
+    obs["running_mask"] = np.zeros(2, dtype=np.float32)
+    # The preemptive layout: admissions, the same placed ahead, a preemption per running row, stop.
+    full = np.zeros(2 * mask.size - 2 + 2 + 1, dtype=np.int8)
+    full[: mask.size - 1] = mask[:-1]
+    full[-1] = 1
+    assert decode(heuristics["tetris+greedy"].choose(obs, full), full, 6) == (0, 2)

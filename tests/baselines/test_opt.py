@@ -11,6 +11,7 @@ import synergy_gym.baselines.opt as opt_module
 from synergy_gym import ClusterSpec, FairShare, Simulator, Tune, Workload
 from synergy_gym.baselines import make_policy
 from synergy_gym.baselines.opt import SynergyOpt
+from synergy_gym.errors import ConfigError
 from synergy_gym.sim.allocation import admit_by_gpus
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
@@ -148,3 +149,17 @@ def test_compare_reports_opt_beside_tune_on_the_reference_load9_workload(shared_
     assert rows["fifo+opt"]["jobs_measured"] == rows["fifo+tune"]["jobs_measured"] == 1000
     # At this load the cluster's CPU and memory totals rarely bind, so OPT gives what Tune gives.
     assert rows["fifo+opt"]["mean_jct_h"] <= rows["fifo+tune"]["mean_jct_h"] * 1.02
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"time_limit_s": -1}, "SynergyOpt time_limit_s must be a positive number of seconds, got -1"),
+    ({"time_limit_s": float("nan")}, "time_limit_s must be a positive number of seconds, got nan"),
+    ({"time_limit_s": 0}, "time_limit_s must be a positive number of seconds, got 0"),
+    ({"time_limit_s": True}, "time_limit_s must be a positive number of seconds, got True"),
+    ({"relax": "false"}, "SynergyOpt relax must be True or False, got 'false'"),
+    ({"relax": 1}, "relax must be True or False, got 1"),
+])
+def test_settings_are_checked(kwargs, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        SynergyOpt(**kwargs)
+

@@ -21,7 +21,7 @@ from synergy_gym.baselines.rollout_bound import (
     main,
     total_jct_s,
 )
-from synergy_gym.errors import UnknownNameError
+from synergy_gym.errors import ConfigError, UnknownNameError
 
 ENV = "Synergy-small-scarce-v0"
 TINY = {"num_jobs": 14}
@@ -122,3 +122,23 @@ def test_unknown_names_raise_naming_the_valid_ones(capsys):
     assert main(["--base", "nope", "--seeds", "0"]) == 2
     assert "nope" in capsys.readouterr().err
     assert main(["--env", "Nope-v0", "--seeds", "0"]) == 2
+
+
+def test_a_json_path_that_cannot_be_written_is_refused_before_any_rollout(tmp_path, capsys, monkeypatch):
+    def no_rollouts(*args, **kwargs):
+        raise AssertionError("a rollout ran")
+
+    monkeypatch.setattr("synergy_gym.baselines.rollout_bound.compare_seed", no_rollouts)
+    assert main(["--seeds", "1", "--candidates", "reduced", "--json", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --json {tmp_path}: is a folder, not a file\n"
+    assert main(["--seeds", "1", "--json", str(tmp_path / "missing" / "rows.json")]) == 2
+    assert "parent folder" in capsys.readouterr().err and not (tmp_path / "missing").exists()
+
+
+def test_a_preemptive_environment_is_refused_up_front():
+    with pytest.raises(ConfigError, match="only non-preemptive environments, got env kwarg preemptive=True"):
+        compare_seed(ENV, RolloutPolicy(), 1, {**TINY, "preemptive": True})
+    env = gym.make(ENV, preemptive=True, **TINY)
+    with pytest.raises(ConfigError, match="non-preemptive"):
+        RolloutPolicy().run_episode(env, 1)
