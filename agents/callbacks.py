@@ -4,7 +4,10 @@
 ``eval_freq`` steps (and, after a warm start, at step 0), logs ``eval/*`` and the
 env heuristics' scores to TensorBoard, appends to ``eval.csv``, saves
 ``best_model.zip`` whenever the mean JCT improves and stops training once the
-validation JCT stalls (:func:`validation_stalled`). :class:`PeriodicCheckpoints` saves a checkpoint
+validation JCT stalls (:func:`validation_stalled`). It evaluates when a rollout starts, after the
+policy update of the previous one, so that an evaluation at step N describes exactly the weights
+and statistics a checkpoint saved at step N holds (the run's last step is evaluated after the last
+update, by :func:`synergy_gym.agents.train.train`). :class:`PeriodicCheckpoints` saves a checkpoint
 every ``checkpoint_freq`` steps (:mod:`synergy_gym.agents.checkpoints`). :class:`EntropySchedule` moves
 ``ent_coef`` linearly to ``ent_coef_final``. :class:`TrainingProgress` shows the steps
 with :class:`synergy_gym.cli.progress.Progress` (plain lines when the output is not a
@@ -124,10 +127,13 @@ def validation_stalled(step: int, best_step: int, after: int | None) -> bool:
 
 
 class HeldOutEvaluation(BaseCallback):
-    """Evaluate on the validation seeds every ``eval_freq`` steps and at the end; log and checkpoint to ``run_dir``.
+    """Evaluate on the validation seeds every ``eval_freq`` steps; log and checkpoint to ``run_dir``.
 
-    ``baselines``: the env heuristics' results on those seeds
-    (:func:`synergy_gym.agents.baseline_scores.evaluate_baselines`); ``bc``: the warm
+    An evaluation runs when a rollout starts at or after the next multiple of ``eval_freq``: after the
+    policy update of the previous rollout (the weights change only there), so that its row at step N
+    describes the model as saved at step N. The run's end, after the last update, is evaluated by
+    :func:`synergy_gym.agents.train.train` (:meth:`run_evaluation`). ``baselines``: the env heuristics'
+    results on those seeds (:func:`synergy_gym.agents.baseline_scores.evaluate_baselines`); ``bc``: the warm
     start's fit (:func:`synergy_gym.agents.imitation.behaviour_clone`), if there was one;
     ``log``: gets one line per evaluation. :attr:`history` holds every evaluation's row.
     """
@@ -145,6 +151,8 @@ class HeldOutEvaluation(BaseCallback):
         self.next_eval = cfg.eval_freq
         #: The step count of this run's latest evaluation (None: none yet).
         self.evaluated_at: int | None = None
+        #: Set when the validation JCT stalled: training ends at the next step.
+        self.stop = False
         #: Every evaluation's row; ``history``: those of the run before a resume in its own folder (the best of
         #: them is what ``best_model.zip`` holds).
         self.history: list[dict[str, Any]] = list(history or [])
@@ -166,12 +174,14 @@ class HeldOutEvaluation(BaseCallback):
         if self.bc:  # the imitation itself is a checkpoint candidate (step 0)
             self.run_evaluation()
 
-    def _on_step(self) -> bool:
+    def _on_rollout_start(self) -> None:  # after the previous rollout's policy update
         if self.num_timesteps >= self.next_eval:
-            self.next_eval += self.cfg.eval_freq
+            self.next_eval = (self.num_timesteps // self.cfg.eval_freq + 1) * self.cfg.eval_freq
             self.run_evaluation()
-            return not self.stalled()
-        return True
+            self.stop = self.stalled()
+
+    def _on_step(self) -> bool:
+        return not self.stop  # a rollout cannot be refused at its start: a stall ends training at its first step
 
     def stalled(self) -> bool:
         """Whether the validation JCT stalled (``stop_on_stall_after``); says so in the log."""

@@ -61,7 +61,8 @@ at or after its arrival; the contention bound has no jobs; start, finish and JCT
 started / did not finish in an episode cut off at ``max_rounds``).
 
 ``--model pretrained:NAME`` takes a policy shipped with the package
-(:mod:`synergy_gym.agents.pretrained_policies`: ``small-scarce``, ``small``). With
+(:mod:`synergy_gym.agents.pretrained_policies`; ``pretrained_names()``: ``small``, ``small-scarce``,
+``small-scarce-preemptive``). With
 ``--model`` the environment and its kwargs come from the model's run (``config.json``,
 RL Zoo's ``args.yml``) unless given; a model whose spaces do not fit the
 environment is refused (:mod:`synergy_gym.agents.model_checks`). Seeds: ``--seeds``
@@ -265,7 +266,6 @@ def _seeds(args: argparse.Namespace, models: list[Path]) -> list[int]:
     if n < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {n}")
     return [EVAL_SEED_BASE + i for i in range(n)]
-
 
 
 def main(args: argparse.Namespace) -> int:

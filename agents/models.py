@@ -48,7 +48,8 @@ def resolve_device(device: str, flag: str = "--device") -> str:
 
     check_device(device)
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"{flag} {device}: PyTorch sees no CUDA device on this machine (use --device auto or cpu)")
+        instead = f"{flag} auto or cpu" if flag.startswith("--") else f"{flag}='auto' or 'cpu'"
+        raise ConfigError(f"{flag} {device}: PyTorch sees no CUDA device on this machine (use {instead})")
     if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
         raise ConfigError(f"{flag} {device}: PyTorch sees {torch.cuda.device_count()} CUDA device(s), numbered from 0")
     if device == "auto":
@@ -202,10 +203,12 @@ def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str
 
     The statistics are ``stats``, else those found beside the model (:mod:`synergy_gym.agents.normalization`);
     missing ones are an error unless the model's records say it was trained without them, or ``normalize`` is
-    false (run it on unnormalised observations on purpose).
+    false (run it on unnormalised observations on purpose). ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) is
+    checked first (:func:`resolve_device`): a name that is no device, or one PyTorch does not see, is refused.
     """
     from synergy_gym.agents.wrappers import AgentPolicy
 
+    device = resolve_device(device, "device")
     stats_path = resolve_stats(model_path, stats, normalize)
     model = load_model(model_path, cfg.algo if cfg else None, device)
     vec_norm = read_stats(stats_path) if stats_path is not None else None

@@ -3,20 +3,25 @@
 Each policy is a folder ``agents/pretrained/<name>/`` (package data) holding
 
 ``model.zip``         the Stable-Baselines3 model (without the optimiser's state, which only training needs)
-``vecnormalize.pkl``  its observation-normalisation statistics (``VecNormalize``)
+``vecnormalize.pkl``  its observation-normalisation statistics (``VecNormalize``; absent for a policy
+                      trained without them, ``normalize_obs = false``)
 ``config.json``       the training run's configuration (environment id and kwargs included)
 ``card.json``         where it comes from: the training command, run folder, training
                       seed and steps, the checkpoint's validation JCT
 
 :func:`export_pretrained` writes such a folder from a training run's checkpoint
-(``python -m synergy_gym.agents.export_pretrained``).
+(``python -m synergy_gym.agents.export_pretrained``): whole or not at all – the files are checked
+(:func:`export_sources`, the size limit) before anything is written, then written into a temporary
+folder beside ``dest`` that replaces it, so a refused or failed export leaves ``dest`` as it was.
 Loading needs only the ``rl`` extra and runs on the CPU; nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -26,8 +31,8 @@ from synergy_gym.agents.config import TrainConfig, first_line, load_run_config, 
 from synergy_gym.agents.models import load_agent, load_model
 from synergy_gym.agents.normalization import find_stats, stats_candidates
 from synergy_gym.agents.provenance import run_folder
-from synergy_gym.cli.files import atomic_write_text
-from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.cli.files import require_file
+from synergy_gym.errors import ConfigError, PathError, UnknownNameError
 
 if TYPE_CHECKING:  # pragma: no cover
     from torch.optim import Optimizer
@@ -53,7 +58,8 @@ def pretrained_names() -> tuple[str, ...]:
     root = pretrained_root()
     if not root.is_dir():
         return ()
-    return tuple(sorted(p.name for p in root.iterdir() if (p / MODEL_FILE).is_file()))
+    # (not the hidden folders an export writes beside a policy before it replaces it)
+    return tuple(sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and (p / MODEL_FILE).is_file()))
 
 
 def pretrained_model_path(name: str) -> Path:
@@ -89,7 +95,9 @@ def load_pretrained(name: str, device: str = "cpu") -> AgentPolicy:
 
     Observations are normalised with the policy's statistics and action masks are
     passed on, as in :class:`synergy_gym.agents.wrappers.AgentPolicy`. The environment it was
-    trained on is ``pretrained_config(name).env_id`` with its ``env_kwargs``.
+    trained on is ``pretrained_config(name).env_id`` with its ``env_kwargs``. ``device``: ``cpu``, ``cuda``,
+    ``cuda:N`` or ``auto``; one PyTorch does not see is refused
+    (:func:`synergy_gym.agents.models.resolve_device`).
     """
     path = pretrained_model_path(name)
     return load_agent(path, pretrained_config(name), device, name)
@@ -100,35 +108,94 @@ def pretrained_config(name: str) -> TrainConfig:
     return load_run_config(pretrained_model_path(name).parent / "config.json")
 
 
+def export_sources(model_zip: Path) -> tuple[Path, Path | None, TrainConfig]:
+    """What exporting ``model_zip`` reads, checked before any work: the run folder, the normalisation statistics
+    (None for a model trained without observation normalisation, which loads without them) and the run's config.
+
+    Missing files are one line naming them.
+    """
+    model_zip = require_file(model_zip, "export: model file", ConfigError)
+    run = run_folder(model_zip)
+    require_file(run / "config.json", "export: the run's config", ConfigError)
+    cfg = load_run_config(run / "config.json")
+    stats = find_stats(model_zip)
+    if stats is None and cfg.normalize_obs:
+        raise ConfigError(f"export: {model_zip}: its normalisation statistics are missing (looked for "
+                          f"{', '.join(map(str, stats_candidates(model_zip)))}); its run normalised observations "
+                          "(normalize_obs), so the policy cannot act without them")
+    return run, stats, cfg
+
+
+def check_export_dest(dest: Path) -> Path:
+    """``dest`` if an export may write it: a new or empty folder, or a policy folder (which it replaces whole)."""
+    dest = Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise PathError(f"export: --dest {str(dest)!r} is a file, not a folder")
+    others = sorted(p.name for p in dest.iterdir() if p.name not in FILES) if dest.is_dir() else []
+    if others:
+        raise PathError(f"export: --dest {str(dest)!r} holds files that are not a policy's ({', '.join(others[:3])}"
+                        f"{', …' if len(others) > 3 else ''}); an export replaces the whole folder: give a new one")
+    return dest
+
+
 def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path:
     """Write a pretrained-policy folder ``dest`` from a run's checkpoint; returns ``dest``.
 
-    ``model_zip`` is a run's ``best_model.zip`` (with ``best_vecnormalize.pkl``) or
-    ``last_model.zip`` (with ``vecnormalize.pkl``), beside the run's ``config.json``.
+    ``model_zip`` is a run's ``best_model.zip`` (with ``best_vecnormalize.pkl``),
+    ``last_model.zip`` (with ``vecnormalize.pkl``) or a periodic checkpoint, beside the run's ``config.json``
+    (:func:`export_sources`; a run without observation normalisation ships no statistics).
     The model is saved again with a fresh optimiser (its moment estimates are only
     needed to continue training and would triple the file); the policy's weights
-    are unchanged. ``card`` is written as ``card.json``.
+    are unchanged. ``card`` is written as ``card.json``. The files are made in memory and checked against
+    :data:`MAX_BYTES` first, then written into a temporary folder beside ``dest`` that replaces it: a refused or
+    failed export leaves ``dest`` as it was (a previous policy there included).
     """
     model_zip = Path(model_zip)
-    run = run_folder(model_zip)
-    stats = find_stats(model_zip)
-    if stats is None:
-        raise ConfigError(f"export: {stats_candidates(model_zip)[0]} does not exist")
-    for needed in (model_zip, run / "config.json"):
-        if not needed.is_file():
-            raise ConfigError(f"export: {needed} does not exist")
-    cfg = load_run_config(run / "config.json")
+    dest = check_export_dest(dest)
+    run, stats, cfg = export_sources(model_zip)
     model = load_model(model_zip, cfg.algo, "cpu")
     policy = model.policy
     optimizer_class: Callable[..., Optimizer] = policy.optimizer_class  # a torch optimiser, which takes lr
     policy.optimizer = optimizer_class(policy.parameters(), lr=cfg.learning_rate, **policy.optimizer_kwargs)
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    model.save(dest / MODEL_FILE)
-    shutil.copyfile(stats, dest / STATS_FILE)
-    shutil.copyfile(run / "config.json", dest / "config.json")
-    atomic_write_text(dest / "card.json", json.dumps(card, indent=2) + "\n")
-    size = sum((dest / f).stat().st_size for f in FILES)
+    buffer = io.BytesIO()
+    model.save(buffer)
+    files = {MODEL_FILE: buffer.getvalue(), "config.json": (run / "config.json").read_bytes(),
+             "card.json": (json.dumps(card, indent=2) + "\n").encode("utf-8")}
+    if stats is not None:
+        files[STATS_FILE] = stats.read_bytes()
+    size = sum(len(data) for data in files.values())
     if size > MAX_BYTES:
-        raise ConfigError(f"export: {dest} takes {size:,} bytes, more than the {MAX_BYTES:,} a shipped policy may")
+        raise ConfigError(f"export: the policy of {model_zip} takes {size:,} bytes, more than the {MAX_BYTES:,} a "
+                          f"shipped policy may; nothing was written to {dest}")
+    try:
+        _write_folder(dest, files)
+    except OSError as exc:
+        raise PathError(f"export: cannot write {dest}: {exc.strerror or first_line(exc)}") from None
     return dest
+
+
+def _write_folder(dest: Path, files: dict[str, bytes]) -> None:
+    """``dest`` holding exactly ``files``: written into a temporary folder beside it, which then replaces it (a folder
+    already there is moved aside first and removed once the new one is in place, put back if that fails)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    old: Path | None = None
+    try:
+        for name, data in files.items():
+            (staged / name).write_bytes(data)
+        staged.chmod(0o755)  # mkdtemp makes folders private; a policy folder is package data
+        if dest.exists():
+            old = dest.with_name(f"{staged.name[:-len('.tmp')]}.old")
+            dest.rename(old)
+        try:
+            staged.rename(dest)
+        except BaseException:
+            if old is not None:
+                old.rename(dest)
+                old = None
+            raise
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -38,7 +38,8 @@ A run folder (``--out``, default ``runs/<env>__<algo>__<seed>__<time>``) holds
                       srtf+tune), every env heuristic as a constant line
                       (``baseline/<heuristic>/mean_jct_h``, from the start) and,
                       after a warm start, ``bc/accuracy`` and ``bc/final_loss``
-``eval.csv``          every evaluation (the same columns)
+``eval.csv``          every evaluation (the same columns); a row at step N describes the
+                      model as saved at step N (its last row: ``last_model.zip``)
 ``best_model.zip``    the checkpoint with the lowest evaluation mean JCT, with
                       ``best_vecnormalize.pkl``
 ``last_model.zip``    the final checkpoint, with ``vecnormalize.pkl``; also written
@@ -54,7 +55,8 @@ folder, :mod:`synergy_gym.agents.resume`) trains up to ``timesteps`` in all ("re
 been checked, and hyper-parameters that cannot work together are refused
 (:mod:`synergy_gym.agents.hyperparameters`).
 
-Evaluation runs every ``eval_freq`` steps, once at the end and, after a warm
+Evaluation runs every ``eval_freq`` steps (when the first rollout at or after each multiple starts,
+after the previous rollout's policy update), once at the end (after the last update) and, after a warm
 start, once before reinforcement learning (step 0: the imitation is a checkpoint
 candidate too), on validation workload seeds (from ``eval_seed_base`` = 2,000,000 on; training environments use
 ``seed + rank``; results are reported on the held-out seeds 1,000,000 on with
@@ -63,7 +65,8 @@ and one line per evaluation (step, mean JCT, against the best heuristic, best so
 far), with or without the progress bar (on a terminal a bar; when the output is not a
 terminal, a plain line every 10 % of the steps, :mod:`synergy_gym.cli.progress`). With ``stop_on_stall_after`` N, training
 ends at the first evaluation from step N on at which the best validation JCT is
-older than the last third of the steps so far (evaluation step ≥ 1.5 × the best's).
+older than the last third of the steps so far (evaluation step ≥ 1.5 × the best's): one environment
+step later (a rollout that has started ends at its first step), which the final evaluation then scores.
 
 This module holds :func:`train` and the command line; the parts are in
 :mod:`synergy_gym.agents.vec_envs` (the training environments), :mod:`synergy_gym.agents.models`
@@ -255,8 +258,10 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
         tb_log_name="run",
         reset_num_timesteps=fresh,
     )
+    # Once at the end, after the last policy update: evaluations run only when a rollout starts, and every
+    # rollout steps the environments, so one at this step count has seen the final weights and statistics.
     if evaluation.evaluated_at != model.num_timesteps:
-        evaluation.run_evaluation()  # always once at the end
+        evaluation.run_evaluation()
 
 
 def _save_last_model(model: BaseAlgorithm, run_dir: Path) -> list[str]:

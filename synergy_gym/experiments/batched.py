@@ -55,7 +55,10 @@ class _Episode:
 
 def run_batched(predict: BatchPredict, make: Callable[[], gym.Env], seeds: list[int], label: str, record: Recorder,
                 on_episode: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """One row per seed, in the seeds' order (see the module); ``on_episode(done, total)`` after each episode ends."""
+    """One row per seed, in the seeds' order (see the module); ``on_episode(done, total)`` after each episode ends.
+
+    ``seeds`` as :func:`synergy_gym.experiments.evaluation.check_seeds` returns them (a list of non-negative ints).
+    """
     rows: list[dict[str, Any] | None] = [None] * len(seeds)
     envs: list[gym.Env] = []
     upcoming = iter(range(len(seeds)))
@@ -66,7 +69,7 @@ def run_batched(predict: BatchPredict, make: Callable[[], gym.Env], seeds: list[
         if index is None:
             return None
         started = time.perf_counter()
-        seed = int(seeds[index])
+        seed = seeds[index]
         obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
         log: list[dict[str, Any]] | None = [] if record.log_decisions and index == 0 else None
         return _Episode(env, index, obs, time.perf_counter() - started, log)
@@ -100,7 +103,7 @@ def run_batched(predict: BatchPredict, make: Callable[[], gym.Env], seeds: list[
                 if not (terminated or truncated):
                     running.append(episode)
                     continue
-                rows[episode.index] = record.row(episode.env.unwrapped, label, int(seeds[episode.index]), episode.ret,
+                rows[episode.index] = record.row(episode.env.unwrapped, label, seeds[episode.index], episode.ret,
                                                  episode.steps, terminated, episode.wall_s, episode.info, log)
                 done += 1
                 if on_episode is not None:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
+from synergy_gym.env.calls import is_integer, shown
+from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.batched import run_batched
 
 if TYPE_CHECKING:
@@ -101,6 +103,36 @@ def decision_record(env: gym.Env, obs: dict, action: Any) -> dict[str, Any]:
     return record
 
 
+def check_seeds(seeds: Any) -> list[int]:
+    """``evaluate``'s ``seeds``: a non-empty iterable (not a string) of non-negative integers (Python or NumPy, not
+    bools: the rule of ``env.reset``'s seed), as a list of ``int``; anything else is one line naming it."""
+    wanted = "a non-empty list of non-negative integers (workload seeds)"
+    if isinstance(seeds, (str, bytes)) or is_integer(seeds):
+        hint = f"; for one seed give [{seeds}]" if is_integer(seeds) else ""
+        raise ConfigError(f"evaluate(): seeds must be {wanted}, got {shown(seeds)}{hint}")
+    try:
+        given = list(seeds)
+    except TypeError:  # not iterable (None, a float, a 0-d NumPy array)
+        raise ConfigError(f"evaluate(): seeds must be {wanted}, got {shown(seeds)}") from None
+    if not given:
+        raise ConfigError(f"evaluate(): seeds must be {wanted}, got an empty one ({shown(seeds)})")
+    for i, seed in enumerate(given):
+        if not is_integer(seed) or seed < 0:
+            raise ConfigError(f"evaluate(): seeds[{i}] must be a non-negative integer, got {shown(seed)}")
+    return [int(seed) for seed in given]
+
+
+def check_policy(policy: Any, env_id: Any) -> None:
+    """``evaluate``'s ``policy`` (an object with a ``predict`` method) and ``env_id`` (an id or a callable making the
+    environment); anything else is one line naming it."""
+    if not callable(getattr(policy, "predict", None)):
+        raise ConfigError(f"evaluate(): policy must have a predict(obs, ...) method (an SB3 model, an env heuristic, "
+                          f"synergy_gym.agents.load_pretrained(...)), got {shown(policy)}")
+    if not (isinstance(env_id, str) or callable(env_id)):
+        raise ConfigError(f"evaluate(): env_id must be an environment id such as 'Synergy-small-v0' or a callable "
+                          f"that makes the environment, got {shown(env_id)}")
+
+
 def _accepts_masks(policy: Any) -> bool:
     try:
         return "action_masks" in inspect.signature(policy.predict).parameters
@@ -139,9 +171,12 @@ def evaluate(
     :func:`decision_record` dicts; None in the other rows). ``on_episode(done, total)``
     is told after each episode (for a progress display).
 
-    ``policy`` needs ``predict(obs, ..., deterministic=..., [action_masks=...])``
+    ``seeds``: a non-empty iterable of non-negative integers (:func:`check_seeds`). ``policy`` needs
+    ``predict(obs, ..., deterministic=..., [action_masks=...])``
     returning ``(action, state)`` – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
-    both qualify. Masks are passed when ``predict`` accepts them. A policy that also offers
+    both qualify; other seeds, policies or an ``env_id`` that is neither an id nor a callable are one line
+    (:class:`~synergy_gym.errors.ConfigError`, :func:`check_policy`). Masks are passed when ``predict``
+    accepts them. A policy that also offers
     ``batch_predictor(deterministic)`` (trained agents: :class:`synergy_gym.agents.wrappers.AgentPolicy`)
     and returns a predictor for it has its episodes run side by side and decided in batches, with the
     same actions and rows but ``wall_s`` (:mod:`synergy_gym.experiments.batched`).
@@ -150,24 +185,25 @@ def evaluate(
 
     from synergy_gym.env.scenarios import register_envs
 
+    seed_list = check_seeds(seeds)
+    check_policy(policy, env_id)
     register_envs()
 
     label = name or getattr(policy, "name", None) or type(policy).__name__
-    seeds = list(seeds)
     record = EpisodeRecord(keep_jcts, keep_jobs, log_decisions)
     make = (lambda: gym.make(env_id, **env_kwargs)) if isinstance(env_id, str) else (lambda: env_id(**env_kwargs))
     batched = getattr(policy, "batch_predictor", None)
-    predict = batched(deterministic) if callable(batched) and seeds else None
+    predict = batched(deterministic) if callable(batched) else None
     if predict is not None:
-        return pd.DataFrame(run_batched(predict, make, seeds, label, record, on_episode))
+        return pd.DataFrame(run_batched(predict, make, seed_list, label, record, on_episode))
     masks = _accepts_masks(policy)
     rows = []
     env = make()
     base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its mask and simulator)
     try:
-        for i, seed in enumerate(seeds):
+        for i, seed in enumerate(seed_list):
             started = time.perf_counter()
-            obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
+            obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
             ret, steps, done = 0.0, 0, False
             info: dict[str, Any] = {}
             terminated = truncated = False
@@ -186,10 +222,10 @@ def evaluate(
                 ret += float(reward)
                 steps += 1
                 done = terminated or truncated
-            rows.append(record.row(base, label, int(seed), ret, steps, terminated, time.perf_counter() - started,
+            rows.append(record.row(base, label, seed, ret, steps, terminated, time.perf_counter() - started,
                                    info, log))
             if on_episode is not None:
-                on_episode(len(rows), len(seeds))
+                on_episode(len(rows), len(seed_list))
     finally:
         env.close()
     return pd.DataFrame(rows)

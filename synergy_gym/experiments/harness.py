@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from synergy_gym.env.calls import shown
+from synergy_gym.errors import ConfigError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.metrics import SimulationResult
@@ -49,9 +52,18 @@ def run_cases(
     progress: ProgressFactory | None = None,
     on_done: Callable[[CaseResult], None] | None = None,
 ) -> list[CaseResult]:
-    """Run every policy on every case, in order; returns one result per (case, policy)."""
+    """Run every policy on every case, in order; returns one result per (case, policy).
+
+    ``cases``: an iterable of :class:`WorkloadCase`; ``policies``: a mapping of names to
+    :class:`~synergy_gym.sim.policy.SchedulingPolicy`; ``cluster``: a :class:`~synergy_gym.sim.cluster.ClusterSpec`.
+    Anything else is one line naming it (:class:`~synergy_gym.errors.ConfigError`), before any run.
+    """
+    case_list = check_cases(cases)
+    check_policies(policies)
+    if not isinstance(cluster, ClusterSpec):
+        raise ConfigError(f"run_cases(): cluster must be a ClusterSpec, got {shown(cluster)}")
     out: list[CaseResult] = []
-    for case in cases:
+    for case in case_list:
         for name, policy in policies.items():
             workload, more = case.make()
             sim = Simulator(cluster, workload, policy, config, more_jobs=more)
@@ -62,3 +74,31 @@ def run_cases(
             if on_done is not None:
                 on_done(done)
     return out
+
+
+def check_cases(cases: Any) -> list[WorkloadCase]:
+    """``run_cases``' ``cases`` as a list: an iterable of :class:`WorkloadCase` (one line naming anything else)."""
+    if isinstance(cases, WorkloadCase):
+        raise ConfigError(f"run_cases(): cases must be an iterable of WorkloadCase, got one WorkloadCase "
+                          f"({cases.label!r}); give [case]")
+    if isinstance(cases, (str, bytes, Mapping)) or not isinstance(cases, Iterable):
+        raise ConfigError(f"run_cases(): cases must be an iterable of WorkloadCase, got {shown(cases)}")
+    given = list(cases)
+    for i, case in enumerate(given):
+        if not isinstance(case, WorkloadCase):
+            raise ConfigError(f"run_cases(): cases[{i}] must be a WorkloadCase, got {shown(case)}")
+    return given
+
+
+def check_policies(policies: Any) -> None:
+    """``run_cases``' ``policies``: a mapping of names to :class:`~synergy_gym.sim.policy.SchedulingPolicy`."""
+    if not isinstance(policies, Mapping):
+        raise ConfigError(f"run_cases(): policies must be a mapping of names to SchedulingPolicy, got {shown(policies)}")
+    for name, policy in policies.items():
+        if isinstance(policy, SchedulingPolicy):
+            continue
+        hint = (f"; build a named policy with synergy_gym.baselines.make_policy({policy!r})"
+                if isinstance(policy, str) else "")
+        raise ConfigError(f"run_cases(): policies[{name!r}] must be a SchedulingPolicy (an ordering and an allocation "
+                          f"mechanism), got {shown(policy)}{hint}")
+

@@ -152,7 +152,9 @@ def test_stall_rule(step, best_step, after, stalled):
 
 def test_training_stops_once_the_validation_jct_stalls(tmp_path):
     """With a learning rate too small to change any decision (and fixed inputs: no observation normalisation),
-    no evaluation beats the first: training stops early."""
+    no evaluation beats the first: training stops early, at the first step of the rollout that started with the
+    stalled evaluation, which the final evaluation scores (the last row is last_model.zip)."""
+    from synergy_gym.agents.checkpoints import saved_timesteps
     from synergy_gym.agents.train import train
 
     lines = []
@@ -160,10 +162,10 @@ def test_training_stops_once_the_validation_jct_stalls(tmp_path):
                      normalize_obs=False),
                 out=tmp_path / "run", log=lines.append)
     history = pd.read_csv(out / "eval.csv")
-    assert history["timesteps"].tolist() == [64, 128, 192, 256]
+    assert history["timesteps"].tolist() == [64, 128, 192, 256, 257]
     assert history["mean_jct_h"].nunique() == 1
     assert any("has not improved since step 64" in line for line in lines)
-    assert (out / "last_model.zip").is_file()
+    assert saved_timesteps(out / "last_model.zip") == 257
 
 
 def test_dagger_labels_the_policys_own_states_with_the_heuristic(tmp_path, monkeypatch):

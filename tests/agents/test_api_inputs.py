@@ -1,0 +1,116 @@
+"""The Python API's inputs: ``evaluate``'s seeds, policy and env_id, ``run_cases``' policies, ``load_pretrained``'s device.
+
+Each bad value is one line (:class:`synergy_gym.errors.ConfigError`) naming the argument and the value, raised at
+entry – never a seed silently changed (a string split into digits, a float truncated) or an error from deep inside.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from synergy_gym import evaluate
+from synergy_gym.errors import ConfigError, SynergyGymError
+
+ENV = "Synergy-small-v0"
+
+
+@pytest.fixture(scope="module")
+def heuristic():
+    from synergy_gym.baselines.env_heuristics import env_heuristics
+
+    return env_heuristics()["fifo+tune"]
+
+
+@pytest.mark.parametrize("seeds, words", [
+    ("1000000", ["seeds must be a non-empty list", "'1000000'"]),  # was: 7 episodes, seeds 1, 0, 0, …
+    (3, ["seeds must be a non-empty list", "got 3", "give [3]"]),
+    ([0.9, 2.5], ["seeds[0] must be a non-negative integer", "got 0.9"]),  # was: seeds 0 and 2
+    ([1, 2.0], ["seeds[1]", "got 2.0"]),
+    ([None], ["seeds[0]", "got None"]),
+    ([], ["seeds must be a non-empty list", "an empty one"]),  # was: a frame without columns
+    ([True], ["seeds[0]", "got True"]),
+    ([4, -1], ["seeds[1] must be a non-negative integer", "got -1"]),
+    (np.array([1.0]), ["seeds[0]", "1.0"]),
+    (np.int64(5), ["give [5]"]),
+    (None, ["seeds must be a non-empty list", "got None"]),
+])
+def test_bad_seeds_are_one_line_naming_them(heuristic, seeds, words):
+    with pytest.raises(ConfigError) as info:
+        evaluate(heuristic, ENV, seeds, num_jobs=5)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("evaluate(): ")
+    for word in words:
+        assert word in message, (word, message)
+
+
+def test_seeds_of_any_integer_kind_run_as_given_and_whole_floats_are_not_integers(heuristic):
+    with pytest.raises(ConfigError, match=r"seeds\[0\] must be a non-negative integer, got .*3\.0"):
+        evaluate(heuristic, ENV, np.array([3, 1], dtype=np.float64), num_jobs=5)  # was: run as 3 and 1
+    frame = evaluate(heuristic, ENV, np.array([3, 1], dtype=np.uint32), num_jobs=5)
+    assert frame["seed"].tolist() == [3, 1] and all(type(s) is int for s in frame["seed"].tolist())
+    again = evaluate(heuristic, ENV, (s for s in range(3, 0, -2)), num_jobs=5)  # a generator, once
+    assert again.drop(columns="wall_s").equals(frame.drop(columns="wall_s"))
+
+
+@pytest.mark.parametrize("policy, env_id, words", [
+    (object(), ENV, ["policy must have a predict", "<object object"]),
+    ("fifo+tune", ENV, ["policy must have a predict", "'fifo+tune'"]),
+    (None, 5, ["policy must have a predict"]),
+])
+def test_a_policy_without_predict_is_one_line(policy, env_id, words):
+    with pytest.raises(ConfigError) as info:
+        evaluate(policy, env_id, [0], num_jobs=5)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_an_env_id_that_is_neither_an_id_nor_a_callable_is_one_line(heuristic):
+    with pytest.raises(ConfigError, match=r"env_id must be an environment id .* got 5$"):
+        evaluate(heuristic, 5, [0], num_jobs=5)
+
+
+def test_run_cases_refuses_what_is_not_a_scheduling_policy():
+    from synergy_gym import ClusterSpec, SyntheticWorkload, WorkloadCase, run_cases
+
+    spec = SyntheticWorkload(jobs_per_hour=8.0, num_jobs=5, seed=1)
+    case = WorkloadCase("s1", make=lambda: (spec.build(), None), seed=1)
+    cluster = ClusterSpec(num_servers=2, cpus_per_server=16)
+    with pytest.raises(ConfigError, match=r"policies\['fifo\+tune'\] must be a SchedulingPolicy .*got 'fifo\+tune'; "
+                                          r"build a named policy with synergy_gym\.baselines\.make_policy\('fifo\+tune'\)"):
+        run_cases([case], {"fifo+tune": "fifo+tune"}, cluster)
+    with pytest.raises(ConfigError, match=r"policies\['x'\] must be a SchedulingPolicy .*got <object object"):
+        run_cases([case], {"x": object()}, cluster)
+    with pytest.raises(ConfigError, match=r"cases must be an iterable of WorkloadCase, got one WorkloadCase \('s1'\)"):
+        run_cases(case, {}, cluster)
+    with pytest.raises(ConfigError, match=r"cases\[1\] must be a WorkloadCase, got 3"):
+        run_cases([case, 3], {}, cluster)
+    with pytest.raises(ConfigError, match=r"cluster must be a ClusterSpec, got 'small'"):
+        run_cases([case], {}, "small")
+
+
+@pytest.mark.parametrize("device, words", [
+    ("cuda:99", ["device cuda:99", "PyTorch sees"]),  # was: loaded on the CPU, as if asked for
+    ("bogus", ["unknown device 'bogus'", "cpu"]),  # was: an error blaming the model file
+])
+def test_load_pretrained_checks_the_device(device, words):
+    from synergy_gym.agents import load_pretrained
+
+    with pytest.raises(SynergyGymError) as info:
+        load_pretrained("small", device=device)
+    message = str(info.value)
+    assert "\n" not in message and "model" not in message
+    for word in words:
+        assert word in message, (word, message)
+
+
+def test_evaluates_docstring_names_every_shipped_policy():
+    import importlib
+
+    from synergy_gym.agents import pretrained_names
+
+    evaluate_module = importlib.import_module("synergy_gym.agents.evaluate")
+
+    assert pretrained_names()
+    for name in pretrained_names():
+        assert f"``{name}``" in evaluate_module.__doc__, name
