@@ -182,7 +182,7 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         raise SynergyGymError("--trace-mode sampled draws its arrivals at --load; --arrival-scale does not apply")
     if not (math.isfinite(args.arrival_scale) and args.arrival_scale > 0):
         raise SynergyGymError(f"--arrival-scale {args.arrival_scale!r}: must be a positive finite number")
-    cluster = load_cluster(args.cluster)
+    cluster = load_cluster(args.cluster, source="--cluster")
     config = SimulationConfig(round_s=args.round_s, placement=args.placement, timing=args.timing)
     sensitivities = tuple(dict.fromkeys(x.strip() for x in args.sensitivity.split(",") if x.strip()))
     for sens in sensitivities or ("",):

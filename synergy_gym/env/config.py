@@ -214,7 +214,7 @@ def as_cluster(value: Any) -> ClusterSpec:
                 raise ConfigError(f"env kwarg cluster {text!r} is a folder, not a TOML file")
             if not path.is_file():
                 raise ConfigError(f"env kwarg cluster {text!r} is neither a preset ({', '.join(preset_names())}) nor a file")
-        return load_cluster(value)
+        return load_cluster(value, source="env kwarg cluster")
     raise ConfigError(f"env kwarg cluster must be a preset name, a TOML path, a mapping or a ClusterSpec, got {shown(value)}")
 
 

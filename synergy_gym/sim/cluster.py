@@ -120,22 +120,31 @@ def preset_names() -> tuple[str, ...]:
 
 def cluster_preset(name: str) -> ClusterSpec:
     """A named cluster: ``default`` (16×8 GPUs), ``small`` (4×8) or ``large`` (64×8)."""
+    if not isinstance(name, str):
+        raise ConfigError(f"cluster preset must be a name ({', '.join(preset_names())}), got {name!r}")
     if name not in _PRESETS:
         raise UnknownNameError("cluster preset", name, preset_names())
     return ClusterSpec(**_PRESETS[name])
 
 
-def load_cluster(spec: str | Path) -> ClusterSpec:
-    """A preset name or the path of a TOML file (keys at top level or under ``[cluster]``)."""
+def load_cluster(spec: str | Path, source: str = "cluster") -> ClusterSpec:
+    """A preset name or the path of a TOML file (keys at top level or under ``[cluster]``).
+
+    ``source`` names the argument in the messages of a name that is neither a preset nor a file
+    (``cluster 'smal' is neither a preset (…) nor a file``); the command line passes ``"--cluster"``.
+    Errors in a file start with its path.
+    """
+    if not isinstance(spec, (str, Path)):
+        raise ConfigError(f"{source} must be a preset name ({', '.join(preset_names())}) or a TOML file's path, got {spec!r}")
     text_spec = str(spec)
     if text_spec in _PRESETS:
         return cluster_preset(text_spec)
     path = Path(spec)
     if path.is_dir():
-        raise ConfigError(f"--cluster {text_spec!r} is a folder, not a TOML file")
+        raise ConfigError(f"{source} {text_spec!r} is a folder, not a TOML file")
     if not path.is_file():
         raise ConfigError(
-            f"--cluster {text_spec!r} is neither a preset ({', '.join(preset_names())}) nor a file"
+            f"{source} {text_spec!r} is neither a preset ({', '.join(preset_names())}) nor a file"
         )
     try:
         raw = path.read_bytes()

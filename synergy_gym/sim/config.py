@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import InitVar, dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.ledger import PLACEMENTS, Placement
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
@@ -26,7 +28,8 @@ class SimulationConfig:
     #: Check after every round that no server is over any capacity.
     debug: bool = False
     #: Keep the per-round utilisation log (``SimulationResult.rounds``); the
-    #: Gymnasium environment turns it off.
+    #: Gymnasium environment turns it off. Without it the summary's ``mean_gpu_util``,
+    #: ``mean_cpu_util``, ``mean_mem_util`` and ``mean_throughput`` are NaN (nothing was recorded).
     record_rounds: bool = True
     #: ``"true"``: policies see the model zoo's measured sensitivity; ``"profiled"``:
     #: they see each job's estimate from optimistic profiling (``profiler``) while
@@ -41,6 +44,13 @@ class SimulationConfig:
             raise ConfigError(f"SimulationConfig(kernels=...) was removed: {kernels_removed()}")
         for name in ("round_s", "starvation_s"):
             object.__setattr__(self, name, float(check_positive(name, getattr(self, name), unit="seconds")))
+        for name in ("debug", "record_rounds"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, bool(getattr(self, name)))
+        if not isinstance(self.profiler, ProfilerConfig):
+            hint = "; use ProfilerConfig(**settings)" if isinstance(self.profiler, dict) else ""
+            raise ConfigError(f"profiler must be a ProfilerConfig, got a {type(self.profiler).__name__}{hint}")
         if self.placement not in PLACEMENTS:
             raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
         if self.timing not in TIMINGS:

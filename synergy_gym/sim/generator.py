@@ -80,20 +80,27 @@ class SyntheticWorkload:
         object.__setattr__(
             self, "num_jobs", check_positive("num_jobs", self.num_jobs, integer=True, allow_none=True, error=WorkloadError)
         )
-        if not 0 <= self.short_job_fraction <= 1:
-            raise WorkloadError(f"short_job_fraction must be in [0, 1], got {self.short_job_fraction!r}")
+        fraction = self.short_job_fraction
+        numeric = isinstance(fraction, (int, float, np.integer, np.floating)) and not isinstance(fraction, (bool, np.bool_))
+        if not (numeric and 0 <= fraction <= 1):
+            raise WorkloadError(f"short_job_fraction must be in [0, 1], got {fraction!r}")
+        if not isinstance(self.multigpu, (bool, np.bool_)):
+            raise WorkloadError(f"multigpu must be True or False, got {self.multigpu!r}")
+        object.__setattr__(self, "multigpu", bool(self.multigpu))
         object.__setattr__(self, "max_gpus", check_positive("max_gpus", self.max_gpus, integer=True, error=WorkloadError))
+        if self.window is not None:
+            object.__setattr__(self, "window", _check_window(self.window))
         a, b = self.resolved_window
         limit = self.num_jobs
         if not (0 <= a < b) or (limit is not None and b > limit):
             bound = f"0 ≤ A < B ≤ {limit}" if limit is not None else "0 ≤ A < B"
             raise WorkloadError(f"window {a}:{b} must satisfy {bound}")
-        check_split(self.class_split)
+        object.__setattr__(self, "class_split", check_split(self.class_split))
 
     @property
     def resolved_window(self) -> tuple[int, int]:
         if self.window is not None:
-            return (int(self.window[0]), int(self.window[1]))
+            return self.window
         if self.num_jobs is not None:
             return middle_half_window(self.num_jobs)
         return DEFAULT_WINDOW
@@ -114,6 +121,19 @@ class SyntheticWorkload:
             return gen.chunk(self.num_jobs, run_until="all"), None
         first = gen.chunk(self.resolved_window[1], run_until="window")
         return first, gen
+
+
+def _check_window(window) -> tuple[int, int]:
+    """``window`` as two whole job positions ``(A, B)`` (their range is checked by the caller); else a one-line error."""
+    pair = isinstance(window, (tuple, list, np.ndarray)) and len(window) == 2
+    if not (pair and all(_is_whole(w) for w in window)):
+        raise WorkloadError(f"window {window!r} must be two whole job positions (A, B): jobs A..B-1 by arrival")
+    return int(window[0]), int(window[1])
+
+
+def _is_whole(w) -> bool:
+    number = isinstance(w, (int, float, np.integer, np.floating)) and not isinstance(w, (bool, np.bool_))
+    return number and (isinstance(w, (int, np.integer)) or (math.isfinite(w) and float(w).is_integer()))
 
 
 class _Generator:

@@ -4,9 +4,11 @@ JCT statistics are over the measured window (the jobs whose ``measured`` flag
 is set), computed by :func:`summarise_jcts` (which the Gymnasium environment's
 episode summary uses too); ``makespan_h`` is the time from the first arrival to the last
 completion of the run. Utilisation is the share of the cluster's GPUs, CPUs and
-memory allocated, averaged over simulated time; throughput is the sum over
-running jobs of GPUs × normalised throughput (the GPU count when every job runs
-at a fair share worth 1.0).
+memory allocated, averaged over the run's simulated time (from its first round
+to its end, the stretches in which the cluster stood idle counting as 0);
+throughput is the sum over running jobs of GPUs × normalised throughput (the GPU
+count when every job runs at a fair share worth 1.0), averaged alike. Without
+the round log (``SimulationConfig(record_rounds=False)``) these averages are NaN.
 """
 
 from __future__ import annotations
@@ -53,7 +55,12 @@ class RoundLog:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One run's headline numbers (JCTs in hours over the measured window)."""
+    """One run's headline numbers (JCTs in hours over the measured window).
+
+    ``mean_gpu_util``, ``mean_cpu_util``, ``mean_mem_util`` (0–1) and ``mean_throughput`` are averages
+    over the run's simulated time, from its first round to its end, idle stretches counting as 0
+    (NaN without the round log: ``SimulationConfig(record_rounds=False)``).
+    """
 
     policy: str
     mean_jct_h: float
@@ -198,8 +205,15 @@ def build_result(
     end_s: float,
     rounds_planned: int,
     wall_s: float,
+    start_s: float | None = None,
+    recorded: bool = True,
 ) -> SimulationResult:
-    """A run's result from its job table and round log; the run ended at ``end_s`` (simulated seconds)."""
+    """A run's result from its job table and round log; the run ended at ``end_s`` (simulated seconds).
+
+    The summary's utilisation and throughput are time averages from ``start_s`` (the first round's
+    start; by default the log's first entry) to ``end_s``, idle time counting as 0; NaN when the run
+    had no time or, ``recorded=False``, its rounds were not logged.
+    """
     n = jobs.n
     jct = jobs.finish_s[:n] - jobs.arrival_s[:n]
     job_columns = _copies(
@@ -232,9 +246,11 @@ def build_result(
     finished = ~np.isnan(jobs.finish_s)
     jct_stats = summarise_jcts(jobs.arrival_s, jobs.finish_s, jobs.measured)
 
+    begin = start_s if start_s is not None else (float(log.start_s[0]) if log.start_s else end_s)
+    span = end_s - begin
+
     def weighted(col: str) -> float:
-        total = duration.sum()
-        return float(np.dot(round_columns[col], duration) / total) if total > 0 else float("nan")
+        return float(np.dot(round_columns[col], duration) / span) if recorded and span > 0 else float("nan")
 
     first_arrival = float(jobs.arrival_s[0])
     last_finish = float(np.nanmax(jobs.finish_s)) if finished.any() else first_arrival

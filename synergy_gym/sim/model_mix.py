@@ -9,6 +9,7 @@ models take turns within a task. The assignment is deterministic: it needs no ra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -41,14 +42,38 @@ def parse_split(text: str) -> tuple[float, float, float]:
 
 
 def check_split(split) -> tuple[float, float, float]:
-    """Validate a (vision, language, speech) split: non-negative weights with a positive sum."""
-    split = tuple(split)
-    numbers = all(isinstance(w, (int, float)) and np.isfinite(w) and w >= 0 for w in split)
-    if len(split) != 3 or not numbers or sum(split) <= 0:
-        raise WorkloadError(
-            f"class split {split!r} must be three non-negative weights (vision, language, speech) with a positive sum"
-        )
-    return split
+    """Validate a (vision, language, speech) split: three non-negative weights with a positive sum.
+
+    Each weight is an ``int`` or ``float`` (numpy's included, a bool refused); they come back as Python
+    numbers, so a numpy array gives the same tuple as the list it was made from.
+    """
+    try:
+        items = None if isinstance(split, (str, bytes)) else tuple(split)
+    except TypeError:  # not a sequence at all
+        items = None
+    if items is not None and len(items) == 3 and all(_is_weight(w) for w in items) and sum(items) > 0:
+        return tuple(w.item() if isinstance(w, np.generic) else w for w in items)
+    shown = tuple(items) if items is not None and not isinstance(split, tuple) else split
+    raise WorkloadError(
+        f"class split {shown!r} must be three non-negative weights (vision, language, speech) with a positive sum"
+    )
+
+
+def _is_weight(w) -> bool:
+    number = isinstance(w, (int, float, np.integer, np.floating)) and not isinstance(w, (bool, np.bool_))
+    return number and bool(np.isfinite(w)) and w >= 0
+
+
+def split_shares(split) -> list[float]:
+    """Each task's share of a split, computed exactly and rounded once: proportional splits share it exactly.
+
+    A float weight counts as the decimal it prints as (``0.2`` is 2/10, not the binary fraction nearest
+    to it), so ``(0.2, 0.7, 0.1)``, ``(2, 7, 1)`` and ``(20, 70, 10)`` all give the shares 0.2, 0.7, 0.1
+    (for whole-number weights this is ``w / sum`` in floating point, bit for bit).
+    """
+    exact = [Fraction(w) if isinstance(w, int) else Fraction(repr(float(w))) for w in check_split(split)]
+    total = sum(exact)
+    return [float(w / total) for w in exact]
 
 
 @dataclass
@@ -63,9 +88,7 @@ class ModelAssigner:
     _share: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
-        split = check_split(self.split)
-        total = float(sum(split))
-        self._share = [w / total for w in split]
+        self._share = split_shares(self.split)
         self._models = [self.zoo.models_of_task(task) for task in TASKS]
         for task, share, models in zip(TASKS, self._share, self._models):
             if share > 0 and not models:

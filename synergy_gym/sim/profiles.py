@@ -30,7 +30,7 @@ from importlib import resources
 
 import numpy as np
 
-from synergy_gym.errors import UnknownNameError
+from synergy_gym.errors import ConfigError, UnknownNameError
 
 TASKS: tuple[str, ...] = ("vision", "language", "speech")
 
@@ -85,14 +85,20 @@ class ModelZoo:
 
     def __post_init__(self) -> None:
         if not self.models:
-            raise ValueError("a model zoo needs at least one model")
+            raise ConfigError(f"a model zoo needs at least one model, got {self.models!r}")
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
-            raise ValueError(f"duplicate model names in zoo: {names}")
+            dup = next(name for name in names if names.count(name) > 1)
+            raise ConfigError(f"model {dup!r} appears more than once in the zoo")
         first = self.models[0]
+        shape = (len(first.cpu_grid), len(first.mem_grid))
         for m in self.models:
             if not (np.array_equal(m.cpu_grid, first.cpu_grid) and np.array_equal(m.mem_grid, first.mem_grid)):
-                raise ValueError(f"model {m.name!r} uses a different grid from {first.name!r}")
+                raise ConfigError(f"model {m.name!r} uses a different grid from {first.name!r}")
+            if np.shape(m.tput) != shape:
+                raise ConfigError(
+                    f"model {m.name!r}: tput has shape {np.shape(m.tput)}, expected {shape} (cpu levels × memory levels)"
+                )
         tensor = np.stack([m.tput for m in self.models])
         tensor.setflags(write=False)
         object.__setattr__(self, "_tput", tensor)

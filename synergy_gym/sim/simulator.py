@@ -37,6 +37,7 @@ import numpy as np
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import AllocationMechanism
+from synergy_gym.sim.arguments import check_simulator_arguments
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
@@ -76,6 +77,7 @@ class Simulator:
         more_jobs: JobStream | None = None,
         observer: RoundObserver | None = None,
     ) -> None:
+        check_simulator_arguments(cluster, workload, policy, config)
         self.cluster = cluster
         self.observer = observer
         self.policy = policy
@@ -148,17 +150,18 @@ class Simulator:
         return build_result(
             self.jobs, self.log, self.cluster, policy=self.policy.name, round_s=self.config.round_s,
             sensitivity=self.config.sensitivity, end_s=self.now, rounds_planned=self.rounds_planned,
-            wall_s=time.perf_counter() - started,
+            wall_s=time.perf_counter() - started, start_s=self.first_round_s, recorded=self.config.record_rounds,
         )
 
     def step(self) -> bool:
         """Plan one round (or one stretch of identical rounds) and advance time.
 
-        Returns False when no job is left to run or arrive.
+        Returns False when the run is over (:attr:`done`) or no job is left to run or arrive
+        (:attr:`exhausted`), so ``while sim.step(): ...`` ends.
         """
         order = self.begin_round()
         if order is None:
-            return not self.exhausted
+            return not (self.done or self.exhausted)
         self.allocate(order)
         self.advance()
         return True
@@ -298,12 +301,18 @@ class Simulator:
 
     # -- progress -----------------------------------------------------------
     def _check_progress(self, first: int) -> None:
-        """Reject jobs that could never complete an iteration in a round."""
-        if self.config.timing != "round":
-            return
+        """Reject jobs that could never finish: throughput 0, or (round timing) no whole iteration in a round."""
         jobs = self.jobs
         sl = slice(first, jobs.n)
         slowest = np.minimum(np.minimum(jobs.tput_fair[sl], jobs.tput_fallback[sl]), jobs.tput_target[sl])
+        if not np.all(slowest > 0):
+            i = first + int(np.flatnonzero(~(slowest > 0))[0])
+            raise WorkloadError(
+                f"job {jobs.job_id[i]}: model {jobs.zoo[int(jobs.model[i])].name!r} has throughput 0 at its slowest "
+                "allocation (fair share, fallback or target), so it could never finish; check the model's tput matrix"
+            )
+        if self.config.timing != "round":
+            return
         per_round = np.floor(self.config.round_s / (jobs.iter_time_s[sl] / slowest))
         if np.any(per_round < 1):
             i = first + int(np.flatnonzero(per_round < 1)[0])

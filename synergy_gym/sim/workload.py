@@ -1,7 +1,7 @@
 """Workloads: the jobs a simulation runs, as columns of numpy arrays.
 
-A :class:`Workload` is immutable, validated and sorted by arrival time (ties by
-job id). The paper's generator is :mod:`synergy_gym.sim.generator`; loaders of
+A :class:`Workload` is immutable (its columns are read-only arrays), validated and
+sorted by arrival time (ties by job id). The paper's generator is :mod:`synergy_gym.sim.generator`; loaders of
 traces and replay files live in the ``traces`` package; this module only
 defines what a workload is.
 
@@ -82,32 +82,45 @@ class Workload:
         run_until: RunUntil = "window",
         source: str = "workload",
     ) -> Workload:
-        """Validate, fill defaults (model iteration time and demand) and sort by arrival."""
+        """Validate, fill defaults (model iteration time and demand) and sort by arrival.
+
+        Every column is a 1-D sequence with one value per job: numbers (``measured``: bools, or 0 and 1).
+        """
+        if not isinstance(zoo, ModelZoo):
+            raise WorkloadError(f"{source}: zoo must be a ModelZoo (e.g. ModelZoo.default()), got {type(zoo).__name__}")
         model = np.asarray(model)
+        if model.ndim != 1:
+            raise WorkloadError(f"{source}: column model must be 1-D (one model index per job), got {_shape(model)}")
         n = len(model)
         if n == 0:
             raise WorkloadError(f"{source}: no jobs")
 
         def col(name, value, dtype, default):
             arr = np.full(n, default, dtype=dtype) if value is None else np.asarray(value)
+            if arr.ndim != 1:
+                raise WorkloadError(f"{source}: column {name} must be 1-D (one value per job), got {_shape(arr)}")
             if arr.shape != (n,):
-                raise WorkloadError(f"{source}: column {name} has {arr.shape[0] if arr.ndim else 1} values for {n} jobs")
+                raise WorkloadError(f"{source}: column {name} has {arr.shape[0]} values for {n} jobs")
             return arr
 
         job_id = _whole(source, "job_id", col("job_id", job_id, np.int64, 0))
         model = _whole(source, "model index", model, job_id)
-        gpus = col("gpus", gpus, np.int64, 1)
-        arrival_s = col("arrival_s", arrival_s, np.float64, 0.0).astype(np.float64)
-        total_iters = col("total_iters", total_iters, np.float64, 1)
+
+        def numbers(name, value, dtype, default):
+            return _numbers(source, name, col(name, value, dtype, default), job_id)
+
+        gpus = numbers("gpus", gpus, np.int64, 1)
+        arrival_s = numbers("arrival_s", arrival_s, np.float64, 0.0).astype(np.float64)
+        total_iters = numbers("total_iters", total_iters, np.float64, 1)
         model_iter = np.array([m.iter_time_s for m in zoo.models])
         if np.any((model < 0) | (model >= len(zoo))):
             bad = int(np.flatnonzero((model < 0) | (model >= len(zoo)))[0])
             raise WorkloadError(f"{source}: job {job_id[bad]}: model index {model[bad]} is not in the zoo")
-        iter_time_s = col("iter_time_s", iter_time_s, np.float64, np.nan).astype(np.float64)
+        iter_time_s = numbers("iter_time_s", iter_time_s, np.float64, np.nan).astype(np.float64)
         iter_time_s = np.where(np.isnan(iter_time_s), model_iter[model], iter_time_s)
-        cpu = col("cpu_demand_per_gpu", cpu_demand_per_gpu, np.float64, np.nan).astype(np.float64)
-        mem = col("mem_demand_per_gpu", mem_demand_per_gpu, np.float64, np.nan).astype(np.float64)
-        measured = col("measured", measured, bool, True).astype(bool)
+        cpu = numbers("cpu_demand_per_gpu", cpu_demand_per_gpu, np.float64, np.nan).astype(np.float64)
+        mem = numbers("mem_demand_per_gpu", mem_demand_per_gpu, np.float64, np.nan).astype(np.float64)
+        measured = _flags(source, "measured", col("measured", measured, bool, True), job_id)
 
         _check(source, job_id, "gpus", gpus, (gpus >= 1) & (gpus == np.floor(gpus)), "must be a positive integer")
         _check(source, job_id, "arrival_s", arrival_s, np.isfinite(arrival_s) & (arrival_s >= 0), "must be ≥ 0")
@@ -118,8 +131,8 @@ class Workload:
             "must be a positive integer up to 2**53 (is the duration negative, zero or too long?)",
         )
         _check(source, job_id, "iter_time_s", iter_time_s, np.isfinite(iter_time_s) & (iter_time_s > 0), "must be > 0")
-        _check(source, job_id, "cpu_demand", cpu, np.isnan(cpu) | (cpu > 0), "must be > 0")
-        _check(source, job_id, "mem_demand_gb", mem, np.isnan(mem) | (mem > 0), "must be > 0")
+        _check(source, job_id, "cpu_demand", cpu, np.isnan(cpu) | (np.isfinite(cpu) & (cpu > 0)), "must be finite and > 0")
+        _check(source, job_id, "mem_demand_gb", mem, np.isnan(mem) | (np.isfinite(mem) & (mem > 0)), "must be finite and > 0")
         if len(np.unique(job_id)) != n:
             dup = job_id[np.flatnonzero(np.diff(np.sort(job_id)) == 0)[0]]
             raise WorkloadError(f"{source}: job_id {dup} appears more than once")
@@ -129,16 +142,18 @@ class Workload:
         order = np.lexsort((job_id, arrival_s))
         return cls(
             zoo=zoo,
-            job_id=job_id[order].astype(np.int64),
-            model=model[order],
-            gpus=gpus[order].astype(np.int64),
-            arrival_s=arrival_s[order],
-            iter_time_s=iter_time_s[order],
-            total_iters=total_iters[order].astype(np.int64),
-            cpu_demand_per_gpu=cpu[order],
-            mem_demand_per_gpu=mem[order],
-            measured=measured[order],
             run_until=run_until,
+            **_read_only(
+                job_id=job_id[order].astype(np.int64),
+                model=model[order],
+                gpus=gpus[order].astype(np.int64),
+                arrival_s=arrival_s[order],
+                iter_time_s=iter_time_s[order],
+                total_iters=total_iters[order].astype(np.int64),
+                cpu_demand_per_gpu=cpu[order],
+                mem_demand_per_gpu=mem[order],
+                measured=measured[order],
+            ),
         )
 
     def __len__(self) -> int:
@@ -181,6 +196,8 @@ class Workload:
 
     def concat(self, more: Workload) -> Workload:
         """This workload followed by ``more`` (whose jobs must arrive no earlier)."""
+        if not isinstance(more, Workload):
+            raise WorkloadError(f"a workload extension must be a Workload, got {type(more).__name__}")
         if more.zoo is not self.zoo and more.zoo.names != self.zoo.names:
             raise WorkloadError("cannot join workloads over different model zoos")
         if len(more) and len(self) and more.arrival_s[0] < self.arrival_s[-1]:
@@ -196,7 +213,7 @@ class Workload:
                 "cpu_demand_per_gpu", "mem_demand_per_gpu", "measured",
             )
         }
-        return Workload(zoo=self.zoo, run_until=self.run_until, **parts)
+        return Workload(zoo=self.zoo, run_until=self.run_until, **_read_only(**parts))
 
 
 def _whole(source: str, field: str, values: np.ndarray, job_id: np.ndarray | None = None) -> np.ndarray:
@@ -211,6 +228,56 @@ def _whole(source: str, field: str, values: np.ndarray, job_id: np.ndarray | Non
         i = int(np.flatnonzero(~ok)[0])
     job = f"job {job_id[i]}: " if job_id is not None else ""
     raise WorkloadError(f"{source}: {job}{field} must be a whole number below 2**63, got {values[i].item()!r}")
+
+
+def _numbers(source: str, name: str, values: np.ndarray, job_id: np.ndarray) -> np.ndarray:
+    """``values`` if it holds numbers (``None`` in a list counts as NaN); else a one-line error naming the job."""
+    if values.dtype.kind in "iuf":
+        return values
+    if values.dtype.kind == "O":
+        number = [v is None or _is_number(v) for v in values.tolist()]
+        if all(number):
+            return np.array([np.nan if v is None else v for v in values.tolist()], dtype=np.float64)
+        i = number.index(False)
+    else:  # strings, bools, dates: not numbers
+        i = 0
+    raise WorkloadError(f"{source}: job {job_id[i]}: {name}={_plain(values[i])!r} must be a number")
+
+
+def _flags(source: str, name: str, values: np.ndarray, job_id: np.ndarray) -> np.ndarray:
+    """``values`` as bools if each is a bool or the number 0 or 1; else a one-line error naming the job."""
+    if values.dtype.kind == "b":
+        return values
+    if values.dtype.kind in "iuf":
+        ok = (values == 0) | (values == 1)
+    else:
+        flags = [isinstance(v, (bool, np.bool_)) or (_is_number(v) and v in (0, 1)) for v in values.tolist()]
+        ok = np.array(flags, dtype=bool)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise WorkloadError(f"{source}: job {job_id[i]}: {name}={_plain(values[i])!r} must be True/False (or 1/0)")
+    return np.array([bool(v) for v in values.tolist()], dtype=bool) if values.dtype.kind == "O" else values == 1
+
+
+def _is_number(value) -> bool:
+    """An int or float (numpy's included), not a bool."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _shape(values: np.ndarray) -> str:
+    return f"the single value {_plain(values[()])!r}" if values.ndim == 0 else f"shape {values.shape}"
+
+
+def _plain(value):
+    """A cell as the Python value it came from (``'1'``, not ``np.str_('1')``), for messages."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _read_only(**columns: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns of a new workload, made read-only: a workload is immutable, and its checks stay true."""
+    for values in columns.values():
+        values.setflags(write=False)
+    return columns
 
 
 def _check(source: str, job_id: np.ndarray, field: str, values: np.ndarray, ok: np.ndarray, what: str) -> None:

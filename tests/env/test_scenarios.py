@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import synergy_gym
-from synergy_gym import SCENARIOS
+from synergy_gym import SCENARIOS, ConfigError
 from synergy_gym.baselines.scenario_search import BOUND, ScarceConfig, run_grid
 
 
@@ -40,5 +40,5 @@ def test_run_grid_bound_is_below_every_policy():
 
 def test_config_parse_rejects_malformed_text():
     assert ScarceConfig.parse("12:20/70/10:2.25") == ScarceConfig(12.0, (20, 70, 10), 2.25)
-    with pytest.raises(SystemExit, match="expected CPUS:V/L/S:JOBS_PER_HOUR"):
+    with pytest.raises(ConfigError, match="expected CPUS:V/L/S:JOBS_PER_HOUR"):
         ScarceConfig.parse("12:20/70:2.25")

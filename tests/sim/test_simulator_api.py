@@ -1,0 +1,76 @@
+"""The simulator's public loop and summary: step() ends, averages count idle time, slips get one line."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from synergy_gym import (
+    FIFO,
+    ClusterSpec,
+    ConfigError,
+    FairShare,
+    ModelZoo,
+    SchedulingPolicy,
+    SimulationConfig,
+    Simulator,
+    SyntheticWorkload,
+    Tune,
+    WorkloadError,
+)
+
+ONE_GPU = ClusterSpec(num_servers=1, gpus_per_server=1, cpus_per_server=3, mem_gb_per_server=62.5)
+FIFO_TUNE = SchedulingPolicy(FIFO(), Tune())
+
+
+@pytest.mark.parametrize("run_until, measured", [("all", None), ("window", [True, False, False])])
+def test_step_returns_false_once_the_run_is_done(make_workload, run_until, measured):
+    w = make_workload(["gnmt"] * 3, arrivals=[0, 10, 20], iters=[2500, 5000, 2500], measured=measured, run_until=run_until)
+    sim = Simulator(ONE_GPU, w, FIFO_TUNE)
+    steps = 0
+    while sim.step():  # used to return True forever once the run was done
+        steps += 1
+        assert steps < 100
+    assert sim.done and not sim.step()
+    again = Simulator(ONE_GPU, w, FIFO_TUNE).run()  # run() is unchanged
+    assert again.summary.rounds_planned == sim.rounds_planned
+
+
+def test_utilisation_and_throughput_average_over_the_whole_run(make_workload):
+    # Two one-round jobs 10 rounds apart: the GPU is busy 2 of the run's 11 rounds.
+    w = make_workload(["gnmt", "gnmt"], arrivals=[0, 3000], iters=[2500, 2500])
+    result = Simulator(ONE_GPU, w, SchedulingPolicy(FIFO(), FairShare())).run()
+    s = result.summary
+    assert s.simulated_h == pytest.approx(3300 / 3600)
+    assert s.mean_gpu_util == pytest.approx(2 / 11)  # was 1.0: the idle rounds were left out
+    assert s.mean_cpu_util == pytest.approx(2 / 11) and s.mean_mem_util == pytest.approx(2 / 11)
+    assert s.mean_throughput == pytest.approx(2 / 11)
+    assert s.mean_gpu_util == pytest.approx(result.per_round()["gpu_util"].mean())
+    unlogged = Simulator(ONE_GPU, w, FIFO_TUNE, SimulationConfig(record_rounds=False)).run().summary
+    assert math.isnan(unlogged.mean_gpu_util) and math.isnan(unlogged.mean_throughput)
+
+
+def test_slips_in_the_simulators_arguments_say_what_to_call(make_workload):
+    w = make_workload(["gnmt"], arrivals=[0], iters=[10])
+    cases = [
+        (("small", w, FIFO_TUNE), ConfigError, "cluster must be a ClusterSpec, got 'small'; use cluster_preset('small')"),
+        ((ONE_GPU, SyntheticWorkload(num_jobs=5), FIFO_TUNE), WorkloadError,
+         "workload must be a Workload, got a SyntheticWorkload; call its .build()"),
+        ((ONE_GPU, w, "fifo+tune"), ConfigError,
+         "policy must be a SchedulingPolicy, got 'fifo+tune'; use synergy_gym.baselines.make_policy('fifo+tune')"),
+        ((ONE_GPU, w, FIFO_TUNE, {"debug": True}), ConfigError,
+         "config must be a SimulationConfig, got a dict; use SimulationConfig(**settings)"),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(error) as caught:
+            Simulator(*args)
+        assert type(caught.value) is error and str(caught.value).startswith(f"Simulator: {message}")
+
+
+def test_a_model_with_zero_throughput_is_named_in_both_timings(zoo):
+    z = dataclasses.replace(zoo[0], name="z", tput=np.zeros_like(zoo[0].tput))
+    w = SyntheticWorkload(num_jobs=5, class_split=(1, 0, 0)).build(ModelZoo((z,)))
+    for timing in ("round", "exact"):  # exact timing used to run to JCTs of inf
+        with pytest.raises(WorkloadError, match="^job 0: model 'z' has throughput 0 at its slowest allocation"):
+            Simulator(ClusterSpec(num_servers=1), w, FIFO_TUNE, SimulationConfig(timing=timing))
