@@ -44,7 +44,7 @@ from synergy_gym.agents.benchmark_runs import (
     run_cell,
 )
 from synergy_gym.agents.benchmark_scores import SCORE_DEFINITION, CellScore, score_cell
-from synergy_gym.agents.config import check_device, parse_env_kwargs
+from synergy_gym.agents.config import parse_env_kwargs
 from synergy_gym.agents.eval_outputs import staged_writer
 from synergy_gym.agents.eval_policies import agent_labels
 from synergy_gym.agents.evaluate import PolicyProgress
@@ -54,11 +54,11 @@ from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
 from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.files import check_output_dir, check_output_file, require_file
+from synergy_gym.cli.files import check_json_not_an_output, check_output_dir, check_output_file, require_file
 from synergy_gym.cli.guards import check_size, format_duration, quiet_notice
 from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
-from synergy_gym.errors import ConfigError
+from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 
 #: What to do about a model's missing statistics: ``benchmark`` has no ``--vecnormalize`` or ``--no-normalize``.
 STATS_ADVICE = ("benchmark reads them only from beside the model: put them in one of those places (as synergy-gym "
@@ -69,10 +69,43 @@ def check_models(arguments: list[str]) -> list[tuple[Path, Path | None]]:
     """Each ``--model``'s path and statistics (found beside it), every file checked before any model is loaded."""
     checked = []
     for argument in arguments:
-        path = require_file(resolve_model_argument(argument), "--model file", ConfigError)
-        check_model_zip(path)
+        if not argument.strip():
+            raise ConfigError(f"--model {argument!r}: the value is empty; give a model zip or pretrained:NAME")
+        try:
+            path = require_file(resolve_model_argument(argument), "--model file", ConfigError)
+            check_model_zip(path)
+        except SynergyGymError as exc:  # every message names --model and the argument as given
+            text = str(exc)
+            if not text.startswith("--model"):
+                text = f"--model {argument}: {text.removeprefix(f'{argument} ')}"
+            raise ConfigError(text) from None
         checked.append((path, resolve_stats(path, None, True, advice=STATS_ADVICE)))
     return checked
+
+
+def check_device_flag(device: str, models: list[str]) -> str:
+    """``--device``: only models run on one, so without ``--model`` anything but the default is refused."""
+    if not models:
+        if device != "auto":
+            raise ConfigError(f"--device {device!r}: needs --model (only models run on a device; the heuristics and "
+                              "bounds run on the CPU)")
+        return device
+    try:
+        return resolve_device(device)
+    except UnknownNameError as exc:
+        raise ConfigError(f"--device {device!r}: {exc}") from None
+
+
+def cell_parts(cell: Cell, mode_given: bool) -> dict[str, str]:
+    """:func:`env_parts`; an env kwarg that needs preemption, refused in a default-mode cell, says which and what to do."""
+    try:
+        return env_parts(cell)
+    except SynergyGymError as exc:
+        if cell.mode != "default" or "needs preemptive=True" not in str(exc):
+            raise
+        chosen = "" if mode_given else " (--mode is all by default: both modes)"
+        raise ConfigError(f"{exc}; the cell {cell.name} runs without preemption{chosen}: give --mode preemptive "
+                          "for the preemptive cells alone") from None
 
 
 def load_agents(arguments: list[str], labels: list[str], device: str,
@@ -131,14 +164,15 @@ def main(args: argparse.Namespace) -> int:
                            create_parents=args.out is None)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
+        check_json_not_an_output(args.json, out, OUTPUT_FILES)
     started = utc_now()
     labels = agent_labels(args.model or [], args.label)
     seeds = list(parse_seed_list(DEFAULT_SEEDS if args.seeds is None else args.seeds, "--seeds"))  # "" is refused
     env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else {}
     cells = benchmark_cells(args.env, args.mode, env_kwargs)
     models = check_models(list(args.model or []))
-    device = resolve_device(args.device) if args.model else check_device(args.device)
-    parts = [env_parts(cell) for cell in cells]  # an unknown or bad env kwarg fails here, before any model loads
+    device = check_device_flag(args.device, list(args.model or []))
+    parts = [cell_parts(cell, args.mode is not None) for cell in cells]  # a bad env kwarg fails here, before any model loads
     agents = load_agents(list(args.model or []), labels, device, models)
     planned = plan(cells, parts, agents)
     runs = [(run, fits) for run, fits in planned if fits or not agents]

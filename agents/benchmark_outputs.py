@@ -2,12 +2,15 @@
 
 :func:`format_table` is one row per cell and agent (mean JCT, score, the best env heuristic, env
 ``fifo+tune``, the bounds' scores, the paired difference to the best heuristic with its 95 % CI and
-on how many seeds the agent was lower), then the skipped cells and why; :func:`format_leaderboard`
-one row per policy (agents, env heuristics, bounds) and one column per cell, score and mean JCT.
+on how many seeds the agent was lower; ``(N truncated)`` where N of its episodes were), then the skipped cells
+and why, and per cell in which any policy's episodes were truncated a note naming them
+(:func:`truncation_notes`: their JCTs and scores are not comparable); :func:`format_leaderboard` one row
+per policy (agents, env heuristics, bounds) and one column per cell, score and mean JCT (and the
+truncated episodes' count, where there are any).
 :func:`write_outputs` writes :data:`OUTPUT_FILES`: ``results.json`` (:func:`records`: one row per
 cell and policy, evaluate's summary fields (:data:`synergy_gym.agents.eval_summary.SUMMARY_FIELDS`) with
 ``env_id``, ``mode`` and ``score``; agents also ``paired_vs_best_env`` and ``trained_here``),
-``results.csv`` (the same rows flat), ``episodes.csv`` (one row per cell, policy and seed) and
+``results.csv`` (the same rows flat, ``truncated`` included), ``episodes.csv`` (one row per cell, policy and seed) and
 ``scores.png`` (:func:`scores_png`).
 """
 
@@ -33,7 +36,7 @@ from synergy_gym.cli.results_json import write_results_json
 #: What ``--out`` holds.
 OUTPUT_FILES = ("results.csv", "episodes.csv", "results.json", "scores.png")
 #: Columns of ``results.csv``: one row per cell and policy.
-CSV_FIELDS = ("env_id", "mode", "policy", "source", "episodes", "mean_jct_h", "mean_jct_ci95_h", "score",
+CSV_FIELDS = ("env_id", "mode", "policy", "source", "episodes", "truncated", "mean_jct_h", "mean_jct_ci95_h", "score",
               "best_heuristic", "paired_mean_diff_h", "paired_ci95_h", "paired_relative", "lower_seeds", "paired_seeds",
               "trained_here")
 #: Columns of ``episodes.csv``: one row per cell, policy and seed.
@@ -52,6 +55,29 @@ def _num(value: float, spec: str) -> str:
 def _bound_scores(score: CellScore) -> dict[str, float]:
     rows = score.summary[score.summary["source"] == "bound"]
     return {str(p): float(s) for p, s in zip(rows["policy"], rows["score"])}
+
+
+def _truncated(count: object) -> int:
+    """A summary row's count of truncated episodes (0 where there is none)."""
+    return int(count) if isinstance(count, (int, float, np.integer, np.floating)) and math.isfinite(count) else 0
+
+
+def truncation_notes(scored: Scored) -> list[str]:
+    """One line per cell in which some policy's episodes were truncated (ended at ``max_rounds`` with jobs unfinished).
+
+    Such a policy's mean JCT counts its unfinished jobs with their time so far, so its JCT and score are not
+    comparable with those of policies whose episodes finished.
+    """
+    notes = []
+    for run, score in scored:
+        if score is None:
+            continue
+        hit = [f"{row.policy} {_truncated(row.truncated)}/{row.episodes}" for row in score.summary.itertuples()
+               if _truncated(row.truncated)]
+        if hit:
+            notes.append(f"truncated in {run.cell.name} (episodes that ended at max_rounds with jobs unfinished, counted "
+                         f"with their time so far: these JCTs and scores are not comparable): {', '.join(hit)}")
+    return notes
 
 
 def format_table(scored: Scored, seeds: list[int]) -> str:
@@ -84,10 +110,13 @@ def format_table(scored: Scored, seeds: list[int]) -> str:
             if p is not None:
                 paired = f"{p['mean_diff_h']:+.3f}" + ("" if math.isnan(p["ci95_h"]) else f" ± {p['ci95_h']:.3f}")
                 lower = f"{p['better_seeds']}/{p['seeds']}"
+            cut = _truncated(row.truncated)
             lines.append(f"{cell.env_id:<25}{cell.mode:<12}{label:<{aw}}{row.mean_jct_h:>8.3f}"
-                         f"{_num(row.score, '.1f'):>8}  {common}  {paired:<20}{lower:>7}")
+                         f"{_num(row.score, '.1f'):>8}  {common}  {paired:<20}{lower:>7}"
+                         + (f"  ({cut} truncated)" if cut else ""))
     if any(run.trained_here for run, score in scored if score is not None):
         lines.append("* the cell the agent was trained in")
+    lines += truncation_notes(scored)
     for run, _ in scored:
         for label, why in run.skipped:
             lines.append(f"skipped: {label} in {run.cell.name}: {why}")
@@ -97,19 +126,21 @@ def format_table(scored: Scored, seeds: list[int]) -> str:
 
 
 def leaderboard(scored: Scored) -> pd.DataFrame:
-    """One row per policy (agents, env heuristics by mean score, bounds), ``(score, mean JCT)`` per cell name."""
+    """One row per policy (agents, env heuristics by mean score, bounds), ``(score, mean JCT, truncated episodes)``
+    per cell name."""
     cells = [run.cell.name for run, score in scored if score is not None]
-    table: dict[tuple[str, str], dict[str, tuple[float, float]]] = {}
+    table: dict[tuple[str, str], dict[str, tuple[float, float, int]]] = {}
     for run, score in scored:
         if score is None:
             continue
-        for policy, source, value, jct in zip(score.summary["policy"], score.summary["source"], score.summary["score"],
-                                              score.summary["mean_jct_h"]):
-            table.setdefault((str(source), str(policy)), {})[run.cell.name] = (float(value), float(jct))
+        row: Any  # a summary row: one attribute per column
+        for row in score.summary.itertuples():
+            table.setdefault((str(row.source), str(row.policy)), {})[run.cell.name] = (
+                float(row.score), float(row.mean_jct_h), _truncated(row.truncated))
     order = {"agent": 0, "env": 1, "bound": 2}
 
     def rank(key: tuple[str, str]) -> tuple[int, float]:
-        scores = [s for s, _ in table[key].values() if math.isfinite(s)]
+        scores = [s for s, _, _ in table[key].values() if math.isfinite(s)]
         return order.get(key[0], 1), -float(np.mean(scores)) if scores and key[0] != "agent" else 0.0
 
     keys = sorted(table, key=rank)
@@ -117,20 +148,25 @@ def leaderboard(scored: Scored) -> pd.DataFrame:
 
 
 def format_leaderboard(scored: Scored) -> str:
-    """The leaderboard as text: ``score (mean JCT h)`` per cell."""
+    """The leaderboard as text: ``score (mean JCT h)`` per cell, ``score (mean JCT h, N truncated)`` where a policy's
+    episodes were truncated (the table's :func:`truncation_notes` say what that means)."""
     board = leaderboard(scored)
     runs = [run for run, score in scored if score is not None]
     if board.empty:
         return ""
-    width = max(16, *(len(str(p)) + 2 for p in board["policy"]))
-    col = max(15, *(len(run.cell.short) + 2 for run in runs))
-    lines = ["scores (mean JCT h) per cell",
-             f"{'policy':<{width}}{'source':<8}" + "".join(f"{run.cell.short:>{col}}" for run in runs)]
+    texts = []
     for row in board.to_dict("records"):
         cells = []
         for run in runs:
             value = row.get(run.cell.name)
-            cells.append("-" if value is None else f"{_num(value[0], '.1f')} ({value[1]:.2f})")
+            cut = f", {value[2]} truncated" if value is not None and value[2] else ""
+            cells.append("-" if value is None else f"{_num(value[0], '.1f')} ({value[1]:.2f}{cut})")
+        texts.append((row, cells))
+    width = max(16, *(len(str(p)) + 2 for p in board["policy"]))
+    col = max(15, *(len(run.cell.short) + 2 for run in runs), *(len(c) + 2 for _, cells in texts for c in cells))
+    lines = ["scores (mean JCT h) per cell",
+             f"{'policy':<{width}}{'source':<8}" + "".join(f"{run.cell.short:>{col}}" for run in runs)]
+    for row, cells in texts:
         lines.append(f"{row['policy']:<{width}}{row['source']:<8}" + "".join(f"{c:>{col}}" for c in cells))
     return "\n".join(lines)
 
@@ -157,12 +193,13 @@ def csv_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     flat = []
     for r in rows:
         p = r.get("paired_vs_best_env") or {}
-        flat.append({**{k: r.get(k) for k in CSV_FIELDS[:8]}, "best_heuristic": p.get("heuristic"),
+        flat.append({**{k: r.get(k) for k in CSV_FIELDS[:9]}, "best_heuristic": p.get("heuristic"),
                      "paired_mean_diff_h": p.get("mean_diff_h"), "paired_ci95_h": p.get("ci95_h"),
                      "paired_relative": p.get("relative"), "lower_seeds": p.get("better_seeds"),
                      "paired_seeds": p.get("seeds"), "trained_here": r.get("trained_here")})
     # Counts stay integers beside the empty cells of the rows without a paired comparison (not 3.0, as in the JSON).
-    return pd.DataFrame(flat, columns=list(CSV_FIELDS)).astype({"lower_seeds": "Int64", "paired_seeds": "Int64"})
+    return pd.DataFrame(flat, columns=list(CSV_FIELDS)).astype({"truncated": "Int64", "lower_seeds": "Int64",
+                                                                "paired_seeds": "Int64"})
 
 
 def episode_rows(scored: Scored) -> pd.DataFrame:

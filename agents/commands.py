@@ -22,6 +22,7 @@ from synergy_gym.agents.config import (
     VEC_ENVS,
     TrainConfig,
 )
+from synergy_gym.cli.args import NonEmptyPath, OnceList
 from synergy_gym.cli.command import RunLater
 from synergy_gym.env.scenarios import SCENARIOS
 
@@ -41,7 +42,7 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                                      "override them, and the options here override both.")
     p.add_argument("--algo", choices=None, default=None, help=f"one of {', '.join(ALGOS)} (default: {d.algo})")
     p.add_argument("--env", dest="env_id", default=None, help=f"one of {', '.join(SCENARIOS)} (default: {d.env_id})")
-    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE",
+    p.add_argument("--env-kwargs", nargs="*", action="extend", default=None, metavar="KEY=VALUE",
                    help="env keyword arguments, e.g. num_jobs=50 preemptive=true (default: none, the scenario's)")
     p.add_argument("--timesteps", type=int, default=None, help=f"environment steps to train for (default: {d.timesteps:,})")
     p.add_argument("--n-envs", type=int, default=None, help=f"training environments (default: {d.n_envs})")
@@ -88,7 +89,7 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                         "of the steps (default: never, run all timesteps)")
     p.add_argument("--eval-episodes", type=int, default=None,
                    help=f"evaluation seeds per evaluation, from {d.eval_seed_base:,} on (default: {d.eval_episodes})")
-    p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<env>__<algo>__<seed>__<time>)")
+    p.add_argument("--out", action=NonEmptyPath, default=None, help="run folder (default: runs/<env>__<algo>__<seed>__<time>)")
     p.add_argument("--resume", type=Path, default=None, metavar="CHECKPOINT|RUN_DIR",
                    help="continue a run up to --timesteps in all: from a checkpoint zip (best_model.zip, last_model.zip, "
                         "checkpoints/rl_model_<step>_steps.zip), or from a run folder's latest checkpoint, continuing "
@@ -117,18 +118,20 @@ def register_evaluate(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--label", action="append", default=None,
                    help="a model's row name; repeat: one per --model, in the same order (default: the --model "
                         "argument as given)")
-    p.add_argument("--baselines", default="all",
+    p.add_argument("--baselines", action=OnceList, default="all",
                    help="all (default), env, sim, none, or names: fifo+tune,srtf+tune,sim:fifo+opt,env:tetris,…")
-    p.add_argument("--sim-policies", default=None,
+    p.add_argument("--sim-policies", action=OnceList, default=None,
                    help="the simulator policies and bounds 'all' and 'sim' include, separated by commas: any "
                         "<order>+<allocation>, no-wait-bound, contention-bound; 'none' for none (default: fifo+fair,"
                         "fifo+tune,fifo+opt,srtf+tune,tetris+greedy,no-wait-bound,contention-bound)")
     p.add_argument("--episodes", type=int, default=None,
                    help=f"held-out seeds {EVAL_SEED_BASE}.. to use, not with --seeds "
                         f"(default: the run's eval_episodes, else {DEFAULT_EPISODES})")
-    p.add_argument("--seeds", default=None, help="workload seeds: 1000000..1000019 or a,b,c (not with --episodes)")
+    p.add_argument("--seeds", action=OnceList, default=None,
+                   help="workload seeds: 1000000..1000019 or a,b,c (not with --episodes)")
     p.add_argument("--env", dest="env_id", default=None, help="environment id (default: the run's, else Synergy-small-v0)")
-    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE", help="env kwargs (default: the run's)")
+    p.add_argument("--env-kwargs", nargs="*", action="extend", default=None, metavar="KEY=VALUE",
+                   help="env kwargs (default: the run's)")
     p.add_argument("--vecnormalize", action="append", type=Path, default=None, metavar="FILE",
                    help="a model's normalisation statistics (VecNormalize pickle); repeat: one per --model, in the same "
                         "order (default: found beside the model, or in RL Zoo's <run>/<env>/vecnormalize.pkl; a model "
@@ -139,19 +142,20 @@ def register_evaluate(subparsers: argparse._SubParsersAction) -> None:
                    help="evaluate a model on another environment id or kwargs than its run was trained on "
                         "(default: refused, naming both)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (for --model)")
-    p.add_argument("--json", type=Path, default=None, help="also write results.json (the summary rows and meta) here")
-    p.add_argument("--decisions", type=Path, default=None, metavar="DIR",
+    p.add_argument("--json", action=NonEmptyPath, default=None,
+                   help="also write results.json (the summary rows and meta) here")
+    p.add_argument("--decisions", action=NonEmptyPath, default=None, metavar="DIR",
                    help="write DIR/<label>.jsonl per agent and env heuristic: one JSON line per decision of the first "
                         "seed's episode (round, time_h, job_id, slot, level, action, stop, invalid, n_valid, "
                         "filled_slots, the slot's features); simulator policies and the bound make no env "
                         "decisions and get no file")
-    p.add_argument("--jobs-csv", type=Path, default=None, metavar="FILE",
+    p.add_argument("--jobs-csv", action=NonEmptyPath, default=None, metavar="FILE",
                    help="write every job of every episode per policy: policy, source, seed, job_id, arrival_h, "
                         "start_h (first start), finish_h, jct_h, gpus, model")
     p.add_argument("--plot-all", action="store_true",
                    help="jct_cdf.png shows every policy (default: the agents, the best env heuristic, fifo+tune and "
                         "the no-waiting bound)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/evaluate-<timestamp>)")
+    p.add_argument("--out", action=NonEmptyPath, default=None, help="output folder (default: runs/evaluate-<timestamp>)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--allow-large", action="store_true",
                    help="run an evaluation estimated to need over an hour or too much memory (default: refused)")
@@ -174,18 +178,19 @@ def register_benchmark(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", action="append", default=None, metavar="MODE",
                    help=f"modes, separated by commas or repeated, or all: default (the scenario as registered), "
                         f"preemptive (preemptive=true) (default: all: {', '.join(MODES)})")
-    p.add_argument("--seeds", default=None, help=f"workload seeds: 1000000..1000019 or a,b,c (default: {DEFAULT_SEEDS}, "
-                                                  "the held-out seeds)")
-    p.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE",
-                   help="env kwargs for every cell on top of the scenario's and the mode's, e.g. num_jobs=50 "
-                        "(default: none; preemptive is the mode's)")
+    p.add_argument("--seeds", action=OnceList, default=None,
+                   help=f"workload seeds: 1000000..1000019 or a,b,c (default: {DEFAULT_SEEDS}, the held-out seeds)")
+    p.add_argument("--env-kwargs", nargs="*", action="extend", default=None, metavar="KEY=VALUE",
+                   help="env kwargs for every cell on top of the scenario's and the mode's, e.g. num_jobs=50; "
+                        "repeated groups add up, each key once (default: none; preemptive is the mode's)")
     p.add_argument("--contention-bound", action="store_true",
                    help="also the contention-aware bound: an LP per seed, cached once solved; about 1 s a seed on "
                         "Synergy-small-v0 and Synergy-v0, 7 s on Synergy-small-scarce-v0 and 12 s on Synergy-scarce-v0 "
                         "(default: the no-waiting bound alone)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (for --model)")
-    p.add_argument("--json", type=Path, default=None, help="also write results.json (the rows and meta) here")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/benchmark-<timestamp>)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (for --model; only with it)")
+    p.add_argument("--json", action=NonEmptyPath, default=None,
+                   help="also write results.json (the rows and meta) here; not one of --out's own files")
+    p.add_argument("--out", action=NonEmptyPath, default=None, help="output folder (default: runs/benchmark-<timestamp>)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--allow-large", action="store_true",
                    help="run a benchmark estimated to need over an hour or too much memory (default: refused)")

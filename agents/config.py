@@ -324,12 +324,19 @@ def first_line(exc: BaseException) -> str:
 
 
 def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
-    """``--env-kwargs key=value …``: values are parsed as JSON where possible (numbers, true/false), else strings."""
+    """``--env-kwargs key=value …``: values are parsed as JSON where possible (numbers, true/false), else strings.
+
+    A key given twice (``num_jobs=20 num_jobs=30``, or in two ``--env-kwargs`` groups) is refused, naming both.
+    """
     out: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--env-kwargs {item!r}: expected key=value")
+        if key in given:
+            raise ConfigError(f"--env-kwargs {key} given twice ({given[key]!r}, {item!r}); give each key once")
+        given[key] = item
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from synergy_gym.baselines.registry import DEFAULT_POLICIES
+from synergy_gym.cli.args import NonEmptyPath, OnceList
 from synergy_gym.cli.command import RunLater
 from synergy_gym.cli.guards import ALLOW_FLAG
 from synergy_gym.sim.config import TIMINGS
@@ -30,12 +31,13 @@ def register_compare(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--policies",
+        action=OnceList,
         default=",".join(DEFAULT_POLICIES),
         help="comma-separated <order>+<alloc> names; orders fifo, srtf, las, drf, tetris, ftf, ftf_ref; "
         "allocations fair, greedy, tune, opt, opt_lp (default: %(default)s)",
     )
-    p.add_argument("--load", default=None, help="jobs per hour, comma-separated (default: 9)")
-    p.add_argument("--seed", default=None, help="workload seed(s): 42, 1,2,3 or 0..9 (default: 42)")
+    p.add_argument("--load", action=OnceList, default=None, help="jobs per hour, comma-separated (default: 9)")
+    p.add_argument("--seed", action=OnceList, default=None, help="workload seed(s): 42, 1,2,3 or 0..9 (default: 42)")
     p.add_argument("--jobs", type=int, default=None,
                    help=f"run exactly N jobs (1 to {MAX_JOBS:,}); the window becomes the middle half and the run ends "
                    "when all finish")
@@ -55,10 +57,11 @@ def register_compare(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--placement", default="first_fit", choices=PLACEMENTS, help="GPU placement (default: %(default)s)")
     p.add_argument("--timing", default="round", choices=TIMINGS,
                    help="round: the paper's whole-round credit; exact: completion at the exact time")
-    p.add_argument("--sensitivity", default="true", help="true, profiled, or true,profiled for both side by side")
+    p.add_argument("--sensitivity", action=OnceList, default="true",
+                   help="true, profiled, or true,profiled for both side by side")
     p.add_argument("--profile-noise", type=float, default=0.0, help="relative noise of profiling measurements (e.g. 0.05)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/compare-<timestamp>)")
-    p.add_argument("--json", type=Path, default=None, help="also write the results as JSON to this file")
+    p.add_argument("--out", action=NonEmptyPath, default=None, help="output folder (default: runs/compare-<timestamp>)")
+    p.add_argument("--json", action=NonEmptyPath, default=None, help="also write the results as JSON to this file")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument(ALLOW_FLAG, action="store_true",
                    help="run even when the estimated memory or time is past the limits (see docs: reliability)")
@@ -68,17 +71,17 @@ def register_compare(subparsers: argparse._SubParsersAction) -> None:
 def register_sweep(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("sweep", help="run policies × loads × seeds (on Ray when installed)",
                               description=SWEEP_DESCRIPTION)
-    p.add_argument("--policies", required=True, help="comma-separated <order>+<alloc> names")
-    p.add_argument("--load", required=True, help="jobs per hour, comma-separated, e.g. 5,7,9,11")
-    p.add_argument("--seed", required=True, help="seeds: 42, 1,2,3 or 0..9")
+    p.add_argument("--policies", action=OnceList, required=True, help="comma-separated <order>+<alloc> names")
+    p.add_argument("--load", action=OnceList, required=True, help="jobs per hour, comma-separated, e.g. 5,7,9,11")
+    p.add_argument("--seed", action=OnceList, required=True, help="seeds: 42, 1,2,3 or 0..9")
     p.add_argument("--jobs", type=int, default=None,
                    help=f"exactly N jobs per cell, 1 to {MAX_JOBS:,} (default: the paper's open-ended run)")
     p.add_argument("--cluster", default="default", help="preset or TOML file (default: %(default)s)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", action=NonEmptyPath, default=None,
                    help="output folder; re-use it to resume (default: runs/sweep-<timestamp>)")
     p.add_argument("--address", default=None, help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
     p.add_argument("--no-ray", action="store_true", help="run the cells in this process")
-    p.add_argument("--json", type=Path, default=None, help="also write the results (results.json) to this file")
+    p.add_argument("--json", action=NonEmptyPath, default=None, help="also write the results (results.json) to this file")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument(ALLOW_FLAG, action="store_true",
                    help="run even when the estimated memory or time is past the limits (see docs: reliability)")

@@ -89,8 +89,8 @@ from synergy_gym.cli.guards import (
 )
 from synergy_gym.cli.plots import figure_png, jct_cdf_png, pyplot
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
-from synergy_gym.cli.staging import staged_outputs
-from synergy_gym.errors import Interrupted, SynergyGymError
+from synergy_gym.cli.staging import interrupt_of, staged_outputs
+from synergy_gym.errors import Interrupted, SynergyGymError, UnknownNameError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.generator import DEFAULT_WINDOW, SyntheticWorkload
@@ -241,13 +241,25 @@ class SweepPlan:
         return sweep_estimate(self.policies, cells, jobs, measured, self.cluster.num_servers, workers, ray)
 
 
+def checked_policies(text: str) -> tuple[str, ...]:
+    """``--policies``: the names, checked; an unknown one is one line naming the flag, the orders and allocations."""
+    try:
+        return parse_policy_list(text)
+    except UnknownNameError as exc:
+        orders = dict.fromkeys(name.partition("+")[0] for name in exc.valid)
+        allocations = dict.fromkeys(name.partition("+")[2] for name in exc.valid)
+        what = "no policy given" if not exc.name.strip(" ,") else f"unknown policy {exc.name!r}"
+        raise SynergyGymError(f"--policies {text!r}: {what}; a policy is <order>+<allocation>, orders "
+                              f"{', '.join(orders)}, allocations {', '.join(allocations)}") from None
+
+
 def plan_from_args(args: argparse.Namespace) -> SweepPlan:
     """The sweep the arguments ask for, checked; no cell is listed yet."""
-    policies = parse_policy_list(args.policies)
+    policies = checked_policies(args.policies)
     loads = parse_float_list(args.load, "--load")
     seeds = parse_seeds(args.seed, "--seed")
     check_job_count(args.jobs, "--jobs")
-    cluster = load_cluster(args.cluster)
+    cluster = load_cluster(args.cluster, source="--cluster")
     for load in loads:  # validate the workload settings once per load
         SyntheticWorkload(jobs_per_hour=load, num_jobs=args.jobs, max_gpus=cluster.total_gpus)
     return SweepPlan(policies, loads, seeds, args.jobs, cluster)
@@ -319,6 +331,10 @@ def main(args: argparse.Namespace) -> int:
         with staged_outputs(out) as staging:  # the final files appear together, or none does
             written = write_outputs(table, rows, out, meta, args.json, stage=staging.file)
     except KeyboardInterrupt:  # Ctrl-C: the finished cells stay in <out>/cells
+        raise Interrupted(kept()) from None
+    except SystemError as exc:  # Ctrl-C inside a numba kernel comes back wrapped
+        if interrupt_of(exc) is None:
+            raise
         raise Interrupted(kept()) from None
     except CellFailed as exc:  # a cell's Ray worker died on every attempt
         raise CellFailed(f"{exc}; {kept()}") from None

@@ -1,11 +1,18 @@
-"""Parsers for command-line values shared by the ``synergy-gym`` subcommands."""
+"""Parsers for command-line values shared by the ``synergy-gym`` subcommands.
+
+Two argparse actions keep a user's intent from being lost silently: :class:`OnceList` refuses a list
+option given twice (``--seeds 1 --seeds 2`` would otherwise run seed 2 alone), and
+:class:`NonEmptyPath` refuses an empty path (``--out ""`` is ``Path(".")``, the current folder).
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterator, Sequence
 from itertools import chain
-from typing import overload
+from pathlib import Path
+from typing import Any, overload
 
 from synergy_gym.errors import SynergyGymError
 
@@ -144,3 +151,35 @@ def parse_float_list(text: str, flag: str = "--load") -> tuple[float, ...]:
             raise SynergyGymError(f"{flag} {text!r}: {part} {same}; give each value once")
         seen[value] = part
     return values
+
+
+#: The namespace attribute where :class:`OnceList` notes the options already given (per parse).
+_GIVEN = "_once_given"
+
+
+class OnceList(argparse.Action):
+    """A list option (``--seeds 1,2``) taken once: a second one is a one-line usage error naming both values.
+
+    argparse keeps only the last of a repeated option, so ``--seeds 1 --seeds 2`` would run seed 2 alone.
+    """
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        flag = self.option_strings[-1]
+        given: dict[str, str] = namespace.__dict__.setdefault(_GIVEN, {})
+        if self.dest in given:
+            first = given[self.dest]
+            parser.error(f"{flag} given twice ({first!r}, {values!r}); give one list: {flag} {first},{values}")
+        given[self.dest] = str(values)
+        setattr(namespace, self.dest, values)
+
+
+class NonEmptyPath(argparse.Action):
+    """A path option whose value may not be empty (``Path("")`` is ``.``: ``--out ""`` would write here)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if not str(values).strip():
+            flag = self.option_strings[-1]
+            parser.error(f"{flag} {values!r}: the value is empty; give a path (. is the current folder)")
+        setattr(namespace, self.dest, Path(values))

@@ -10,6 +10,8 @@ status 2; nothing is written. Every ``--help`` text is plain (:mod:`.help_text`)
 each command finds the command line as given in ``args.command_line`` (for the
 ``meta`` of its results, :mod:`.results_json`). A value that starts with '-' (``--window -1:10``)
 is taken as the option's value (:func:`join_dash_values`), so that it gets the value's own error.
+Ctrl-C ends a command with status 130 and one line, also where it arrived inside a numba kernel
+(which reports it as a ``SystemError``; :func:`~synergy_gym.cli.staging.interrupt_of`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import NoReturn, TextIO
 
 from synergy_gym.cli.help_text import plain_parser
-from synergy_gym.cli.staging import sigterm_as_interrupt
+from synergy_gym.cli.staging import interrupt_of, sigterm_as_interrupt
 from synergy_gym.errors import Interrupted, SynergyGymError
 
 
@@ -178,6 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except KeyboardInterrupt:
         print(f"synergy-gym {args.command}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except SystemError as exc:  # Ctrl-C inside a numba kernel comes back as a SystemError wrapping it
+        interrupt = interrupt_of(exc)
+        if interrupt is None:
+            raise
+        kept = str(interrupt) if isinstance(interrupt, Interrupted) else "nothing written"
+        print(f"synergy-gym {args.command}: interrupted; {kept}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader of stdout went away (``… | head``): stop quietly, as a shell tool does
         _silence_stdout()

@@ -11,10 +11,22 @@ from pathlib import Path
 from synergy_gym.errors import PathError, SynergyGymError
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``/proc/self/status``).
+
+    Elsewhere it is set and restored at once (``os.umask`` has no read-only form).
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:
@@ -23,7 +35,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes files private; use the usual mode
+        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes files private; use the usual mode
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -15,7 +15,11 @@ Parent folders created for the outputs (``runs/`` of a default ``runs/compare-<t
 again when the outputs are discarded, if nothing else was put in them.
 
 A file the command writes outside its folder (``--json FILE``) is staged beside its target and
-moved in the same final step.
+moved in the same final step. A new output folder gets the mode ``mkdir`` would give it (``0o777``
+less the umask), not the temporary folder's private one.
+
+:func:`interrupt_of` tells a Ctrl-C that arrived wrapped (a numba kernel interrupted returns
+``SystemError``, its ``__context__`` the ``KeyboardInterrupt``) from a real error.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from synergy_gym.cli.files import current_umask
+
 
 class Staging:
     """Where a command writes its outputs before they move into place (see :func:`staged_outputs`)."""
@@ -39,6 +45,8 @@ class Staging:
         self._make_parents(self.target.parent)
         #: The temporary folder standing in for ``target``.
         self.folder = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", suffix=".partial", dir=self.target.parent))
+        # mkdtemp makes the folder private (0700); renamed into place it would stay so: give it mkdir's usual mode.
+        os.chmod(self.folder, 0o777 & ~current_umask())
         self._extra: list[tuple[Path, Path]] = []  # (staged file, final path) outside the folder
 
     def _make_parents(self, folder: Path) -> None:
@@ -122,3 +130,15 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def interrupt_of(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C ``exc`` is or stands for: itself, or for a ``SystemError`` the ``KeyboardInterrupt`` that is its
+    ``__cause__`` or ``__context__`` (numba's compiled functions report an interrupt inside them that way); else None."""
+    if isinstance(exc, KeyboardInterrupt):
+        return exc
+    if isinstance(exc, SystemError):
+        for inner in (exc.__cause__, exc.__context__):
+            if isinstance(inner, KeyboardInterrupt):
+                return inner
+    return None

@@ -1,9 +1,13 @@
-"""Staged outputs: everything moves into place at the end, or nothing does; SIGTERM counts as Ctrl-C."""
+"""Staged outputs: everything moves into place at the end, or nothing does; SIGTERM counts as Ctrl-C.
+
+A new output folder gets the mode mkdir would give it, not the temporary folder's private 0o700.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import stat
 
 import pytest
 
@@ -59,3 +63,16 @@ def test_sigterm_is_ctrl_c_inside_the_block_and_restored_after(tmp_path):
             os.kill(os.getpid(), signal.SIGTERM)
     assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_a_new_output_folder_gets_the_mode_mkdir_would_give_not_a_private_one(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        with staged_outputs(tmp_path / "out") as staging:
+            _write(staging, "a.csv")
+        (tmp_path / "made").mkdir()
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == stat.S_IMODE((tmp_path / "made").stat().st_mode) \
+        == 0o777 & ~umask
