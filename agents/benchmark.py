@@ -96,18 +96,6 @@ def check_device_flag(device: str, models: list[str]) -> str:
         raise ConfigError(f"--device {device!r}: {exc}") from None
 
 
-def cell_parts(cell: Cell, mode_given: bool) -> dict[str, str]:
-    """:func:`env_parts`; an env kwarg that needs preemption, refused in a default-mode cell, says which and what to do."""
-    try:
-        return env_parts(cell)
-    except SynergyGymError as exc:
-        if cell.mode != "default" or "needs preemptive=True" not in str(exc):
-            raise
-        chosen = "" if mode_given else " (--mode is all by default: both modes)"
-        raise ConfigError(f"{exc}; the cell {cell.name} runs without preemption{chosen}: give --mode preemptive "
-                          "for the preemptive cells alone") from None
-
-
 def load_agents(arguments: list[str], labels: list[str], device: str,
                 checked: list[tuple[Path, Path | None]] | None = None) -> list[BenchAgent]:
     """Every ``--model`` loaded with its statistics (``checked``: :func:`check_models`' result, else checked here)."""
@@ -172,7 +160,7 @@ def main(args: argparse.Namespace) -> int:
     cells = benchmark_cells(args.env, args.mode, env_kwargs)
     models = check_models(list(args.model or []))
     device = check_device_flag(args.device, list(args.model or []))
-    parts = [cell_parts(cell, args.mode is not None) for cell in cells]  # a bad env kwarg fails here, before any model loads
+    parts = [env_parts(cell) for cell in cells]  # a bad env kwarg fails here, before any model loads
     agents = load_agents(list(args.model or []), labels, device, models)
     planned = plan(cells, parts, agents)
     runs = [(run, fits) for run, fits in planned if fits or not agents]

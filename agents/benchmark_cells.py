@@ -23,6 +23,8 @@ from synergy_gym.errors import ConfigError
 MODES: dict[str, dict[str, Any]] = {"default": {}, "preemptive": {"preemptive": True}}
 #: The held-out workload seeds of the protocol (``--seeds``' default): 20 seeds from 1,000,000.
 DEFAULT_SEEDS = "1000000..1000019"
+#: Env kwargs only the preemptive mode takes: ``--env-kwargs`` gives them to the preemptive cells alone.
+PREEMPTIVE_ONLY = ("redecide", "max_running")
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,17 @@ def check_env_kwargs(env_kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def benchmark_cells(envs: Sequence[str] | None, modes: Sequence[str] | None,
                     env_kwargs: dict[str, Any] | None = None) -> list[Cell]:
-    """The cells of ``--env`` × ``--mode`` (each id in every mode chosen), with ``env_kwargs`` on top of the mode's."""
+    """The cells of ``--env`` × ``--mode`` (each id in every mode chosen), with ``env_kwargs`` on top of the mode's.
+
+    The kwargs of :data:`PREEMPTIVE_ONLY` go to the preemptive cells alone (refused when no mode chosen has preemption).
+    """
     ids = parse_names(envs, tuple(SCENARIOS), "--env", "environment")
     chosen = parse_names(modes, tuple(MODES), "--mode", "mode")
     extra = check_env_kwargs(dict(env_kwargs or {}))
-    return [Cell(env_id, mode, {**MODES[mode], **extra}) for env_id in ids for mode in chosen]
+    only = {key: extra.pop(key) for key in PREEMPTIVE_ONLY if key in extra}
+    if only and not any(MODES[mode].get("preemptive") for mode in chosen):
+        given = " ".join(f"{key}={value!r}" for key, value in only.items())
+        raise ConfigError(f"--env-kwargs {given}: only the preemptive mode takes it, and --mode chose "
+                          f"{', '.join(chosen)}; give --mode preemptive (or all)")
+    return [Cell(env_id, mode, {**MODES[mode], **extra, **(only if MODES[mode].get("preemptive") else {})})
+            for env_id in ids for mode in chosen]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from importlib import resources
@@ -31,7 +32,7 @@ from synergy_gym.agents.config import TrainConfig, first_line, load_run_config, 
 from synergy_gym.agents.models import load_agent, load_model
 from synergy_gym.agents.normalization import find_stats, stats_candidates
 from synergy_gym.agents.provenance import run_folder
-from synergy_gym.cli.files import require_file
+from synergy_gym.cli.files import current_umask, require_file
 from synergy_gym.errors import ConfigError, PathError, UnknownNameError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -127,8 +128,11 @@ def export_sources(model_zip: Path) -> tuple[Path, Path | None, TrainConfig]:
 
 
 def check_export_dest(dest: Path) -> Path:
-    """``dest`` if an export may write it: a new or empty folder, or a policy folder (which it replaces whole)."""
-    dest = Path(dest)
+    """``dest`` if an export may write it: a new or empty folder, or a policy folder (which it replaces whole).
+
+    Returned absolute, symbolic links resolved (a link's target folder is what the export replaces).
+    """
+    dest = Path(dest).resolve()
     if dest.exists() and not dest.is_dir():
         raise PathError(f"export: --dest {str(dest)!r} is a file, not a folder")
     others = sorted(p.name for p in dest.iterdir() if p.name not in FILES) if dest.is_dir() else []
@@ -183,7 +187,8 @@ def _write_folder(dest: Path, files: dict[str, bytes]) -> None:
     try:
         for name, data in files.items():
             (staged / name).write_bytes(data)
-        staged.chmod(0o755)  # mkdtemp makes folders private; a policy folder is package data
+        # mkdtemp makes folders private: the folder it replaces keeps its mode, a new one gets mkdir's
+        staged.chmod(stat.S_IMODE(dest.stat().st_mode) if dest.is_dir() else 0o777 & ~current_umask())
         if dest.exists():
             old = dest.with_name(f"{staged.name[:-len('.tmp')]}.old")
             dest.rename(old)

@@ -238,15 +238,20 @@ class TetrisGreedy(EnvHeuristic):
         i = int(np.argmin(np.where(fits, score, np.inf)))
         return self.action(obs, int(slots[i]), int(demand[i]))
 
-    @classmethod
-    def walk_demand_level(cls, obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> int:
-        """``slot``'s demand level in the walk with grid levels: :meth:`demand_level` (the fastest valid level)
-        when the mask offers the slot; a slot whose GPUs do not fit now has no valid level in the mask and
-        cannot be admitted, so the walk counts it at its fastest grid point (the cheapest among equals)."""
-        if cls.level_mask(obs, mask, slot).any():
-            return cls.demand_level(obs, mask, slot)
-        levels = obs["slot_levels"][slot]
-        return int(np.lexsort((levels[:, _CPU] + levels[:, _MEM], -levels[:, _SPEEDUP]))[0])
+    @staticmethod
+    def walk_demand_levels(obs: dict[str, np.ndarray], mask: np.ndarray, filled: np.ndarray) -> np.ndarray:
+        """The ``filled`` slots' demand levels in the walk with grid levels: a slot the mask offers at its
+        :meth:`demand_level` (the fastest valid level, the cheapest among equals); a slot whose GPUs do not fit
+        now has no valid level in the mask and cannot be admitted, so the walk counts it at its fastest grid point
+        (the cheapest among equals)."""
+        q, n_levels = obs["slot_levels"].shape[:2]
+        levels = obs["slot_levels"][filled]
+        valid = mask[: q * n_levels].reshape(q, n_levels)[filled] > 0
+        offered = valid.any(axis=1, keepdims=True)
+        usable = np.where(offered, valid, True)
+        speed = np.where(usable, levels[..., _SPEEDUP], -np.inf)
+        fastest = usable & (speed >= speed.max(axis=1, keepdims=True, initial=-np.inf) - np.where(offered, 1e-6, 0.0))
+        return np.argmin(np.where(fastest, levels[..., _CPU] + levels[..., _MEM], np.inf), axis=1)
 
     def choose_preempting(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         """The walk by Tetris's score over waiting and running jobs, each at its demand, counting GPUs, CPUs and memory.
@@ -261,7 +266,7 @@ class TetrisGreedy(EnvHeuristic):
         if n_levels == _N_DEFAULT_LEVELS:
             demand = np.full(filled.size, DEMAND_LEVEL)
         else:
-            demand = np.array([self.walk_demand_level(obs, mask, int(q)) for q in filled], dtype=np.int64)
+            demand = self.walk_demand_levels(obs, mask, filled)
         at_demand = obs["slot_levels"][filled, demand]
         score, fits = _tetris_score(obs, filled, at_demand)
         gpu = obs["slots"][filled, _GPU_SHARE].astype(float)

@@ -39,7 +39,7 @@ import pandas as pd
 
 from synergy_gym.baselines.registry import make_policy, policy_names
 from synergy_gym.env import SynergyEnv
-from synergy_gym.env.calls import is_integer, shown
+from synergy_gym.env.calls import shown, whole_number
 from synergy_gym.env.summary import episode_summary
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.experiments.evaluation import job_frame
@@ -97,14 +97,16 @@ def _contention_row(workload: Workload, cluster: ClusterSpec, config: Simulation
 
 
 def _checked_seeds(seeds: Iterable[int]) -> list[int]:
-    """``seeds`` as ints, each a non-negative integer (a float such as 1.7, or a bool, is refused, not rounded)."""
+    """``seeds`` as ints, each a non-negative integer or a whole float (1.7, or a bool, is refused, not rounded)."""
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
         raise ConfigError(f"simulate_on_env(): seeds must be a list of non-negative integers, got {shown(seeds)}")
-    checked = list(seeds)
-    for seed in checked:
-        if not is_integer(seed) or seed < 0:
+    checked = []
+    for seed in seeds:
+        whole = whole_number(seed)
+        if whole is None or whole < 0:
             raise ConfigError(f"simulate_on_env(): seeds must be non-negative integers, got {shown(seed)}")
-    return [int(seed) for seed in checked]
+        checked.append(whole)
+    return checked
 
 
 def simulate_on_env(

@@ -165,7 +165,7 @@ class OnceList(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        flag = self.option_strings[-1]
+        flag = option_string or self.option_strings[-1]  # as typed
         given: dict[str, str] = namespace.__dict__.setdefault(_GIVEN, {})
         if self.dest in given:
             first = given[self.dest]
@@ -180,6 +180,6 @@ class NonEmptyPath(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         if not str(values).strip():
-            flag = self.option_strings[-1]
+            flag = option_string or self.option_strings[-1]  # as typed
             parser.error(f"{flag} {values!r}: the value is empty; give a path (. is the current folder)")
         setattr(namespace, self.dest, Path(values))

@@ -65,6 +65,15 @@ def is_integer(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+def whole_number(value: Any) -> int | None:
+    """``value`` as an ``int`` if it is a Python or NumPy integer (not a bool) or a finite whole float; else None."""
+    if is_integer(value):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return None
+
+
 def check_seed(seed: Any) -> int | None:
     """``reset``'s ``seed``: None or a non-negative integer (NumPy integers too), as an ``int``."""
     if seed is None:

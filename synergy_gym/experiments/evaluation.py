@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
-from synergy_gym.env.calls import is_integer, shown
+from synergy_gym.env.calls import is_integer, shown, whole_number
 from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.batched import run_batched
 
@@ -104,8 +104,8 @@ def decision_record(env: gym.Env, obs: dict, action: Any) -> dict[str, Any]:
 
 
 def check_seeds(seeds: Any) -> list[int]:
-    """``evaluate``'s ``seeds``: a non-empty iterable (not a string) of non-negative integers (Python or NumPy, not
-    bools: the rule of ``env.reset``'s seed), as a list of ``int``; anything else is one line naming it."""
+    """``evaluate``'s ``seeds``: a non-empty iterable (not a string) of non-negative integers (Python or NumPy, or
+    whole floats; not bools), as a list of ``int``; anything else is one line naming it."""
     wanted = "a non-empty list of non-negative integers (workload seeds)"
     if isinstance(seeds, (str, bytes)) or is_integer(seeds):
         hint = f"; for one seed give [{seeds}]" if is_integer(seeds) else ""
@@ -116,10 +116,11 @@ def check_seeds(seeds: Any) -> list[int]:
         raise ConfigError(f"evaluate(): seeds must be {wanted}, got {shown(seeds)}") from None
     if not given:
         raise ConfigError(f"evaluate(): seeds must be {wanted}, got an empty one ({shown(seeds)})")
-    for i, seed in enumerate(given):
-        if not is_integer(seed) or seed < 0:
-            raise ConfigError(f"evaluate(): seeds[{i}] must be a non-negative integer, got {shown(seed)}")
-    return [int(seed) for seed in given]
+    checked = [whole_number(seed) for seed in given]  # 3.0 runs seed 3, as it did; 2.5 is refused
+    for i, seed in enumerate(checked):
+        if seed is None or seed < 0:
+            raise ConfigError(f"evaluate(): seeds[{i}] must be a non-negative integer, got {shown(given[i])}")
+    return [int(seed) for seed in checked if seed is not None]
 
 
 def check_policy(policy: Any, env_id: Any) -> None:

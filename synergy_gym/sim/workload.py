@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -65,6 +65,13 @@ class Workload:
     measured: np.ndarray  # bool
     run_until: RunUntil = "window"
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickled or deep-copied (a vector env's worker, a sweep's cell): the columns read-only again."""
+        for name, value in state.items():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+            object.__setattr__(self, name, value)
+
     @classmethod
     def build(
         cls,
@@ -97,6 +104,8 @@ class Workload:
 
         def col(name, value, dtype, default):
             arr = np.full(n, default, dtype=dtype) if value is None else np.asarray(value)
+            if arr.dtype.kind in "US" and not isinstance(value, np.ndarray):  # a list mixing text and numbers:
+                arr = np.asarray(value, dtype=object)  # keep each value as given, so the error names the job it is in
             if arr.ndim != 1:
                 raise WorkloadError(f"{source}: column {name} must be 1-D (one value per job), got {_shape(arr)}")
             if arr.shape != (n,):

@@ -97,6 +97,14 @@ def test_the_default_cells_are_every_registered_id_in_every_mode():
     assert [c.name for c in chosen] == [f"{SCARCE} preemptive", "Synergy-v0 preemptive"]
 
 
+def test_preemptive_only_env_kwargs_go_to_the_preemptive_cells():
+    # The default-mode policies run in the preemptive cells with redecide="every_event" (docs/pretrained.md).
+    cells = benchmark_cells([SCARCE], None, {"num_jobs": 30, "redecide": "every_event"})
+    assert [c.env_kwargs for c in cells] == [{"num_jobs": 30}, {"preemptive": True, "num_jobs": 30, "redecide": "every_event"}]
+    for cell in cells:
+        env_parts(cell)  # the environment takes each cell's kwargs
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--env", "Synergy-nope-v0"], ("--env 'Synergy-nope-v0'", "unknown environment", SCARCE)),
     (["--mode", "greedy"], ("--mode 'greedy'", "unknown mode", "default, preemptive")),

@@ -92,8 +92,8 @@ def test_json_may_not_be_one_of_its_own_output_files(tmp_path, capsys, name):
     (["--model", "pretrained:nope", *TINY], ("--model pretrained:nope: unknown pretrained policy 'nope'",)),
     (["--device", "cpu", *TINY, "--env-kwargs", "num_jobs=10"], ("--device 'cpu': needs --model",)),
     (["--model", "pretrained:small", "--device", "gpu", *TINY], ("--device 'gpu': unknown device",)),
-    (["--env", SCARCE, "--seeds", "1", "--env-kwargs", "num_jobs=10", "max_running=4"],
-     ("max_running=4 needs preemptive=True", f"the cell {SCARCE} default", "--mode is all by default",
+    (["--env", SCARCE, "--mode", "default", "--seeds", "1", "--env-kwargs", "num_jobs=10", "max_running=4"],
+     ("--env-kwargs max_running=4: only the preemptive mode takes it", "--mode chose default",
       "give --mode preemptive")),
 ])
 def test_bad_input_is_one_line_naming_its_flag_and_writes_nothing(tmp_path, capsys, monkeypatch, argv, words):

@@ -124,3 +124,17 @@ def test_an_export_in_progress_is_not_a_shipped_policy(tmp_path, monkeypatch):
         (tmp_path / folder / "model.zip").write_bytes(b"")
     monkeypatch.setattr(pretrained_policies, "pretrained_root", lambda: tmp_path)
     assert pretrained_policies.pretrained_names() == ("small",)
+
+
+def test_dest_dot_a_link_and_the_folder_mode_are_kept(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    pretrained_policies.export_pretrained(run / "best_model.zip", Path("."), CARD)  # the current folder, empty
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["card.json", "config.json", "model.zip", "vecnormalize.pkl"]
+    target = tmp_path / "shared" / "tiny"
+    target.mkdir(parents=True)
+    target.chmod(0o2775)  # a group's folder: group-writable, setgid
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    pretrained_policies.export_pretrained(run / "best_model.zip", link, CARD)
+    assert link.is_symlink() and (target / "model.zip").is_file()  # the export went where the link points
+    assert target.stat().st_mode & 0o7777 == 0o2775

@@ -29,7 +29,7 @@ def test_no_policy_goes_below_the_no_wait_bound_under_exact_timing():
     assert np.array_equal(jobs["start_h"].to_numpy(), jobs["arrival_h"].to_numpy())
 
 
-@pytest.mark.parametrize("seeds", [[1.7], [True], [-1], [np.float64(2.0)], ["1"]])
+@pytest.mark.parametrize("seeds", [[1.7], [True], [-1], [np.float64(2.5)], ["1"], [float("inf")]])
 def test_seeds_must_be_non_negative_integers(seeds):
     with pytest.raises(ConfigError, match=r"simulate_on_env\(\): seeds must be non-negative integers, got"):
         simulate_on_env("fifo+tune", ENV, seeds=seeds, num_jobs=5)
@@ -39,3 +39,4 @@ def test_seeds_must_be_a_list():
     with pytest.raises(ConfigError, match="seeds must be a list of non-negative integers, got 3"):
         simulate_on_env("fifo+tune", ENV, seeds=3, num_jobs=5)
     assert simulate_on_env("fifo+tune", ENV, seeds=[np.int64(1)], num_jobs=5).loc[0, "seed"] == 1
+    assert simulate_on_env("fifo+tune", ENV, seeds=[np.float64(1.0)], num_jobs=5).loc[0, "seed"] == 1  # a whole float

@@ -1,5 +1,7 @@
 """Workload.build refuses columns that are not what they claim, in one line naming the job and the column."""
 
+import copy
+import pickle
 import re
 
 import numpy as np
@@ -17,6 +19,7 @@ def build(zoo, **kwargs):
 
 @pytest.mark.parametrize("measured, shown", [
     (["0", "1", "0"], "job 0: measured='0'"),  # every string used to count as True
+    ([True, "no", False], "job 1: measured='no'"),
     ([0, 2, 0], "job 1: measured=2"),
     ([0, 1, 0.5], "job 2: measured=0.5"),
     ([False, None, True], "job 1: measured=None"),
@@ -29,7 +32,8 @@ def test_measured_must_be_bools_or_zero_and_one(zoo, measured, shown):
 @pytest.mark.parametrize("field, values, shown", [
     ("gpus", ["1", "2", "1"], "job 0: gpus='1' must be a number"),
     ("total_iters", ["1000", "2000", "3000"], "job 0: total_iters='1000' must be a number"),
-    ("arrival_s", [0, "100", 200], "job 0: arrival_s='0' must be a number"),  # numpy makes every cell a string
+    ("arrival_s", [0, "100", 200], "job 1: arrival_s='100' must be a number"),  # the job that holds the text
+    ("gpus", [1, "2", 1], "job 1: gpus='2' must be a number"),
     ("cpu_demand_per_gpu", [None, "4", None], "job 1: cpu_demand_per_gpu='4' must be a number"),
     ("gpus", [True, True, True], "job 0: gpus=True must be a number"),
     ("cpu_demand_per_gpu", [np.inf, 1, 1], "job 0: cpu_demand=inf must be finite and > 0"),  # was capped silently
@@ -58,7 +62,7 @@ def test_what_build_still_takes_and_the_zoo_and_extension_checks(zoo):
 def test_columns_are_read_only_after_build_and_concat(zoo):
     w = build(zoo)
     joined = w.concat(Workload.build(zoo, job_id=[7], model=[0], gpus=[1], arrival_s=[300], total_iters=[5]))
-    for workload in (w, joined):
+    for workload in (w, joined, pickle.loads(pickle.dumps(w)), copy.deepcopy(joined)):  # copies stay read-only
         for name in ("job_id", "model", "gpus", "arrival_s", "iter_time_s", "total_iters",
                      "cpu_demand_per_gpu", "mem_demand_per_gpu", "measured"):
             with pytest.raises(ValueError, match="read-only"):
