@@ -235,8 +235,14 @@ def _whole(source: str, field: str, values: np.ndarray, job_id: np.ndarray | Non
         if np.all(ok):
             return values.astype(np.int64)
         i = int(np.flatnonzero(~ok)[0])
+    elif values.dtype.kind == "O":  # a list mixing text and numbers: the first value that is not a whole number
+        whole = [_is_number(v) and bool(np.isfinite(v)) and float(v).is_integer() and abs(v) < 2.0**63
+                 for v in values.tolist()]
+        if all(whole):
+            return np.array([int(v) for v in values.tolist()], dtype=np.int64)
+        i = whole.index(False)
     job = f"job {job_id[i]}: " if job_id is not None else ""
-    raise WorkloadError(f"{source}: {job}{field} must be a whole number below 2**63, got {values[i].item()!r}")
+    raise WorkloadError(f"{source}: {job}{field} must be a whole number below 2**63, got {_plain(values[i])!r}")
 
 
 def _numbers(source: str, name: str, values: np.ndarray, job_id: np.ndarray) -> np.ndarray:

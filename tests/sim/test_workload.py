@@ -60,6 +60,7 @@ def test_concat_keeps_order_and_rejects_earlier_jobs(make_workload, zoo):
     ("job_id", [1.5, 1.7], "job_id must be a whole number below 2\\*\\*63, got 1.5"),  # both became id 1
     ("job_id", [1e30, 2], "job_id must be a whole number below 2\\*\\*63, got 1e\\+30"),  # overflowed
     ("job_id", ["a", "b"], "job_id must be a whole number below 2\\*\\*63, got 'a'"),
+    ("job_id", [0, "b"], "job_id must be a whole number below 2\\*\\*63, got 'b'"),
     ("model", [0.7, 1.2], "job 0: model index must be a whole number below 2\\*\\*63, got 0.7"),  # truncated to 0, 1
 ])
 def test_ids_and_model_indices_must_be_whole_numbers(zoo, field, values, shown):
