@@ -54,7 +54,7 @@ from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
 from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.files import check_json_not_an_output, check_output_dir, check_output_file, require_file
+from synergy_gym.cli.files import check_output_dir, check_output_file, require_file
 from synergy_gym.cli.guards import check_size, format_duration, quiet_notice
 from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
@@ -151,8 +151,7 @@ def main(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out or Path("runs") / f"benchmark-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES,
                            create_parents=args.out is None)
     if args.json is not None:
-        check_output_file(args.json, "--json", folders=((out, "--out"),))
-        check_json_not_an_output(args.json, out, OUTPUT_FILES)
+        check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES)
     started = utc_now()
     labels = agent_labels(args.model or [], args.label)
     seeds = list(parse_seed_list(DEFAULT_SEEDS if args.seeds is None else args.seeds, "--seeds"))  # "" is refused

@@ -193,7 +193,8 @@ def csv_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     flat = []
     for r in rows:
         p = r.get("paired_vs_best_env") or {}
-        flat.append({**{k: r.get(k) for k in CSV_FIELDS[:9]}, "best_heuristic": p.get("heuristic"),
+        own = CSV_FIELDS[: CSV_FIELDS.index("best_heuristic")]  # the row's own columns; the paired ones follow
+        flat.append({**{k: r.get(k) for k in own}, "best_heuristic": p.get("heuristic"),
                      "paired_mean_diff_h": p.get("mean_diff_h"), "paired_ci95_h": p.get("ci95_h"),
                      "paired_relative": p.get("relative"), "lower_seeds": p.get("better_seeds"),
                      "paired_seeds": p.get("seeds"), "trained_here": r.get("trained_here")})

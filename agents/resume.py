@@ -47,8 +47,10 @@ def saved_config_path(checkpoint: Path) -> Path | None:
     return saved if saved.is_file() else None
 
 
+#: The settings of the network, which :func:`model_network` reads from a model.
+NETWORK_SETTINGS = ("action_head", "net_arch", "global_dim", "slot_dim", "attention_heads")
 #: Settings a trained model keeps: a resumed run cannot change them (its hyper-parameters it can).
-KEPT_SETTINGS = ("algo", "action_head", "net_arch", "global_dim", "slot_dim", "attention_heads", "normalize_obs")
+KEPT_SETTINGS = ("algo", *NETWORK_SETTINGS, "normalize_obs")
 
 
 #: Settings of the evaluations a run resumed in its own folder keeps (:func:`kept_history`): they cannot change there.
@@ -104,9 +106,6 @@ def check_kept_settings(checkpoint: Path, cfg: TrainConfig, trained: TrainConfig
     raise ConfigError(f"--resume {checkpoint}: continuing in the run's own folder keeps its evaluations, but the "
                       f"config changes {changed}; leave {them} as trained, or continue into a new folder with --out")
 
-
-#: The settings of the network, which :func:`model_network` reads from a model.
-NETWORK_SETTINGS = ("action_head", "net_arch", "global_dim", "slot_dim", "attention_heads")
 
 
 def model_network(model: Any) -> TrainConfig | None:

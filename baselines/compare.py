@@ -41,7 +41,6 @@ from synergy_gym.cli.csv_text import csv_text
 from synergy_gym.cli.files import (
     atomic_write_bytes,
     atomic_write_text,
-    check_json_not_an_output,
     check_output_dir,
     check_output_file,
 )
@@ -244,8 +243,7 @@ def main(args: argparse.Namespace) -> int:
     out_dir = args.out or Path("runs") / f"compare-{datetime.now():%Y%m%d-%H%M%S}"
     check_output_dir(out_dir, "--out", OUTPUT_FILES, create_parents=args.out is None)
     if args.json is not None:
-        check_output_file(args.json, "--json", folders=((out_dir, "--out"),))
-        check_json_not_an_output(args.json, out_dir, OUTPUT_FILES)
+        check_output_file(args.json, "--json", folders=((out_dir, "--out"),), outputs=OUTPUT_FILES)
     started = utc_now()
     spec = spec_from_args(args)
     cases, size = checked_cases(spec, args.allow_large, args.quiet)

@@ -54,11 +54,10 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_matrix
 
-from synergy_gym.errors import ConfigError
 from synergy_gym.sim.allocation import JobOrder, Tune, admit_by_gpus
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ledger import ClusterLedger
-from synergy_gym.sim.validation import check_positive
+from synergy_gym.sim.validation import check_flag, check_positive
 
 LOG = logging.getLogger(__name__)
 _TIE_BREAK = 1e-6
@@ -89,9 +88,7 @@ class SynergyOpt:
     uses_targets = True
 
     def __init__(self, relax: bool = False, time_limit_s: float | None = 10.0) -> None:
-        if not isinstance(relax, (bool, np.bool_)):
-            raise ConfigError(f"SynergyOpt relax must be True or False, got {relax!r}")
-        self.relax = bool(relax)
+        self.relax = check_flag("SynergyOpt relax", relax)
         self.time_limit_s = check_positive("SynergyOpt time_limit_s", time_limit_s, allow_none=True, unit="seconds")
         self.name = "opt_lp" if self.relax else "opt"
         self._tune = Tune()

@@ -64,21 +64,23 @@ BOUNDS: tuple[str, ...] = (NO_WAIT_BOUND, CONTENTION_BOUND)
 SIM_POLICIES: tuple[str, ...] = ("fifo+fair", "fifo+tune", "fifo+opt", "srtf+tune", "tetris+greedy", *BOUNDS)
 
 
-def _bound_jobs(workload: Workload, cluster: ClusterSpec, config: SimulationConfig) -> pd.DataFrame:
+def _bound_finish_s(workload: Workload, cluster: ClusterSpec, config: SimulationConfig) -> np.ndarray:
+    """When each job finishes under the no-waiting bound (:func:`synergy_gym.sim.bounds.no_wait_jct_s` after its arrival)."""
+    return workload.arrival_s + no_wait_jct_s(workload, cluster, config.round_s, config.timing)
+
+
+def _bound_jobs(workload: Workload, finish_s: np.ndarray, config: SimulationConfig) -> pd.DataFrame:
     """The no-waiting bound's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`).
 
     Each starts where :func:`synergy_gym.sim.bounds.no_wait_jct_s` starts it (the first round
-    boundary at or after its arrival, or with ``timing="exact"`` its arrival) and finishes its JCT after arrival.
+    boundary at or after its arrival, or with ``timing="exact"`` its arrival) and finishes at ``finish_s``.
     """
-    arrival = np.asarray(workload.arrival_s, dtype=float)
-    start = no_wait_start_s(arrival, config.round_s, config.timing)
-    finish = arrival + no_wait_jct_s(workload, cluster, config.round_s, config.timing)
-    return job_frame(workload, start_s=start, finish_s=finish)
+    start = no_wait_start_s(np.asarray(workload.arrival_s, dtype=float), config.round_s, config.timing)
+    return job_frame(workload, start_s=start, finish_s=finish_s)
 
 
-def _bound_summary(workload: Workload, cluster: ClusterSpec, config: SimulationConfig) -> tuple[dict[str, Any], np.ndarray]:
+def _bound_summary(workload: Workload, finish_s: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
     """The no-waiting bound's episode summary (the keys of the env's) and per-job JCTs in hours."""
-    finish_s = workload.arrival_s + no_wait_jct_s(workload, cluster, config.round_s, config.timing)
     stats = summarise_jcts(workload.arrival_s, finish_s, np.ones(len(workload), dtype=bool))
     summary = {
         "mean_jct_h": stats.mean_h, "median_jct_h": stats.median_h, "p99_jct_h": stats.p99_h,
@@ -162,12 +164,14 @@ def simulate_on_env(
                 rows.append(row)
                 continue
             if policy == NO_WAIT_BOUND:
-                summary, jct_h = _bound_summary(base.workload_for_seed(seed), base.cluster, config)
+                workload = base.workload_for_seed(seed)
+                finish_s = _bound_finish_s(workload, base.cluster, config)
+                summary, jct_h = _bound_summary(workload, finish_s)
                 row = {"policy": policy, "seed": seed, "terminated": True, "wall_s": time.perf_counter() - started, **summary}
                 if keep_jcts:
                     row["jct_h"] = jct_h.tolist()
                 if keep_jobs:
-                    row["jobs"] = _bound_jobs(base.workload_for_seed(seed), base.cluster, config)
+                    row["jobs"] = _bound_jobs(workload, finish_s, config)
                 rows.append(row)
                 continue
             sim = Simulator(base.cluster, base.workload_for_seed(seed), make_policy(policy), config)

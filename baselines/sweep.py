@@ -75,7 +75,6 @@ from synergy_gym.cli.columns import fit
 from synergy_gym.cli.files import (
     atomic_write_bytes,
     atomic_write_text,
-    check_json_not_an_output,
     check_output_dir,
     check_output_file,
 )
@@ -291,8 +290,7 @@ def main(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
     check_output_dir(out, "--out", OUTPUT_FILES, create_parents=args.out is None)
     if args.json is not None:
-        check_output_file(args.json, "--json", folders=((out, "--out"),))
-        check_json_not_an_output(args.json, out, OUTPUT_FILES)
+        check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES)
     if args.no_ray and args.address:
         raise SynergyGymError(f"--address {args.address!r} is a Ray cluster, but --no-ray runs the cells in this process; "
                               "give one of them")
@@ -330,12 +328,10 @@ def main(args: argparse.Namespace) -> int:
                           loads=list(dict.fromkeys(c.load for c in cells)), cluster=cells[0].cluster.describe())
         with staged_outputs(out) as staging:  # the final files appear together, or none does
             written = write_outputs(table, rows, out, meta, args.json, stage=staging.file)
-    except KeyboardInterrupt:  # Ctrl-C: the finished cells stay in <out>/cells
-        raise Interrupted(kept()) from None
-    except SystemError as exc:  # Ctrl-C inside a numba kernel comes back wrapped
+    except (KeyboardInterrupt, SystemError) as exc:  # Ctrl-C (inside a numba kernel it comes back wrapped)
         if interrupt_of(exc) is None:
             raise
-        raise Interrupted(kept()) from None
+        raise Interrupted(kept()) from None  # the finished cells stay in <out>/cells
     except CellFailed as exc:  # a cell's Ray worker died on every attempt
         raise CellFailed(f"{exc}; {kept()}") from None
     print(format_seed_summary(seed_summary(table)))

@@ -175,17 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SynergyGymError as exc:
         print(f"synergy-gym {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except Interrupted as exc:  # the command says what it kept
-        print(f"synergy-gym {args.command}: interrupted; {exc}", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        print(f"synergy-gym {args.command}: interrupted; nothing written", file=sys.stderr)
-        return 130
-    except SystemError as exc:  # Ctrl-C inside a numba kernel comes back as a SystemError wrapping it
+    except (KeyboardInterrupt, SystemError) as exc:  # Ctrl-C inside a numba kernel comes back as a SystemError
         interrupt = interrupt_of(exc)
         if interrupt is None:
             raise
-        kept = str(interrupt) if isinstance(interrupt, Interrupted) else "nothing written"
+        kept = str(interrupt) if isinstance(interrupt, Interrupted) else "nothing written"  # Interrupted says what
         print(f"synergy-gym {args.command}: interrupted; {kept}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader of stdout went away (``… | head``): stop quietly, as a shell tool does

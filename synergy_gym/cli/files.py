@@ -138,11 +138,13 @@ def check_output_dir(
     return path
 
 
-def check_output_file(path: str | os.PathLike, flag: str, folders: tuple[tuple[str | os.PathLike, str], ...] = ()) -> Path:
+def check_output_file(path: str | os.PathLike, flag: str, folders: tuple[tuple[str | os.PathLike, str], ...] = (),
+                      outputs: Sequence[str] = ()) -> Path:
     """Refuse an output file that is a folder or whose folder does not exist or cannot be written.
 
     ``folders`` are the command's output folders as ``(path, flag)`` (already
-    checked); the file may not be one of them, but may go inside one.
+    checked); the file may not be one of them, but may go inside one – though not onto one of the files the
+    command writes there, ``outputs`` (names; one ending in ``/`` a folder of them).
     """
     path = Path(path)
     if os.path.isdir(path):
@@ -150,6 +152,11 @@ def check_output_file(path: str | os.PathLike, flag: str, folders: tuple[tuple[s
     for folder, folder_flag in folders:
         if os.path.abspath(folder) == os.path.abspath(path):
             raise PathError(f"{flag} {path}: is also the {folder_flag} folder")
+        target = os.path.realpath(path)
+        for name in outputs:
+            own = os.path.realpath(Path(folder) / name.rstrip("/"))
+            if target == own or (name.endswith("/") and target.startswith(own + os.sep)):
+                raise PathError(f"{flag} {path}: is the command's own {name} in {folder_flag} {folder}; name another file")
     if any(os.path.abspath(folder) == os.path.abspath(path.parent) for folder, _ in folders):
         return path  # it goes into an output folder the command creates
     problem = _folder_problem(path.parent, what="parent ", create_parents=False)
@@ -181,12 +188,3 @@ def check_input_file(path: str | os.PathLike, flag: str) -> Path:
     if not os.access(path, os.R_OK):
         raise PathError(f"{flag} {str(path)!r} is not readable")
     return path
-
-
-def check_json_not_an_output(path: str | os.PathLike, out_dir: str | os.PathLike, outputs: Sequence[str]) -> None:
-    """Refuse a ``--json`` path that is one of the command's own ``outputs`` in ``out_dir`` (or inside one of its folders)."""
-    target = os.path.realpath(path)
-    for name in outputs:
-        own = os.path.realpath(Path(out_dir) / name.rstrip("/"))
-        if target == own or (name.endswith("/") and target.startswith(own + os.sep)):
-            raise PathError(f"--json {path}: is the command's own {name} in --out {out_dir}; name another file")

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
-import numpy as np
 
 from synergy_gym.errors import ConfigError
+from synergy_gym.sim.validation import is_integer, whole_number  # noqa: F401  (the env's checks, re-exported)
 
 #: The keys of ``reset(options=...)``.
 RESET_OPTIONS: tuple[str, ...] = ("workload_seed",)
@@ -58,20 +58,6 @@ def shown(value: Any, limit: int = 80) -> str:
     """``repr(value)`` on one line, cut to ``limit`` characters (a NumPy array's repr spans lines)."""
     text = " ".join(repr(value).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def is_integer(value: Any) -> bool:
-    """A Python or NumPy integer, not a bool."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def whole_number(value: Any) -> int | None:
-    """``value`` as an ``int`` if it is a Python or NumPy integer (not a bool) or a finite whole float; else None."""
-    if is_integer(value):
-        return int(value)
-    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
-        return int(value)
-    return None
 
 
 def check_seed(seed: Any) -> int | None:

@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import InitVar, dataclass, field
 from typing import Literal
 
-import numpy as np
-
 from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.ledger import PLACEMENTS, Placement
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.sim.validation import check_positive
+from synergy_gym.sim.validation import check_flag, check_positive
 
 Timing = Literal["round", "exact"]
 TIMINGS: tuple[str, ...] = ("round", "exact")
@@ -45,9 +43,7 @@ class SimulationConfig:
         for name in ("round_s", "starvation_s"):
             object.__setattr__(self, name, float(check_positive(name, getattr(self, name), unit="seconds")))
         for name in ("debug", "record_rounds"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
-            object.__setattr__(self, name, bool(getattr(self, name)))
+            object.__setattr__(self, name, check_flag(name, getattr(self, name)))
         if not isinstance(self.profiler, ProfilerConfig):
             hint = "; use ProfilerConfig(**settings)" if isinstance(self.profiler, dict) else ""
             raise ConfigError(f"profiler must be a ProfilerConfig, got a {type(self.profiler).__name__}{hint}")

@@ -53,7 +53,7 @@ from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
 from synergy_gym.sim.philly_gpu_mix import gpu_mix
 from synergy_gym.sim.profiles import ModelZoo
-from synergy_gym.sim.validation import check_positive
+from synergy_gym.sim.validation import check_flag, check_positive, is_number, whole_number
 from synergy_gym.sim.workload import Workload, middle_half_window
 
 #: The paper's measured window: jobs 4000–4999.
@@ -81,12 +81,9 @@ class SyntheticWorkload:
             self, "num_jobs", check_positive("num_jobs", self.num_jobs, integer=True, allow_none=True, error=WorkloadError)
         )
         fraction = self.short_job_fraction
-        numeric = isinstance(fraction, (int, float, np.integer, np.floating)) and not isinstance(fraction, (bool, np.bool_))
-        if not (numeric and 0 <= fraction <= 1):
+        if not (is_number(fraction) and 0 <= fraction <= 1):
             raise WorkloadError(f"short_job_fraction must be in [0, 1], got {fraction!r}")
-        if not isinstance(self.multigpu, (bool, np.bool_)):
-            raise WorkloadError(f"multigpu must be True or False, got {self.multigpu!r}")
-        object.__setattr__(self, "multigpu", bool(self.multigpu))
+        object.__setattr__(self, "multigpu", check_flag("multigpu", self.multigpu, WorkloadError))
         object.__setattr__(self, "max_gpus", check_positive("max_gpus", self.max_gpus, integer=True, error=WorkloadError))
         if self.window is not None:
             object.__setattr__(self, "window", _check_window(self.window))
@@ -126,14 +123,9 @@ class SyntheticWorkload:
 def _check_window(window) -> tuple[int, int]:
     """``window`` as two whole job positions ``(A, B)`` (their range is checked by the caller); else a one-line error."""
     pair = isinstance(window, (tuple, list, np.ndarray)) and len(window) == 2
-    if not (pair and all(_is_whole(w) for w in window)):
+    if not (pair and all(whole_number(w) is not None for w in window)):
         raise WorkloadError(f"window {window!r} must be two whole job positions (A, B): jobs A..B-1 by arrival")
     return int(window[0]), int(window[1])
-
-
-def _is_whole(w) -> bool:
-    number = isinstance(w, (int, float, np.integer, np.floating)) and not isinstance(w, (bool, np.bool_))
-    return number and (isinstance(w, (int, np.integer)) or (math.isfinite(w) and float(w).is_integer()))
 
 
 class _Generator:

@@ -15,6 +15,7 @@ import numpy as np
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.profiles import TASKS, ModelZoo
+from synergy_gym.sim.validation import is_number
 
 #: The paper's default split: 20% vision, 70% language, 10% speech.
 DEFAULT_SPLIT: tuple[float, float, float] = (20.0, 70.0, 10.0)
@@ -60,8 +61,7 @@ def check_split(split) -> tuple[float, float, float]:
 
 
 def _is_weight(w) -> bool:
-    number = isinstance(w, (int, float, np.integer, np.floating)) and not isinstance(w, (bool, np.bool_))
-    return number and bool(np.isfinite(w)) and w >= 0
+    return is_number(w) and bool(np.isfinite(w)) and w >= 0
 
 
 def split_shares(split) -> list[float]:

@@ -37,7 +37,7 @@ import numpy as np
 from synergy_gym.errors import ConfigError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelProfile, ModelZoo
-from synergy_gym.sim.validation import check_positive
+from synergy_gym.sim.validation import check_positive, is_number
 
 SENSITIVITIES: tuple[str, ...] = ("true", "profiled")
 
@@ -57,21 +57,16 @@ class ProfilerConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "repeats", check_positive("profile repeats", self.repeats, integer=True))
-        if not (_is_number(self.noise) and math.isfinite(self.noise) and 0 <= self.noise < 1):
+        if not (is_number(self.noise) and math.isfinite(self.noise) and 0 <= self.noise < 1):
             raise ConfigError(f"profile noise must be in [0, 1), got {self.noise!r}")
         check_positive("seconds_per_point", self.seconds_per_point, allow_zero=True)
-        if not (_is_number(self.saturation) and 0 <= self.saturation < 1):
+        if not (is_number(self.saturation) and 0 <= self.saturation < 1):
             raise ConfigError(f"saturation must be in [0, 1), got {self.saturation!r}")
         points = self.cpu_points
         if points is not None and (not isinstance(points, (tuple, list, np.ndarray)) or len(points) == 0 or not all(
-                _is_number(c) and math.isfinite(c) and c > 0 for c in points)):
+                is_number(c) and math.isfinite(c) and c > 0 for c in points)):
             raise ConfigError(f"cpu_points must be positive CPU counts, got {points!r}")
         object.__setattr__(self, "seed", check_positive("profile seed", self.seed, integer=True, allow_zero=True))
-
-
-def _is_number(value) -> bool:
-    """An int or float (numpy's included), not a bool."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)

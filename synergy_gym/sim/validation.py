@@ -26,6 +26,32 @@ import numpy as np
 from synergy_gym.errors import ConfigError, SynergyGymError
 
 
+def is_number(value: Any) -> bool:
+    """An int or float (NumPy's included), not a bool."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_integer(value: Any) -> bool:
+    """A Python or NumPy integer, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def whole_number(value: Any) -> int | None:
+    """``value`` as an ``int`` if it is a Python or NumPy integer (not a bool) or a finite whole float; else None."""
+    if is_integer(value):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return None
+
+
+def check_flag(name: str, value: Any, error: type[SynergyGymError] = ConfigError) -> bool:
+    """``value`` as a ``bool`` if it is one (NumPy's included); else a one-line ``error`` naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise error(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 @overload
 def check_positive(
     name: str, value: Any, *, integer: Literal[True], allow_zero: bool = ..., allow_none: Literal[False] = ...,

@@ -24,6 +24,7 @@ import numpy as np
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
+from synergy_gym.sim.validation import is_number, whole_number
 
 RunUntil = Literal["window", "all"]
 
@@ -236,8 +237,7 @@ def _whole(source: str, field: str, values: np.ndarray, job_id: np.ndarray | Non
             return values.astype(np.int64)
         i = int(np.flatnonzero(~ok)[0])
     elif values.dtype.kind == "O":  # a list mixing text and numbers: the first value that is not a whole number
-        whole = [_is_number(v) and bool(np.isfinite(v)) and float(v).is_integer() and abs(v) < 2.0**63
-                 for v in values.tolist()]
+        whole = [whole_number(v) is not None and abs(v) < 2.0**63 for v in values.tolist()]
         if all(whole):
             return np.array([int(v) for v in values.tolist()], dtype=np.int64)
         i = whole.index(False)
@@ -250,7 +250,7 @@ def _numbers(source: str, name: str, values: np.ndarray, job_id: np.ndarray) -> 
     if values.dtype.kind in "iuf":
         return values
     if values.dtype.kind == "O":
-        number = [v is None or _is_number(v) for v in values.tolist()]
+        number = [v is None or is_number(v) for v in values.tolist()]
         if all(number):
             return np.array([np.nan if v is None else v for v in values.tolist()], dtype=np.float64)
         i = number.index(False)
@@ -266,7 +266,7 @@ def _flags(source: str, name: str, values: np.ndarray, job_id: np.ndarray) -> np
     if values.dtype.kind in "iuf":
         ok = (values == 0) | (values == 1)
     else:
-        flags = [isinstance(v, (bool, np.bool_)) or (_is_number(v) and v in (0, 1)) for v in values.tolist()]
+        flags = [isinstance(v, (bool, np.bool_)) or (is_number(v) and v in (0, 1)) for v in values.tolist()]
         ok = np.array(flags, dtype=bool)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
@@ -274,9 +274,6 @@ def _flags(source: str, name: str, values: np.ndarray, job_id: np.ndarray) -> np
     return np.array([bool(v) for v in values.tolist()], dtype=bool) if values.dtype.kind == "O" else values == 1
 
 
-def _is_number(value) -> bool:
-    """An int or float (numpy's included), not a bool."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 def _shape(values: np.ndarray) -> str:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
+
+from tests.agents.tiny_runs import train_tiny
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -23,3 +27,11 @@ def own_baseline_cache(tmp_path_factory, monkeypatch):
     folder = tmp_path_factory.mktemp("baseline_cache")
     monkeypatch.setattr(baseline_cache, "cache_folder", lambda: folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def run64(tmp_path_factory) -> Path:
+    """A tiny run of 64 steps with a checkpoint every 16 (the latest kept: step 48) and last_model.zip (step 64)."""
+    out = tmp_path_factory.mktemp("run64") / "run"
+    train_tiny(out, 64, 16)
+    return out

@@ -27,24 +27,11 @@ from synergy_gym.agents.checkpoints import latest_checkpoint, run_checkpoints, s
 from synergy_gym.agents.models import check_model_zip, load_model
 from synergy_gym.agents.normalization import read_stats
 from synergy_gym.errors import ConfigError
-from tests.agents.tiny_runs import EVALUATE, QUICK, flip_a_byte, one_line_error, tiny_config, train_tiny
+from tests.agents.tiny_runs import EVALUATE, QUICK, flip_a_byte, one_line_error, tiny_config
 from tests.support import REPO
 from tests.support.cli_runs import run_cli, snapshot
 
 CHECKPOINT = re.compile(r"rl_model_(\d+)_steps\.zip")
-
-
-@pytest.fixture(scope="module")
-def run64(tmp_path_factory) -> Path:
-    """A tiny run of 64 steps with a checkpoint every 16 (the latest kept: step 48) and last_model.zip (step 64)."""
-    out = tmp_path_factory.mktemp("resume") / "run"
-    train_tiny(out, 64, 16)
-    return out
-
-
-def copy_run(run: Path, target: Path) -> Path:
-    shutil.copytree(run, target)
-    return target
 
 
 def test_periodic_checkpoints_keep_the_latest_with_its_statistics(run64):
@@ -95,7 +82,7 @@ def _bad_resume(kind: str, run: Path, folder: Path) -> tuple[Path, list[str], li
         (folder / "empty" / "checkpoints").mkdir(parents=True)
         (folder / "empty" / "checkpoints" / "rl_model_9_steps.zip").write_bytes(b"not a zip")
         return folder / "empty", [], [f"--resume {str(folder / 'empty')!r} is a folder with no checkpoint to continue from"]
-    copy = copy_run(run, folder / "copy")
+    copy = shutil.copytree(run, folder / "copy")
     model, stats = copy / "last_model.zip", copy / "vecnormalize.pkl"
     more = ["--timesteps", "128"]
     if kind == "other env shape":
@@ -141,7 +128,7 @@ def _bad_resume(kind: str, run: Path, folder: Path) -> tuple[Path, list[str], li
             "env_kwargs {'num_jobs': 30} (the checkpoint's: {'num_jobs': 10}); leave it as trained, or continue into "
             "a new folder with --out"]
     if kind == "into another run's folder":  # its statistics and checkpoints would stay beside the new run's
-        other = copy_run(run, folder / "other")
+        other = shutil.copytree(run, folder / "other")
         return model, [*more, "--out", str(other)], [
             f"--out {other}: the folder already holds a training run (config.json, versions.json, baselines.json, …); "
             f"train into a new folder, continue that run with --resume {other}, or remove it"]
@@ -178,7 +165,7 @@ def test_a_checkpoint_that_cannot_be_continued_is_one_line_and_nothing_is_writte
 
 
 def test_resume_continues_to_the_configured_total_and_says_so(run64, tmp_path, capsys):
-    run = copy_run(run64, tmp_path / "run")
+    run = shutil.copytree(run64, tmp_path / "run")
     code, out, err = run_cli(["train", "--resume", str(run), "--timesteps", "128"], capsys)  # in its own folder
     assert code == 0, err
     assert f"resuming at step 64 of 128 from {run / 'last_model.zip'}" in out.splitlines()
@@ -222,7 +209,7 @@ def test_resuming_in_place_from_before_the_best_keeps_the_best_model_and_its_row
     from synergy_gym.agents.models import load_agent
     from synergy_gym.experiments.evaluation import evaluate
 
-    run = copy_run(run64, tmp_path / "run")
+    run = shutil.copytree(run64, tmp_path / "run")
     best_then = pd.read_csv(run / "eval.csv")  # one row: step 64, the model best_model.zip holds
     assert best_then["timesteps"].tolist() == [64]
     worse = best_then.assign(timesteps=16, mean_jct_h=best_then["mean_jct_h"] + 0.5)  # an earlier evaluation

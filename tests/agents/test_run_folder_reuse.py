@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
-import pytest
-
-from tests.agents.tiny_runs import QUICK, one_line_error, tiny_config, train_tiny
+from tests.agents.tiny_runs import QUICK, one_line_error, tiny_config
 from tests.support.cli_runs import run_cli, snapshot
-
-
-@pytest.fixture(scope="module")
-def run64(tmp_path_factory) -> Path:
-    """A tiny run of 64 steps with a checkpoint every 16 (the latest kept: step 48) and last_model.zip (step 64)."""
-    out = tmp_path_factory.mktemp("reuse") / "run"
-    train_tiny(out, 64, 16)
-    return out
-
-
-def copy_run(run: Path, target: Path) -> Path:
-    shutil.copytree(run, target)
-    return target
 
 
 def test_a_fresh_run_into_a_run_folder_is_refused_and_leaves_it_as_it_was(run64, tmp_path, capsys):
     """Training afresh into a folder that holds a run would keep the old run's statistics and checkpoints beside the
     new model (evaluate would pick up the old statistics, --resume the old checkpoint)."""
-    run = copy_run(run64, tmp_path / "run")
+    run = shutil.copytree(run64, tmp_path / "run")
     config = tiny_config(tmp_path)
     before = snapshot(tmp_path)
     code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16", "--out", str(run)], capsys)
