@@ -105,6 +105,7 @@ from synergy_gym.agents.train_options import config_from_args
 from synergy_gym.agents.train_size import check_train_size
 from synergy_gym.agents.vec_envs import check_env_kwargs, close_vec_env, make_vec_env
 from synergy_gym.cli.files import check_output_dir
+from synergy_gym.cli.staging import interrupt_of
 from synergy_gym.errors import Interrupted, SynergyGymError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -222,7 +223,9 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
             model = build_model(cfg, env, device, run_dir / "tb")
         try:
             _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks, history)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemError) as exc:  # inside a numba kernel Ctrl-C comes back as a SystemError
+            if interrupt_of(exc) is None:
+                raise
             interrupted = True
         saved = _save_last_model(model, run_dir)
         stopped = f"saved {' and '.join(saved)} at step {model.num_timesteps:,} in {run_dir}" if interrupted else None

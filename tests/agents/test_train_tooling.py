@@ -146,7 +146,7 @@ def test_new_options_reach_the_config(tmp_path):
 class Probe:
     """An SB3 callback (built lazily) that records torch's thread count, or raises Ctrl-C at a step."""
 
-    def __new__(cls, seen=None, interrupt_at=None):
+    def __new__(cls, seen=None, interrupt_at=None, wrapped=False):
         from stable_baselines3.common.callbacks import BaseCallback
 
         class _Probe(BaseCallback):
@@ -154,6 +154,11 @@ class Probe:
                 if seen is not None:
                     seen.add(torch.get_num_threads())
                 if interrupt_at is not None and self.num_timesteps >= interrupt_at:
+                    if wrapped:  # as numba reports a Ctrl-C inside a compiled kernel
+                        try:
+                            raise KeyboardInterrupt
+                        except KeyboardInterrupt:
+                            raise SystemError("CPUDispatcher(...) returned a result with an exception set")  # noqa: B904
                     raise KeyboardInterrupt
                 return True
 
@@ -210,6 +215,16 @@ def test_ctrl_c_saves_the_last_model(tmp_path, capsys, monkeypatch):
     assert code == 130
     assert err.startswith("synergy-gym train: interrupted; saved last_model.zip and vecnormalize.pkl at step 64 in ")
     assert (tmp_path / "cli" / "last_model.zip").is_file()
+
+
+def test_ctrl_c_inside_a_kernel_saves_the_last_model_too(tmp_path):
+    from synergy_gym.agents.train import train
+    from synergy_gym.errors import Interrupted
+
+    out = tmp_path / "run"
+    with pytest.raises(Interrupted, match=r"saved last_model.zip and vecnormalize.pkl at step "):
+        train(tiny_config(timesteps=10_000, eval_freq=64), out=out, log=None, callbacks=[Probe(interrupt_at=40, wrapped=True)])
+    assert (out / "last_model.zip").is_file()
 
 
 def _interruptible() -> None:
