@@ -36,7 +36,9 @@ from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import Workload
 
-_STOP = Decision("stop")
+#: A decoded action as :meth:`SynergyEnv._resolve` gives it: (kind, slot, level, ahead, row, invalid).
+_Resolved = tuple[str, int, int, bool, int, bool]
+_STOP: _Resolved = ("stop", -1, -1, False, -1, False)
 
 
 class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
@@ -208,16 +210,16 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         s = self._episode("env.step()")
         if s.ended:
             raise episode_ended("env.step()")
-        d = self._decode(s, action)
+        kind, slot, level, ahead, row, invalid = self._resolve(s, action)  # a tuple: no Decision built per step
         s.decisions += 1
-        s.invalid += d.invalid
-        if d.kind == "stop":
+        s.invalid += invalid
+        if kind == "stop":
             s.stopped = True
-        elif d.kind == "preempt":
-            self.loop.preempt(s, d.row)
+        elif kind == "preempt":
+            self.loop.preempt(s, row)
         else:
-            self.loop.admit(s, int(s.slot_buf[d.slot]), d.level, d.ahead)
-        return self._after_action(s, d.invalid)
+            self.loop.admit(s, int(s.slot_buf[slot]), level, ahead)
+        return self._after_action(s, invalid)
 
     def decode(self, action) -> Decision:
         """What ``action`` would do at the current decision, after the fallback for a masked action; nothing changes.
@@ -227,16 +229,18 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         s = self._episode("env.decode()")
         if s.ended:
             raise episode_ended("env.decode()")
-        return self._decode(s, action)
+        kind, slot, level, ahead, row, invalid = self._resolve(s, action)
+        return Decision(kind, slot=slot, level=level, ahead=ahead, row=row, invalid=invalid)
 
-    def _decode(self, s: EpisodeState, action) -> Decision:
+    def _resolve(self, s: EpisodeState, action) -> _Resolved:
+        """:meth:`decode`'s fields as a tuple (the step's hot path)."""
         layout = self.layout
         a = layout.parse(action)
         if a == layout.stop:
             return _STOP
         if a >= layout.preempt and s.n_preemptable:  # preempt a running row (redecide="changes")
             row = layout.resolve_preemption(a, s.n_preemptable)
-            return Decision("preempt", row=row, invalid=row != a - layout.preempt)
+            return ("preempt", -1, -1, False, row, row != a - layout.preempt)
         ahead = layout.ahead <= a < layout.preempt  # placed before the running jobs (redecide="changes")
         slot, level = divmod(a - layout.ahead if ahead else a, layout.n_levels)
         invalid = False
@@ -245,13 +249,13 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         elif not s.mask[slot * layout.n_levels + level]:  # not offered, or does not fit now, or a level never honoured
             slot, level, invalid = layout.resolve(slot * layout.n_levels + level, s.slot_valid)  # masked: raise, or fall back
         if slot < 0:
-            return Decision("stop", invalid=invalid)
+            return ("stop", -1, -1, False, -1, invalid)
         if ahead and s.n_kept == 0:  # nothing runs to be placed before: an admission (masked)
             if layout.raise_on_invalid:
                 raise EnvCallError(f"env.step(): action {a} is masked: no running job to place the admission ahead of; "
                                    f"action {a - layout.ahead} admits the same job and level")
             ahead, invalid = False, True
-        return Decision("admit", slot=slot, level=level, ahead=ahead, invalid=invalid)
+        return ("admit", slot, level, ahead, -1, invalid)
 
     def _after_action(self, s: EpisodeState, invalid: bool):
         """Run to the next decision; the step's observation, reward, flags and info."""

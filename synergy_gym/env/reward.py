@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from synergy_gym.sim import kernels
@@ -33,7 +35,7 @@ class SystemTimeMeter:
 
     def charged_until(self, t: float) -> float:
         """Job-seconds in the system up to ``t``."""
-        arrived = int(self.jobs.arrival_s.searchsorted(t, side="right"))
+        arrived = bisect_right(self.jobs.arrival_l, t)  # the arrival times as a list: no numpy call per step
         in_system = arrived - self.finished
         return self._jct_sum + in_system * t - (self._arrival_prefix[arrived] - self._arrival_sum)
 

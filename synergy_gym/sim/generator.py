@@ -145,38 +145,40 @@ class _Generator:
         self.gpu_cdf = np.cumsum(probs).tolist()
         self.iter_time = [m.iter_time_s for m in zoo.models]
 
-    def _draw_duration_s(self) -> float:
-        rng = self.size_rng
-        if rng.random() >= self.spec.short_job_fraction:
-            return 60.0 * (10.0 ** rng.uniform(3.0, 4.0))
-        return 60.0 * (10.0 ** rng.uniform(1.5, 3.0))
-
-    def _draw_gpus(self) -> int:
-        i = bisect_right(self.gpu_cdf, self.size_rng.random())
-        return self.gpu_counts[min(i, len(self.gpu_counts) - 1)]
-
     def chunk(self, n: int, run_until: str = "window") -> Workload:
         spec = self.spec
         multigpu = spec.multigpu
-        arrival_rng = self.arrival_rng
-        last_class = len(self.zoo) - 1
         rate = float(spec.jobs_per_hour)
-        arrival = np.empty(n, dtype=np.float64)
-        duration = np.empty(n, dtype=np.float64)
+        short = spec.short_job_fraction
+        arrival_draw = self.arrival_rng.random
+        class_bits = self.arrival_rng.getrandbits
+        n_classes = len(self.zoo)
+        k = n_classes.bit_length()
+        size_draw = self.size_rng.random
+        gpu_cdf, gpu_counts = self.gpu_cdf, self.gpu_counts
+        last_count = len(gpu_counts) - 1
+        arrival: list[int] = []
+        duration: list[float] = []
         gpus = np.ones(n, dtype=np.int64)
         clock = self.clock
+        # The reference's draws and order of operations (so that ceil() rounds alike), inlined:
+        # ``randint(0, n - 1)`` is CPython's rejection loop over ``getrandbits(n.bit_length())``, and
+        # ``uniform(a, b)`` is ``a + (b - a) * random()`` (a test checks both against :mod:`random`).
         for i in range(n):
-            # The reference's order of operations, so that ceil() rounds alike.
-            clock += math.ceil(-math.log(1.0 - arrival_rng.random()) / rate * 60 * 60)
-            arrival_rng.randint(0, last_class)
-            arrival[i] = clock
-            duration[i] = self._draw_duration_s()
+            clock += math.ceil(-math.log(1.0 - arrival_draw()) / rate * 60 * 60)
+            while class_bits(k) >= n_classes:  # the model class draw: kept because it advances the stream
+                pass
+            arrival.append(clock)
+            if size_draw() >= short:  # long job: 10^U(3, 4) minutes
+                duration.append(60.0 * (10.0 ** (3.0 + (4.0 - 3.0) * size_draw())))
+            else:
+                duration.append(60.0 * (10.0 ** (1.5 + (3.0 - 1.5) * size_draw())))
             if multigpu:
-                gpus[i] = self._draw_gpus()
+                gpus[i] = gpu_counts[min(bisect_right(gpu_cdf, size_draw()), last_count)]
         self.clock = clock
         model = self.assigner.assign(n)
         iter_time = np.asarray(self.iter_time)[model]
-        total_iters = np.array([int(d / t) for d, t in zip(duration.tolist(), iter_time.tolist())], dtype=np.int64)
+        total_iters = np.array([int(d / t) for d, t in zip(duration, iter_time.tolist())], dtype=np.int64)
         ids = np.arange(self.next_id, self.next_id + n, dtype=np.int64)
         self.next_id += n
         a, b = spec.resolved_window
@@ -185,7 +187,7 @@ class _Generator:
             job_id=ids,
             model=model,
             gpus=gpus,
-            arrival_s=arrival,
+            arrival_s=np.array(arrival, dtype=np.float64),
             total_iters=total_iters,  # ≥ 2,400: the shortest job lasts 1,897 s
             iter_time_s=iter_time,
             measured=(ids >= a) & (ids < b),

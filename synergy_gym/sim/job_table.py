@@ -253,13 +253,17 @@ class JobTable:
         self.fallback_cpu[jobs] = fb_cpu
         self.fallback_mem[jobs] = fb_mem
         self.tput_fallback[jobs] = t_fb
-        for i, j in enumerate(jobs.tolist()):
-            self.target_cpu_l[j] = float(cpu[i])
-            self.target_mem_l[j] = float(mem[i])
-            self.tput_target_l[j] = float(t_target[i])
-            self.fallback_cpu_l[j] = float(fb_cpu[i])
-            self.fallback_mem_l[j] = float(fb_mem[i])
-            self.tput_fallback_l[j] = float(t_fb[i])
+        lists = (self.target_cpu_l, self.target_mem_l, self.tput_target_l, self.fallback_cpu_l, self.fallback_mem_l,
+                 self.tput_fallback_l)
+        ids = jobs.tolist()
+        first = ids[0] if ids and ids[0] >= 0 else -1
+        run = first >= 0 and ids == list(range(first, first + len(ids)))  # new jobs (every extend): one slice each
+        for values, column in zip(lists, rows.T[:6].tolist()):
+            if run:
+                values[first : first + len(ids)] = column
+            else:
+                for j, v in zip(ids, column):
+                    values[j] = v
 
     def assign_target(
         self, j: int, cpu: float, mem: float, t_target: float, fb_cpu: float, fb_mem: float, t_fb: float, capped: float

@@ -8,6 +8,7 @@ models take turns within a task. The assignment is deterministic: it needs no ra
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -114,20 +115,21 @@ class ModelAssigner:
 
     def assign(self, n: int) -> np.ndarray:
         """The next ``n`` jobs' models: :meth:`next_model` ``n`` times, in one loop."""
-        out = np.empty(n, dtype=np.int64)
+        out: list[int] = []
         counts, turn, share, models_of = self._counts, self._turn, self._share, self._models
         tasks = [k for k in range(3) if share[k] > 0]
         total = sum(counts)
-        for i in range(n):
-            best, best_gap = -1, -np.inf
-            for k in tasks:
-                # Before the first job every task is even (the reference starts with vision).
-                gap = share[k] - counts[k] / total if total else 0.0
-                if gap > best_gap:
-                    best, best_gap = k, gap
+        for _ in range(n):
+            best = tasks[0]  # before the first job every task is even (the reference starts with vision)
+            if total:
+                best_gap = -math.inf
+                for k in tasks:
+                    gap = share[k] - counts[k] / total
+                    if gap > best_gap:
+                        best, best_gap = k, gap
             models = models_of[best]
-            out[i] = models[turn[best] % len(models)]
+            out.append(models[turn[best] % len(models)])
             turn[best] += 1
             counts[best] += 1
             total += 1
-        return out
+        return np.array(out, dtype=np.int64)

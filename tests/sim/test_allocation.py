@@ -1,5 +1,6 @@
 """Hand-checked allocations on tiny clusters."""
 
+import numpy as np
 import pytest
 
 from synergy_gym import ClusterSpec, FairShare, Greedy, Tune
@@ -102,3 +103,18 @@ def test_reclaim_servers_follow_the_reference_rule():
     # ...else servers with the fewest free GPUs first (ties by index).
     assert reclaim_servers([2, 1, 2], 4) == [(1, 1), (0, 2), (2, 1)]
     assert reclaim_servers([0, 2, 1, 1], 1) == [(2, 1)]
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [3, 1, 0, 2], [1, 2]])
+def test_set_targets_keeps_the_lists_equal_to_the_arrays(make_workload, order):
+    # The Python lists are the hot path's copy of the target columns: a run of jobs is written as one
+    # slice, any other order job by job; either way, they must equal the arrays.
+    cluster = ClusterSpec(num_servers=1, gpus_per_server=8, cpus_per_server=24, mem_gb_per_server=500)
+    jobs = JobTable(cluster, make_workload(["res18", "gnmt", "alexnet", "m5"], [0, 1, 2, 3], [10, 10, 10, 10]))
+    cpu = [1.0 + i for i in range(len(order))]
+    jobs.set_targets(np.array(order), np.array(cpu), np.full(len(order), 40.0))
+    assert jobs.target_cpu[order].tolist() == cpu
+    for array, values in [(jobs.target_cpu, jobs.target_cpu_l), (jobs.target_mem, jobs.target_mem_l),
+                          (jobs.tput_target, jobs.tput_target_l), (jobs.fallback_cpu, jobs.fallback_cpu_l),
+                          (jobs.fallback_mem, jobs.fallback_mem_l), (jobs.tput_fallback, jobs.tput_fallback_l)]:
+        assert array.tolist() == values

@@ -64,6 +64,45 @@ def test_multigpu_keeps_the_arrivals_and_models_of_the_single_gpu_workload():
     assert single.total_iters[0] == multi.total_iters[0]
 
 
+def _drawn_with_random_api(spec: SyntheticWorkload, n: int):
+    """The docstring's draws written with :mod:`random`'s own ``randint`` and ``uniform``: (arrivals, durations, GPUs)."""
+    import bisect
+    import math
+    import random
+
+    from synergy_gym.sim.philly_gpu_mix import gpu_mix
+    from synergy_gym.sim.profiles import ModelZoo
+
+    size, arrival = random.Random(spec.seed), random.Random(spec.seed)
+    counts, probs = gpu_mix(spec.max_gpus)
+    cdf = np.cumsum(probs).tolist()
+    clock, arrivals, durations, gpus = 0, [], [], []
+    for _ in range(n):
+        clock += math.ceil(-math.log(1.0 - arrival.random()) / spec.jobs_per_hour * 60 * 60)
+        arrival.randint(0, len(ModelZoo.default()) - 1)
+        arrivals.append(float(clock))
+        long_job = size.random() >= spec.short_job_fraction
+        durations.append(60.0 * (10.0 ** (size.uniform(3.0, 4.0) if long_job else size.uniform(1.5, 3.0))))
+        if spec.multigpu:
+            gpus.append(int(counts[min(bisect.bisect_right(cdf, size.random()), len(counts) - 1)]))
+        else:
+            gpus.append(1)
+    return arrivals, durations, gpus
+
+
+@pytest.mark.parametrize("seed", [0, 42, 12345])
+@pytest.mark.parametrize("multigpu", [False, True])
+def test_inlined_draws_are_the_random_modules_randint_and_uniform(seed, multigpu):
+    # The generator inlines randint (a rejection loop over getrandbits) and uniform for speed; on
+    # this Python they must draw exactly what the random module's own functions draw.
+    spec = SyntheticWorkload(jobs_per_hour=7, seed=seed, num_jobs=3000, multigpu=multigpu, max_gpus=16)
+    w = spec.build()
+    arrivals, durations, gpus = _drawn_with_random_api(spec, 3000)
+    assert w.arrival_s.tolist() == arrivals
+    assert w.gpus.tolist() == gpus
+    assert w.total_iters.tolist() == [int(d / t) for d, t in zip(durations, w.iter_time_s.tolist())]
+
+
 def test_generator_is_picklable_mid_stream():
     import pickle
 
