@@ -16,9 +16,11 @@ first start, finish, JCT, GPUs, model).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -181,6 +183,10 @@ def evaluate(
     ``batch_predictor(deterministic)`` (trained agents: :class:`synergy_gym.agents.wrappers.AgentPolicy`)
     and returns a predictor for it has its episodes run side by side and decided in batches, with the
     same actions and rows but ``wall_s`` (:mod:`synergy_gym.experiments.batched`).
+
+    With ``deterministic=False`` each episode draws its sampled actions from torch's generator seeded
+    with the episode's seed (when torch is loaded, as it is for SB3 models), restored afterwards: the
+    same seeds give the same rows, and the caller's torch random state is left as it was.
     """
     import pandas as pd
 
@@ -204,25 +210,27 @@ def evaluate(
     try:
         for i, seed in enumerate(seed_list):
             started = time.perf_counter()
+            sampling = contextlib.nullcontext() if deterministic else _seeded_torch(seed)
             obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
             ret, steps, done = 0.0, 0, False
             info: dict[str, Any] = {}
             terminated = truncated = False
             log: list[dict[str, Any]] | None = [] if log_decisions and i == 0 else None
-            while not done:
-                kwargs = {"deterministic": deterministic}
-                if masks:
-                    kwargs["action_masks"] = base.action_masks()
-                action, _ = policy.predict(obs, **kwargs)
-                action = np.asarray(action).item()
-                if log is not None:
-                    log.append(decision_record(env, obs, action))
-                obs, reward, terminated, truncated, info = env.step(action)
-                if log is not None:
-                    log[-1]["invalid"] = bool(info.get("invalid_action", log[-1]["invalid"]))
-                ret += float(reward)
-                steps += 1
-                done = terminated or truncated
+            with sampling:
+                while not done:
+                    kwargs = {"deterministic": deterministic}
+                    if masks:
+                        kwargs["action_masks"] = base.action_masks()
+                    action, _ = policy.predict(obs, **kwargs)
+                    action = np.asarray(action).item()
+                    if log is not None:
+                        log.append(decision_record(env, obs, action))
+                    obs, reward, terminated, truncated, info = env.step(action)
+                    if log is not None:
+                        log[-1]["invalid"] = bool(info.get("invalid_action", log[-1]["invalid"]))
+                    ret += float(reward)
+                    steps += 1
+                    done = terminated or truncated
             rows.append(record.row(base, label, seed, ret, steps, terminated, time.perf_counter() - started,
                                    info, log))
             if on_episode is not None:
@@ -230,6 +238,21 @@ def evaluate(
     finally:
         env.close()
     return pd.DataFrame(rows)
+
+
+@contextlib.contextmanager
+def _seeded_torch(seed: int) -> Iterator[None]:
+    """Torch's CPU and CUDA generators seeded with ``seed`` inside, their states restored after (no-op without torch)."""
+    torch = sys.modules.get("torch")  # a policy that samples with torch has loaded it; the core does not import it
+    if torch is None:
+        yield
+        return
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []  # a CUDA model: in use
+    with torch.random.fork_rng(devices=cuda):
+        torch.random.default_generator.manual_seed(seed)  # not torch.manual_seed: it would queue a CUDA seeding
+        if cuda:
+            torch.cuda.manual_seed_all(seed)
+        yield
 
 
 class EpisodeRecord:

@@ -286,6 +286,34 @@ def test_a_model_without_masking_acts_through_the_env_fallback(tmp_path):
     assert row["jobs_finished"] + row["jobs_unfinished"] == 20
 
 
+def test_sampled_evaluation_is_reproducible_per_seed_and_leaves_torch_state_alone(tmp_path):
+    """deterministic=False: each episode samples from torch seeded with its seed; the caller's torch state is kept."""
+    import torch
+
+    from synergy_gym.agents.config import TrainConfig
+    from synergy_gym.agents.models import build_model
+    from synergy_gym.agents.vec_envs import make_vec_env
+    from synergy_gym.agents.wrappers import AgentPolicy
+    from synergy_gym.experiments.evaluation import evaluate
+
+    cfg = TrainConfig(algo="maskable_ppo", env_id="Synergy-small-scarce-v0", env_kwargs=SMALL_ENV, n_envs=1,
+                      device="cpu", net_arch=[32], global_dim=32, slot_dim=8)
+    env = make_vec_env(cfg)
+    try:
+        policy = AgentPolicy(build_model(cfg, env, "cpu", tmp_path / "tb"), env)
+        torch.manual_seed(5)
+        before = torch.random.get_rng_state()
+        rows = [evaluate(policy, cfg.env_id, seeds, deterministic=False, **SMALL_ENV)
+                for seeds in ([1_000_000, 1_000_001], [1_000_001, 1_000_000], [1_000_000, 1_000_001])]
+        assert torch.equal(torch.random.get_rng_state(), before)
+    finally:
+        env.close()
+    columns = ["seed", "episode_return", "mean_jct_h", "decisions"]
+    first, swapped, again = (r[columns].sort_values("seed").reset_index(drop=True) for r in rows)
+    assert first.equals(again) and first.equals(swapped)  # a seed's episode does not depend on the others
+    assert first["episode_return"].nunique() == 2
+
+
 # -- all algorithms, checkpoints, TensorBoard, determinism, resume (slow) ------------------------------
 
 
