@@ -62,11 +62,17 @@ def versions() -> dict[str, Any]:
     return out
 
 
-def write_run_records(run_dir: Path, cfg: TrainConfig) -> None:
-    """Create ``run_dir`` and write ``config.json`` and ``versions.json``."""
+def write_run_records(run_dir: Path, cfg: TrainConfig, device: str) -> None:
+    """Create ``run_dir`` and write ``config.json`` (the settings asked for: ``device`` may be ``"auto"``) and
+    ``versions.json`` (with the ``device`` the run trains on, and a CUDA device's name)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
-    atomic_write_text(run_dir / "versions.json", json.dumps(versions(), indent=2) + "\n")
+    record = {**versions(), "device": device}
+    if device.startswith("cuda"):
+        import torch
+
+        record["device_name"] = torch.cuda.get_device_name(device)
+    atomic_write_text(run_dir / "versions.json", json.dumps(record, indent=2) + "\n")
 
 
 def write_baselines(run_dir: Path, cfg: TrainConfig, means: dict[str, float], relative_to: str | None) -> None:

@@ -141,7 +141,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     history = kept_history(run_dir, start) if in_place else None
     say = log or (lambda line: None)
     remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
-    write_run_records(run_dir, cfg)
+    write_run_records(run_dir, cfg, device)
     with torch_training_settings(torch_threads(cfg, device)):
         say(f"run folder: {run_dir}")
         baselines, relative_to = _score_baselines(cfg, run_dir, device, say)
