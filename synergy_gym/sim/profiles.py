@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -132,8 +133,20 @@ class ModelZoo:
                 return i
         raise UnknownNameError("model", name, self.names)
 
-    def __getitem__(self, i: int) -> ModelProfile:
-        return self.models[i]
+    def __iter__(self) -> Iterator[ModelProfile]:
+        return iter(self.models)
+
+    def __getitem__(self, key: int | str) -> ModelProfile:
+        """A model by its index (negative counts from the end, as for a list) or by its name."""
+        if isinstance(key, str):
+            return self.models[self.index(key)]
+        n = len(self.models)
+        where = f"look a model up by its index (0..{n - 1}) or its name ({', '.join(self.names)})"
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+            raise TypeError(f"model zoo: no model {key!r}: {where}")
+        if not -n <= key < n:
+            raise IndexError(f"model zoo: no model {key!r}: {where}")
+        return self.models[key]
 
     def models_of_task(self, task: str) -> tuple[int, ...]:
         return tuple(i for i, m in enumerate(self.models) if m.task == task)

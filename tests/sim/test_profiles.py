@@ -59,3 +59,15 @@ def test_multi_gpu_demand_is_capped_at_one_server():
     cpu = capped_demand_per_gpu(demand, gpus, c.fair_cpus_per_gpu, c.cpus_per_server)
     # 1 GPU: full demand; 4 GPUs: 24 CPUs over 4; 16 GPUs: more than a server, so the fair share; below fair: kept.
     assert cpu.tolist() == [12.0, 6.0, 3.0, 1.0]
+
+
+def test_zoo_looks_models_up_by_index_or_name_and_names_what_it_has(zoo):
+    assert zoo["gnmt"] is zoo[zoo.index("gnmt")] and zoo[-1] is zoo[len(zoo) - 1]
+    assert [m.name for m in zoo] == list(zoo.names)
+    with pytest.raises(UnknownNameError, match="unknown model 'resnet'; valid: alexnet"):
+        zoo["resnet"]
+    with pytest.raises(IndexError, match=r"no model 10: look a model up by its index \(0\.\.9\) or its name \(alexnet"):
+        zoo[10]
+    for bad in (1.5, True, None):
+        with pytest.raises(TypeError, match=f"no model {bad!r}"):
+            zoo[bad]
