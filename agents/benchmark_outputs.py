@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,9 @@ from synergy_gym.baselines.sim_on_env import NO_WAIT_BOUND
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text
 from synergy_gym.cli.plots import curve_style, figure_png, new_figure
 from synergy_gym.cli.results_json import write_results_json
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: What ``--out`` holds.
 OUTPUT_FILES = ("results.csv", "episodes.csv", "results.json", "scores.png")
@@ -212,18 +215,30 @@ def episode_rows(scored: Scored) -> pd.DataFrame:
 
 def _scores(runs: list[tuple[CellRun, CellScore]], source: str, policy: str) -> list[float]:
     """A policy's score in each of the cells (NaN where it did not run)."""
-    out = []
-    for _, score in runs:
-        row = score.summary[(score.summary["policy"] == policy) & (score.summary["source"] == source)]
-        out.append(float(row["score"].iloc[0]) if len(row) else math.nan)
-    return out
+    return [float(row["score"].iloc[0]) if len(row) else math.nan for row in _rows(runs, source, policy)]
+
+
+def _truncations(runs: list[tuple[CellRun, CellScore]], source: str, policy: str) -> list[int]:
+    """A policy's truncated episodes in each of the cells (0 where it did not run)."""
+    return [_truncated(row["truncated"].iloc[0]) if len(row) else 0 for row in _rows(runs, source, policy)]
+
+
+def _rows(runs: list[tuple[CellRun, CellScore]], source: str, policy: str) -> list[pd.DataFrame]:
+    return [score.summary[(score.summary["policy"] == policy) & (score.summary["source"] == source)]
+            for _, score in runs]
 
 
 def scores_png(scored: Scored) -> bytes:
     """Bars of the agents' and env heuristics' scores per cell (``random`` left out), the bounds as markers.
 
     The axis shows scores from :data:`PLOT_RANGE` at most; a score beyond is drawn at the edge with its value.
+    A bar whose policy had truncated episodes in its cell carries a red ``T`` (the tables' notes say why).
     """
+    return figure_png(scores_figure(scored))
+
+
+def scores_figure(scored: Scored) -> Figure:
+    """:func:`scores_png`'s figure."""
     runs = [(run, score) for run, score in scored if score is not None]
     board = leaderboard(scored)
     keys = list(zip(board["source"], board["policy"])) if not board.empty else []
@@ -246,9 +261,16 @@ def scores_png(scored: Scored) -> bytes:
             return edge
         return y
 
+    any_cut = False
     for i, ((source, policy), values) in enumerate(bar_scores.items()):
         x = np.arange(len(runs)) - 0.4 + width * (i + 0.5)
         heights = [clipped(float(xi), v) if math.isfinite(v) else 0.0 for xi, v in zip(x, values)]
+        for xi, height, cut in zip(x, heights, _truncations(runs, source, policy)):
+            if cut:
+                any_cut = True
+                ax.annotate("T", (float(xi), height), ha="center", va="bottom" if height >= 0 else "top",
+                            color="red", fontsize="small", fontweight="bold", xytext=(0, 2 if height >= 0 else -2),
+                            textcoords="offset points")
         agent = source == "agent"
         ax.bar(x, heights, width, label=f"{policy} (agent)" if agent else policy, color=curve_style(i)["color"],
                hatch="//" if agent else None, edgecolor="black" if agent else None)
@@ -264,12 +286,13 @@ def scores_png(scored: Scored) -> bytes:
     ax.set_ylabel(f"score (0 = env {ZERO}, 100 = best env heuristic)")
     heuristics = len([n for n in HEURISTIC_NAMES if n != "random"])
     ax.set_title(f"benchmark scores per cell: agents, {heuristics} env heuristics (random not shown), bounds;\n"
-                 f"scores beyond {PLOT_RANGE[0]:g}..{PLOT_RANGE[1]:g} are drawn at the edge with their value",
+                 f"scores beyond {PLOT_RANGE[0]:g}..{PLOT_RANGE[1]:g} are drawn at the edge with their value"
+                 + ("; T: some episodes truncated at max_rounds (not comparable)" if any_cut else ""),
                  fontsize="medium")
     if bars or marks:
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
     ax.grid(axis="y", alpha=0.3)
-    return figure_png(fig)
+    return fig
 
 
 def write_outputs(scored: Scored, out: Path, json_path: Path | None, meta: dict[str, Any], stage: Stage) -> None:

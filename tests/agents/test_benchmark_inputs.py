@@ -47,6 +47,21 @@ def test_truncated_episodes_are_counted_in_every_table_and_the_csv_and_flagged_u
         "agent-a": "2", "fifo+tune": "1", "tetris": "0", "srtf+price": "0", "random": "0", "no-wait-bound": "0"}
 
 
+def test_scores_figure_marks_the_bars_of_truncated_policies():
+    from synergy_gym.agents.benchmark_outputs import scores_figure
+
+    results = frame(CELL)
+    cut_results = results.copy()
+    cut_results.loc[(cut_results["policy"] == "agent-a") & (cut_results["seed"] == 1_000_000), "terminated"] = False
+    axes = [scores_figure([(CellRun(Cell(SCARCE, "default"), ["agent-a"], [], [], r), score_cell(r))]).axes[0]
+            for r in (results, cut_results)]
+    clean, cut = ([t for t in ax.texts if t.get_text() == "T"] for ax in axes)
+    assert clean == [] and "truncated" not in axes[0].get_title()
+    assert len(cut) == 1 and "T: some episodes truncated" in axes[1].get_title()
+    bar = next(c for c in axes[1].containers if c.get_label() == "agent-a (agent)").patches[0]
+    assert cut[0].xy[0] == pytest.approx(bar.get_x() + bar.get_width() / 2)  # over the agent's bar
+
+
 @pytest.mark.slow
 def test_a_benchmark_cut_short_by_max_rounds_says_so_and_keeps_both_env_kwargs_groups(tmp_path, capsys):
     out = tmp_path / "out"
