@@ -40,7 +40,7 @@ def register_compare(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", action=OnceList, default=None, help="workload seed(s): 42, 1,2,3 or 0..9 (default: 42)")
     p.add_argument("--jobs", type=int, default=None,
                    help=f"run exactly N jobs (1 to {MAX_JOBS:,}); the window becomes the middle half and the run ends "
-                   "when all finish")
+                   "when all finish (--trace-mode sampled: 1,000 by default)")
     p.add_argument("--window", default=None, help="measured window A:B (job indices by arrival, B exclusive)")
     p.add_argument("--multigpu", action="store_true", help="draw GPU counts from the Philly trace's mix")
     p.add_argument("--split", default=None,
