@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -59,10 +60,31 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-grad-norm", type=float, default=0.5)
     p.add_argument("--reward-scale", type=float, default=0.01, help="multiplies rewards (returns are hours of JCT)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when available)")
     p.add_argument("--torch-threads", type=int, default=None, metavar="N",
                    help="PyTorch CPU threads (default: 1 on the CPU, PyTorch's own choice with CUDA)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    # Bad options: one line naming the option and its value (exit 2), before any env or network is built.
+    for name in ("num_jobs", "total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
+                 "torch_threads"):
+        if (value := getattr(args, name)) is not None and value < 1:
+            p.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    batch = args.num_envs * args.num_steps
+    if batch % args.num_minibatches:
+        p.error(f"--num-minibatches {args.num_minibatches} must divide the rollout of --num-envs × --num-steps = "
+                f"{args.num_envs} × {args.num_steps} = {batch} steps into equal minibatches")
+    if args.env_id not in synergy_gym.SCENARIOS:
+        p.error(f"--env-id: unknown env {args.env_id!r}; valid: {', '.join(synergy_gym.SCENARIOS)}")
+    try:  # one throw-away env: a setting the env refuses is one line too
+        gym.make(args.env_id, **env_kwargs(args)).close()
+    except synergy_gym.SynergyGymError as exc:
+        p.error(f"--num-jobs {args.num_jobs} on {args.env_id}: {exc}")  # the only env setting an option gives
+    return args
+
+
+def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The env's keyword arguments from the options (the scenario's own for those not given)."""
+    return {} if args.num_jobs is None else {"num_jobs": args.num_jobs}
 
 
 def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -154,7 +176,7 @@ def train(args: argparse.Namespace, device: torch.device) -> dict[str, float]:
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
 
-    kwargs = {} if args.num_jobs is None else {"num_jobs": args.num_jobs}
+    kwargs = env_kwargs(args)
     envs: gym.vector.VectorEnv[dict[str, np.ndarray], np.ndarray, np.ndarray] = gym.vector.SyncVectorEnv(
         [lambda: gym.make(args.env_id, **kwargs) for _ in range(args.num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
@@ -177,11 +199,11 @@ def train(args: argparse.Namespace, device: torch.device) -> dict[str, float]:
     buf_logp, buf_value, buf_reward, buf_done = (np.zeros((steps, envs_n), dtype=np.float32) for _ in range(4))
 
     batch = steps * envs_n
-    minibatch = max(1, batch // args.num_minibatches)
-    updates = max(1, args.total_timesteps // batch)
+    minibatch = batch // args.num_minibatches  # parse_args: the count divides the batch
+    updates = max(1, args.total_timesteps // batch)  # at least one rollout, as --total-timesteps says
     finished_jct: list[float] = []
     invalid_actions = 0
-    recent = float("nan")
+    recent = float("nan")  # the mean JCT of the last 10 finished episodes (none yet)
     losses = {}
     print(f"ppo_masked_minimal: {args.env_id}, {envs_n} envs × {steps} steps × {updates} updates = "
           f"{updates * batch} steps, {device}, {torch.get_num_threads()} torch thread"
@@ -227,7 +249,8 @@ def train(args: argparse.Namespace, device: torch.device) -> dict[str, float]:
                 optimizer.step()
         losses = {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy.mean().item()}
         recent = float(np.mean(finished_jct[-10:])) if finished_jct else float("nan")
-        print(f"update {update}/{updates}  steps {update * batch}  mean JCT of recent episodes {recent:.2f} h  "
+        jct = f"{recent:.2f} h" if finished_jct else "none finished yet"
+        print(f"update {update}/{updates}  steps {update * batch}  mean JCT of recent episodes {jct}  "
               f"{update * batch / (time.perf_counter() - started):.0f} steps/s", flush=True)
     envs.close()
     return {"updates": updates, "steps": updates * batch, "episodes": len(finished_jct), "recent_mean_jct_h": recent,

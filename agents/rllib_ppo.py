@@ -104,10 +104,25 @@ def main(argv=None) -> None:
     p.add_argument("--num-jobs", type=int, default=None, help="jobs per episode (default: the scenario's)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    from synergy_gym.env.scenarios import SCENARIOS
+    from synergy_gym.errors import SynergyGymError
+
+    # Bad options: one line naming the option and its value (exit 2), before Ray starts.
+    for option, value in (("--iterations", args.iterations), ("--num-jobs", args.num_jobs)):
+        if value is not None and value < 1:
+            p.error(f"{option} must be a positive integer, got {value}")
+    if args.num_env_runners < 0:
+        p.error(f"--num-env-runners must be 0 (sample in this process) or more, got {args.num_env_runners}")
+    if args.env_id not in SCENARIOS:
+        p.error(f"--env-id: unknown env {args.env_id!r}; valid: {', '.join(SCENARIOS)}")
+    env_config = {"env_id": args.env_id} | ({} if args.num_jobs is None else {"num_jobs": args.num_jobs})
+    try:  # one throw-away env: a setting the env refuses is one line too
+        make_env(env_config).close()
+    except SynergyGymError as exc:
+        p.error(f"--num-jobs {args.num_jobs} on {args.env_id}: {exc}")  # the only env setting an option gives
     import ray
 
     ray.init(ignore_reinit_error=True, include_dashboard=False)
-    env_config = {"env_id": args.env_id} | ({} if args.num_jobs is None else {"num_jobs": args.num_jobs})
     algo = build_algorithm(args.num_env_runners, env_config, seed=args.seed)
     try:
         for i in range(1, args.iterations + 1):

@@ -1,5 +1,6 @@
 """The single-file masked PPO (agents/ppo_masked_minimal.py) and the training-throughput benchmark."""
 
+import re
 import subprocess
 import sys
 
@@ -8,6 +9,7 @@ import pytest
 import torch
 
 import synergy_gym
+from synergy_gym.agents import ppo_masked_minimal
 from synergy_gym.agents.ppo_masked_minimal import MASKED_LOGIT, Agent, gae
 from synergy_gym.agents.ppo_masked_minimal import main as minimal
 from tests.support import REPO
@@ -30,7 +32,7 @@ def test_short_training_has_finite_losses_and_only_valid_actions(env_id, capsys)
     printed = capsys.readouterr().out
     start = f"ppo_masked_minimal: {env_id}, 2 envs × 64 steps × 2 updates = 256 steps, cpu, 1 torch thread\n"
     assert start in printed
-    assert "update 2/2  steps 256" in printed
+    assert re.search(r"\nupdate 2/2  steps 256  mean JCT of recent episodes \d+\.\d\d h  \d+ steps/s\n", printed)
     assert torch.get_num_threads() == threads  # set to 1 for the run, then restored
 
 
@@ -40,6 +42,43 @@ def test_torch_threads_option(capsys):
              "--num-minibatches", "1", "--device", "cpu", "--torch-threads", "2"])  # tiny: 2 threads are slow here
     assert ", cpu, 2 torch threads\n" in capsys.readouterr().out
     assert torch.get_num_threads() == threads
+
+
+def test_no_finished_episode_yet_is_said_not_printed_as_nan(capsys):
+    # 20 jobs take at least 20 decisions: 4 steps finish no episode.
+    result = minimal(["--total-timesteps", "4", "--num-envs", "1", "--num-steps", "4", "--num-jobs", "20",
+                      "--update-epochs", "1", "--num-minibatches", "1", "--device", "cpu"])
+    assert result["episodes"] == 0
+    printed = capsys.readouterr().out
+    assert "update 1/1  steps 4  mean JCT of recent episodes none finished yet  " in printed and "nan" not in printed
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--env-id", "Synergy-smal-v0"], "--env-id: unknown env 'Synergy-smal-v0'; valid: " + ", ".join(ENV_IDS)),
+    (["--num-envs", "0"], "--num-envs must be a positive integer, got 0"),
+    (["--num-steps", "-1"], "--num-steps must be a positive integer, got -1"),
+    (["--num-minibatches", "0"], "--num-minibatches must be a positive integer, got 0"),
+    (["--total-timesteps", "-5"], "--total-timesteps must be a positive integer, got -5"),
+    (["--num-jobs", "0"], "--num-jobs must be a positive integer, got 0"),
+    (["--torch-threads", "0"], "--torch-threads must be a positive integer, got 0"),
+    (["--num-envs", "2", "--num-steps", "32", "--num-minibatches", "1000"],
+     "--num-minibatches 1000 must divide the rollout of --num-envs × --num-steps = 2 × 32 = 64 steps into equal "
+     "minibatches"),
+    (["--num-envs", "2", "--num-steps", "32", "--num-minibatches", "3"], "--num-minibatches 3 must divide the rollout"),
+    (["--num-jobs", "10000000"], "--num-jobs 10000000 on Synergy-small-v0: env kwarg num_jobs 10000000 exceeds"),
+    (["--device", "gpu"], "argument --device: invalid choice: 'gpu'"),
+])
+def test_bad_options_stop_in_one_line_before_training(argv, message, monkeypatch, capsys):
+    def no_training(*_):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(ppo_masked_minimal, "train", no_training)
+    with pytest.raises(SystemExit) as stop:
+        minimal(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("error:") == 1
+    assert err.splitlines()[-1].split(" error: ", 1)[1].startswith(message)
 
 
 def test_sampling_never_picks_a_masked_action():

@@ -1,12 +1,16 @@
-"""The RLlib example builds and trains one iteration, on the paper's small id and a scarce one (needs the ray extra)."""
+"""The RLlib example builds and trains one iteration, on the paper's small id and a scarce one (needs the ray extra);
+bad options stop it before Ray starts."""
+
+import sys
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+import synergy_gym
 
 
 @pytest.fixture(scope="module")
 def ray_session():
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
     ray.init(ignore_reinit_error=True, include_dashboard=False, num_cpus=2, log_to_driver=False, logging_level="ERROR")
     yield
     ray.shutdown()  # no Ray workers left to load the machine for the tests that follow
@@ -37,3 +41,22 @@ def test_rllib_ppo_with_action_masking_runs_one_iteration(ray_session, config):
     runners = result["env_runners"]
     # Episodes of 20 jobs finish within 200 steps; their return is −Σ JCT (hours).
     assert runners["num_env_steps_sampled"] >= 200 and runners["episode_return_mean"] < 0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--env-id", "Synergy-bogus"], "--env-id: unknown env 'Synergy-bogus'; valid: " + ", ".join(synergy_gym.SCENARIOS)),
+    (["--num-jobs", "0"], "--num-jobs must be a positive integer, got 0"),
+    (["--iterations", "-2"], "--iterations must be a positive integer, got -2"),
+    (["--num-env-runners", "-1"], "--num-env-runners must be 0 (sample in this process) or more, got -1"),
+    (["--num-jobs", "10000000"], "--num-jobs 10000000 on Synergy-small-v0: env kwarg num_jobs 10000000 exceeds"),
+])
+def test_bad_options_stop_in_one_line_before_ray_starts(argv, message, monkeypatch, capsys):
+    from synergy_gym.agents.rllib_ppo import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails: these must stop before it (needs no Ray)
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("error:") == 1
+    assert err.splitlines()[-1].split(" error: ", 1)[1].startswith(message)
