@@ -9,12 +9,15 @@ GB and ``plan_gpu`` in percent of a GPU (50 = half a GPU).
 
 Per job: submit time = the job's ``start_time``; duration = ``end_time −
 start_time``; requested GPUs = Σ over its tasks of ``inst_num · plan_gpu / 100``,
-rounded up to whole GPUs (fractional GPUs become one); requested CPUs and
-memory = Σ ``inst_num · plan_cpu / 100`` and ``inst_num · plan_mem``, divided by
-the GPUs – the job's requested share per GPU. Jobs without GPU tasks (CPU-only
-jobs), without tasks, or with a missing field, a duration ≤ 0, a bad time or
-a task with a negative ``inst_num``, ``plan_cpu``, ``plan_mem`` or
-``plan_gpu`` are skipped and counted.
+rounded up to whole GPUs (any fraction of a GPU becomes one); requested CPUs
+and memory = Σ ``inst_num · plan_cpu / 100`` and ``inst_num · plan_mem``,
+divided by the GPUs – the job's requested share per GPU. An empty
+``plan_cpu``, ``plan_mem`` or ``plan_gpu`` is no request (a CPU task has no
+``plan_gpu``). Jobs without GPU tasks (CPU-only jobs), without tasks, or with
+a missing field, a duration ≤ 0, a bad time, or a task whose ``inst_num`` is
+missing or not a number, or whose ``plan_cpu``, ``plan_mem`` or ``plan_gpu`` is
+text that is not a number, or with a negative ``inst_num``, ``plan_cpu``,
+``plan_mem`` or ``plan_gpu`` are skipped and counted.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.errors import WorkloadError
-from synergy_gym.traces.csv_table import parse_csv, read_file
+from synergy_gym.traces.csv_table import parse_csv, read_file, refuse_a_longer_first_row
 from synergy_gym.traces.trace_jobs import TraceJobs
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -40,10 +43,11 @@ def _read(path: Path, columns: tuple[str, ...], what: str, kind: str = "trace fi
     first = parse_csv(path, data, header=None, nrows=1, dtype=str, keep_default_na=False)
     cells = [str(c) for c in first.iloc[0]] if len(first) else []
     if columns[0] in cells:
-        frame = parse_csv(path, data)
+        frame = parse_csv(path, data, dtype={"job_name": str})  # job names join as text, even "1"
         missing = [c for c in columns if c not in frame.columns]
         if missing:
             raise WorkloadError(f"{path}: not {what}: missing column(s) {', '.join(missing)}")
+        refuse_a_longer_first_row(path, data)
         return frame
     times = [cells[columns.index(c)] for c in ("start_time", "end_time")] if len(cells) == len(columns) else []
     if len(cells) != len(columns) or not all(_number_or_empty(t) for t in times):
@@ -52,7 +56,7 @@ def _read(path: Path, columns: tuple[str, ...], what: str, kind: str = "trace fi
             f"{path}: not {what}: no header naming {', '.join(columns)}, and its first row ({shown}) "
             f"is not a headerless row of those {len(columns)} columns"
         )
-    return parse_csv(path, data, header=None, names=list(columns))
+    return parse_csv(path, data, header=None, names=list(columns), dtype={"job_name": str})
 
 
 def _number_or_empty(cell: str) -> bool:
@@ -78,9 +82,14 @@ def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) ->
     if not task_table.exists():
         raise WorkloadError(f"{job_table}: its Alibaba PAI task table {str(task_table)!r} does not exist")
     tasks = _read(task_table, TASK_COLUMNS, "an Alibaba PAI task table", "Alibaba PAI task table")
-    for col in ("inst_num", "plan_cpu", "plan_mem", "plan_gpu"):
+    requests = ["inst_num", "plan_cpu", "plan_mem", "plan_gpu"]
+    written = tasks[requests].notna() & (tasks[requests].astype(str).apply(lambda c: c.str.strip()) != "")
+    for col in requests:
         tasks[col] = pd.to_numeric(tasks[col], errors="coerce")
-    negative = (tasks[["inst_num", "plan_cpu", "plan_mem", "plan_gpu"]] < 0).any(axis=1)
+    # an empty plan_cpu, plan_mem or plan_gpu is no request (a CPU task has no plan_gpu); text is malformed
+    no_inst_num = tasks["inst_num"].isna()
+    not_a_number = (written & tasks[requests].isna()).any(axis=1)
+    negative = (tasks[requests] < 0).any(axis=1)
     tasks["gpus"] = tasks["inst_num"] * tasks["plan_gpu"] / 100.0
     tasks["cpus"] = tasks["inst_num"] * tasks["plan_cpu"] / 100.0
     tasks["mem"] = tasks["inst_num"] * tasks["plan_mem"]
@@ -91,19 +100,23 @@ def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) ->
     gpus = frame["gpus"].to_numpy(dtype=float)
     duration = end - start
     has_tasks = frame["job_name"].isin(per_job.index).to_numpy()
-    has_negative = frame["job_name"].isin(tasks.loc[negative, "job_name"]).to_numpy()
+    def any_task(bad: pd.Series) -> np.ndarray:
+        return frame["job_name"].isin(tasks.loc[bad, "job_name"]).to_numpy()
+
     skipped: dict[str, int] = {}
     ok = np.ones(len(frame), dtype=bool)
     for reason, bad in (
         ("no task", ~has_tasks),
         ("bad or missing time", ~(np.isfinite(start) & np.isfinite(end))),
         ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
-        ("negative inst_num, plan_cpu, plan_mem or plan_gpu", has_negative),
+        ("missing or non-numeric inst_num", any_task(no_inst_num)),
+        ("non-numeric plan_cpu, plan_mem or plan_gpu", any_task(not_a_number)),
+        ("negative inst_num, plan_cpu, plan_mem or plan_gpu", any_task(negative)),
         ("no GPU (CPU-only job)", ~(gpus > 0)),
     ):
         skipped[reason] = int(np.count_nonzero(bad & ok))
         ok &= ~bad
-    whole_gpus = np.ceil(gpus[ok] - 1e-9)
+    whole_gpus = np.maximum(1.0, np.ceil(gpus[ok] - 1e-9))  # any fraction of a GPU is one
     cpu = frame["cpus"].to_numpy(dtype=float)[ok] / whole_gpus
     mem = frame["mem"].to_numpy(dtype=float)[ok] / whole_gpus
     cpu[~(cpu > 0)] = np.nan  # no request: the model's demand applies

@@ -13,6 +13,7 @@ file's path (and names the line where it is known).
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
 import io
 import lzma
@@ -90,7 +91,7 @@ def read_file(path: str | Path, kind: str) -> bytes:
 
 
 def first_line(path: Path, kind: str, limit: int = 1 << 16) -> str:
-    """The file's first line (at most ``limit`` bytes of it), decompressed and decoded."""
+    """The file's first line that is not blank, as pandas skips blank lines (within ``limit`` bytes), decoded."""
     path = require_file(path, kind, WorkloadError)
     with _opened(path) as fh:
         head = fh.read(limit)
@@ -98,7 +99,7 @@ def first_line(path: Path, kind: str, limit: int = 1 << 16) -> str:
         raise WorkloadError(f"{path}: the file is empty")
     whole_lines = head[: head.rfind(b"\n") + 1] or head  # no character cut in two
     text = check_text(str(path), whole_lines, WorkloadError).decode("utf-8")
-    return text.split("\n", 1)[0].rstrip("\r")
+    return next((line for line in text.split("\n") if line.strip()), "").rstrip("\r")
 
 
 def parse_csv(path: Path, data: bytes, **kwargs: Any) -> pd.DataFrame:
@@ -106,7 +107,7 @@ def parse_csv(path: Path, data: bytes, **kwargs: Any) -> pd.DataFrame:
     import pandas as pd
 
     try:
-        return pd.read_csv(io.BytesIO(data), **kwargs)
+        frame = pd.read_csv(io.BytesIO(data), **kwargs)
     except pd.errors.EmptyDataError:
         raise WorkloadError(
             f"{path}: not a readable CSV: the file is empty (expected a header row naming the columns)"
@@ -118,20 +119,49 @@ def parse_csv(path: Path, data: bytes, **kwargs: Any) -> pd.DataFrame:
             expected, line, saw = fields.groups()
             raise WorkloadError(f"{path}: row {line} has {saw} cells, but the header names {expected} columns") from None
         raise WorkloadError(f"{path}: not a readable CSV: {text}") from None
+    return frame
+
+
+def refuse_a_longer_first_row(path: Path, data: bytes, names: Sequence[str] | None = None) -> None:
+    """Refuse a first data row with more cells than the header (or ``names``) names columns.
+
+    :func:`parse_csv` reads such a table with its first cells as the index and every column shifted (a later
+    row that is too long it refuses); call this after checking the table's columns.
+    """
+    reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))
+    width = len(names) if names is not None else None
+    try:
+        for record in reader:
+            if not record or (len(record) == 1 and not record[0].strip()):
+                continue  # a blank line, as pandas skips it
+            if width is None:
+                width = len(record)  # the header
+                continue
+            if len(record) > width:
+                raise WorkloadError(
+                    f"{path}: row {reader.line_num} has {len(record)} cells, but the header names {width} columns"
+                )
+            return
+    except csv.Error as exc:
+        raise WorkloadError(f"{path}: row {reader.line_num}: not a readable CSV: {exc}") from None
 
 
 def read_job_table(path: str | Path, required: Sequence[str], kind: str, what: str | None = None) -> pd.DataFrame:
-    """The CSV at ``path`` as a DataFrame with at least one row and the ``required`` columns.
+    """The CSV at ``path`` as a DataFrame with at least one row, the ``required`` columns and no row longer than the header.
 
     ``kind`` names the file in errors ("workload file", "trace file"); ``what``
     (e.g. "a Philly CSV trace") is what a file without the required columns is not.
     """
     path = Path(path)
-    frame = parse_csv(path, read_file(path, kind))
+    data = read_file(path, kind)
+    frame = parse_csv(path, data)
     missing = [c for c in required if c not in frame.columns]
     if missing:
         not_what = f"not {what}: " if what else ""
-        raise WorkloadError(f"{path}: {not_what}missing column(s) {', '.join(missing)}")
+        spaced = [repr(c) for c in frame.columns if isinstance(c, str) and c != c.strip() and c.strip() in missing]
+        hint = f" (the header has {', '.join(spaced)}: names are matched exactly)" if spaced else ""
+        raise WorkloadError(f"{path}: {not_what}missing column(s) {', '.join(missing)}{hint}")
+    refuse_a_longer_first_row(path, data)
     if frame.empty:
         raise WorkloadError(f"{path}: no jobs (the file has only its header row)")
     return frame

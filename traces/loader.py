@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 from synergy_gym.errors import UnknownNameError, WorkloadError
@@ -16,23 +17,37 @@ from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs,
 
 
 def detect_format(path: Path) -> str:
-    """Guess a trace's format from its name and header (a compressed file by what it holds)."""
+    """Guess a trace's format from its name and header (a compressed file by what it holds).
+
+    The header's column names are read as the readers read them: CSV-unquoted, matched exactly.
+    """
     if path.is_dir() or path.name.startswith("pai_job_table"):
         return "alibaba"
     if plain_suffix(path) == ".json":
         return "philly-json"
-    header = first_line(path, "trace file")
-    columns = {c.strip() for c in header.split(",")}
+    header = next(csv.reader([first_line(path, "trace file")]), [])
+    fmt = _format_of(set(header))
+    if fmt is not None:
+        return fmt
+    spaced = [c for c in header if c != c.strip()]
+    hint = (f"; names are matched exactly, and {spaced[0]!r} has spaces around it"
+            if spaced and _format_of({c.strip() for c in header}) else "")
+    raise WorkloadError(
+        f"{path}: cannot tell the trace format: its header has the columns of no known format (Philly CSV: timestamp, "
+        f"duration, num_gpus; Helios: submit_time, gpu_num; Alibaba PAI: job_name){hint}; name the format – one of "
+        f"{', '.join(FORMATS[1:])} – with compare --trace-format, trace-stats --format or load_trace(path, fmt=...) "
+        "(for the environment: workload=to_workload(load_trace(path, fmt=...)))"
+    )
+
+
+def _format_of(columns: set[str]) -> str | None:
     if {"timestamp", "duration", "num_gpus"} <= columns:
         return "philly-csv"
     if {"submit_time", "gpu_num"} <= columns:
         return "helios"
     if "job_name" in columns or "inst_id" in columns:
         return "alibaba"
-    raise WorkloadError(
-        f"{path}: cannot tell the trace format: its header has the columns of no known format (Philly CSV: timestamp, "
-        f"duration, num_gpus; Helios: submit_time, gpu_num; Alibaba PAI: job_name); pass one of {', '.join(FORMATS[1:])}"
-    )
+    return None
 
 
 def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool = True) -> TraceJobs:

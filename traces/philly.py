@@ -6,8 +6,9 @@ JSON list of jobs, each with ``jobid``, ``submitted_time``
 ``end_time`` and ``detail`` – one entry per machine with its ``gpus`` list. As
 the paper's simulator filters it:
 
-* jobs without attempts are dropped, and so are attempts whose start or end
-  time is missing (``None``) or whose duration or GPU count is not positive;
+* jobs without attempts (or whose ``attempts`` is not a list) are dropped,
+  and so are attempts whose start or end time is missing (``None``) or whose
+  duration or GPU count is not positive;
 * a job's duration is the sum of its attempts' durations and its GPU count
   the last attempt's (the GPUs listed across its machines);
 * only jobs lasting between 60·10^1.5 s and 60·10^4 s are kept
@@ -94,11 +95,12 @@ def read_philly_json(
             skipped["bad or missing submitted_time"] += 1
             continue
         total, last_gpus = 0.0, 0
-        for attempt in job.get("attempts") or []:
+        attempts = job.get("attempts")
+        for attempt in attempts if isinstance(attempts, list) else []:  # a number, text or object: no attempt
             try:
                 start = datetime.strptime(str(attempt["start_time"]), _TIME_FORMAT)
                 end = datetime.strptime(str(attempt["end_time"]), _TIME_FORMAT)
-                n_gpus = sum(len(machine["gpus"]) for machine in attempt["detail"])
+                n_gpus = _gpus(attempt["detail"])
             except (KeyError, TypeError, ValueError):
                 continue  # "None" times, as the paper's simulator skips them
             seconds = (end - start).total_seconds()
@@ -116,3 +118,10 @@ def read_philly_json(
         reasons = ", ".join(f"{v} {k}" for k, v in sorted(skipped.items()) if v) or "an empty list"
         raise WorkloadError(f"{path}: no job with a usable attempt ({reasons})")
     return TraceJobs.build(str(path), submit, duration, gpus, skipped=skipped, duration_range=duration_range)
+
+
+def _gpus(detail: object) -> int:
+    """The GPUs listed across an attempt's machines; a TypeError unless ``detail`` is a list of lists of GPUs."""
+    if not isinstance(detail, list) or not all(isinstance(m, dict) and isinstance(m.get("gpus"), list) for m in detail):
+        raise TypeError("not a list of machines, each with a list of GPUs")
+    return sum(len(machine["gpus"]) for machine in detail)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,9 +37,9 @@ from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import RunUntil, Workload
-from synergy_gym.traces.csv_table import parse_csv, read_file
+from synergy_gym.traces.csv_table import parse_csv, read_file, refuse_a_longer_first_row
 from synergy_gym.traces.plain_csv import plain_columns
-from synergy_gym.traces.workload_columns import Rows, check_columns
+from synergy_gym.traces.workload_columns import Rows, check_columns, number_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,6 +54,7 @@ NUMERIC = (
     "cpu_demand", "mem_demand_gb", "speedup_at_demand",
 )
 TEXT = ("model", "task", "in_measured_window")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def read_workload_csv(
@@ -100,13 +102,12 @@ def _pandas_columns(path: Path, data: bytes, lines: Layout, header: list[str]) -
         raise
     if frame.empty:
         raise WorkloadError(f"{path}: no jobs (the file has only its header row)")
-    if not isinstance(frame.index, pd.RangeIndex) or frame.isna().any().any():
-        lines.check()  # a row with too few (or, on every row, too many) cells, named by its line
+    if frame.isna().any().any():
+        lines.check()  # a row with too few (or too many) cells, named by its line
+    refuse_a_longer_first_row(path, data)  # pandas read its first cells as the index
     for col in NUMERIC:
         if col in frame.columns and not pd.api.types.is_numeric_dtype(frame[col]):
-            bad = pd.to_numeric(frame[col], errors="coerce").isna() & frame[col].notna()
-            i = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
-            raise WorkloadError(f"{path}: row {lines[i]}: column {col} is not a number: {frame[col].iloc[i]!r}")
+            frame[col] = _exact_numbers(path, lines, col, frame[col].to_numpy())
     if frame.isna().any().any():  # the text as written: an empty cell and a "nan" both read as NaN
         raw = parse_csv(path, data, dtype=str, keep_default_na=False)
         for col in header:
@@ -118,11 +119,33 @@ def _pandas_columns(path: Path, data: bytes, lines: Layout, header: list[str]) -
             elif written.size and (not empty.size or written[0] < empty[0]):
                 i = int(written[0])
                 job = frame["job_id"].iloc[i]
-                which = f"row {lines[i]} (job {job:.15g})" if col != "job_id" and pd.notna(job) else f"row {lines[i]}"
+                which = f"row {lines[i]} (job {number_text(job)})" if col != "job_id" and pd.notna(job) else f"row {lines[i]}"
                 raise WorkloadError(f"{path}: {which}: column {col} is not a number: {cells[i]!r}")
             if empty.size:
                 raise WorkloadError(f"{path}: row {lines[int(empty[0])]}: column {col} is empty")
     return {str(col): frame[col].to_numpy() for col in frame.columns}
+
+
+def _exact_numbers(path: Path, lines: Layout, col: str, cells: np.ndarray) -> np.ndarray:
+    """A column pandas left as text or Python integers (one beyond 64 bits): each cell as a number, an integer exact.
+
+    NaN stays NaN (an empty cell, named later); the first cell that is not a number is refused.
+    """
+    import pandas as pd
+
+    out = np.empty(cells.size, dtype=object)
+    for i, cell in enumerate(cells.tolist()):
+        if isinstance(cell, str):
+            text = cell.strip()
+            if _INTEGER.fullmatch(text):
+                cell = int(text)
+            else:
+                try:
+                    cell = float(pd.to_numeric(text))
+                except (ValueError, TypeError):
+                    raise WorkloadError(f"{path}: row {lines[i]}: column {col} is not a number: {cells[i]!r}") from None
+        out[i] = cell
+    return out
 
 
 class Layout:

@@ -29,7 +29,9 @@ header is row 1), the job and the column.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Protocol
 
@@ -68,13 +70,13 @@ class Rows:
         """Fail on the first row where ``bad`` holds; ``what(i)`` says why (after the row's job, with ``job``)."""
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            of_job = f"job {float(self.columns['job_id'][i]):.15g}: " if job else ""
+            of_job = f"job {number_text(self.columns['job_id'][i])}: " if job else ""
             raise WorkloadError(f"{self.path}: row {self.lines[i]}: {of_job}{what(i)}")
 
     def values(self, col: str, bad: np.ndarray, values: np.ndarray, rule: str, integer: bool = False) -> None:
         """Fail on the first row where ``bad`` holds: ``col=<value> <rule>``."""
         def what(i: int) -> str:
-            return f"{col}={values[i]:.15g} {rule}" if integer else f"{col}={float(values[i])!r} {rule}"
+            return f"{col}={number_text(values[i])} {rule}" if integer else f"{col}={float(values[i])!r} {rule}"
 
         self.first(bad, what, job=col != "job_id")
 
@@ -83,13 +85,15 @@ def check_columns(rows: Rows, zoo: ModelZoo) -> tuple[np.ndarray, np.ndarray]:
     """Check every present column (no cell is empty or NaN any more); returns (model index, measured)."""
     columns = rows.columns
     for col, low in INTEGERS.items():
-        if col in columns:
-            v = columns[col].astype(float)
-            whole = np.isfinite(v) & (v == np.floor(v)) & (v >= low)
+        if col in columns:  # checked as read (an integer beyond 2^53 is not rounded to one within it first)
+            v = columns[col]
+            whole = np.array([_whole(x, low) for x in v.tolist()], dtype=bool) if v.dtype == object else \
+                v >= low if v.dtype.kind in "iu" else np.isfinite(v) & (v == np.floor(v)) & (v >= low)
             rows.values(col, ~whole, v, f"must be a {'positive' if low else 'non-negative'} integer", integer=True)
-            rows.values(col, v > MAX_INTEGER, v, f"must be at most 2^53 = {MAX_INTEGER}", integer=True)
-    ids = columns["job_id"].astype(float)
-    rows.first(_repeated(ids), lambda i: f"job_id={ids[i]:.15g} appears more than once "
+            too_big = np.array([x > MAX_INTEGER for x in v.tolist()], dtype=bool) if v.dtype == object else v > MAX_INTEGER
+            rows.values(col, too_big, v, f"must be at most 2^53 = {MAX_INTEGER}", integer=True)
+    ids = columns["job_id"].astype(np.int64)  # whole numbers within 2^53: exact
+    rows.first(_repeated(ids), lambda i: f"job_id={ids[i]} appears more than once "
                f"(also row {rows.lines[int(np.flatnonzero(ids == ids[i])[0])]})", job=False)
     names = columns["model"]
     known = {name: i for i, name in enumerate(zoo.names)}
@@ -105,7 +109,7 @@ def check_columns(rows: Rows, zoo: ModelZoo) -> tuple[np.ndarray, np.ndarray]:
                    lambda i: f"task={tasks[i]!r}, but model {names[i]} is a {model_task[i]} model")
     for col in (*SECONDS, *AMOUNTS):
         if col in columns:
-            v = columns[col].astype(float)
+            v = _floats(columns[col])
             positive = SECONDS.get(col, 1)
             rows.values(col, ~np.isfinite(v), v, "must be finite")
             rows.values(col, v <= 0 if positive else v < 0, v, "must be > 0" if positive else "must be ≥ 0")
@@ -139,6 +143,38 @@ def _check_run_time(rows: Rows, zoo: ModelZoo, model: np.ndarray) -> None:
             lambda i: f"fair_duration_s={float(fair[i])!r} is not {factor} × total_iters = {run_time[i]:.10g} s, "
             "the job's run time (correct it or leave the column out)",
         )
+
+
+def number_text(value: object) -> str:
+    """A number as an error names it: an integer (up to 30 digits) in full, any other to 15 digits."""
+    if isinstance(value, (int, np.integer)):
+        if abs(value) < 10**30:
+            return str(int(value))
+        mantissa, exponent = f"{Decimal(int(value)):.14e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{exponent}"
+    x = float(value)  # type: ignore[arg-type]
+    return str(int(x)) if math.isfinite(x) and x == math.floor(x) and abs(x) < 2.0**63 else f"{x:.15g}"
+
+
+def _whole(x: float, low: int) -> bool:
+    """Whether ``x`` (a Python int or float, as read) is an integer ≥ ``low``."""
+    if isinstance(x, int):
+        return x >= low
+    return math.isfinite(x) and x == math.floor(x) and x >= low
+
+
+def _floats(values: np.ndarray) -> np.ndarray:
+    """``values`` as floats; an integer beyond any float (read exactly) becomes ±inf."""
+    if values.dtype != object:
+        return values.astype(float)
+    return np.array([_float(x) for x in values.tolist()], dtype=float)
+
+
+def _float(x: float) -> float:
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def _repeated(values: np.ndarray) -> np.ndarray:

@@ -122,6 +122,16 @@ RULES = [
     (dict(total_iters="inf"), "row 3: job 1: total_iters=inf must be a positive integer"),
     (dict(total_iters="-10"), "row 3: job 1: total_iters=-10 must be a positive integer"),
     (dict(job_id="-1"), "row 3: job_id=-1 must be a non-negative integer"),
+    # integers beyond 2^53 (beyond 64 bits, even beyond any float) are checked as written, on their own row
+    (dict(total_iters="100000000000000000000"),
+     "row 3: job 1: total_iters=100000000000000000000 must be at most 2^53 = 9007199254740992"),
+    (dict(total_iters="9" * 400), "row 3: job 1: total_iters=1e+400 must be at most 2^53 = 9007199254740992"),
+    (dict(arrival_s="9" * 400), "row 3: job 1: arrival_s=inf must be finite"),
+    (dict(job_id="9007199254740993"), "row 3: job_id=9007199254740993 must be at most 2^53 = 9007199254740992"),
+    (dict(job_id="18446744073709551616"), "row 3: job_id=18446744073709551616 must be at most 2^53"),
+    (dict(job_id="1234567890123456", gpus="0"), "row 3: job 1234567890123456: gpus=0 must be a positive integer"),
+    (dict(job_id="1234567890123456", speedup_at_demand="nan"),
+     "row 3 (job 1234567890123456): column speedup_at_demand is not a number: 'nan'"),
     (dict(job_id="0"), "row 3: job_id=0 appears more than once (also row 2)"),
     (dict(job_id=""), "row 3: column job_id is empty"),
     (dict(cpu_demand="inf"), "row 3: job 1: cpu_demand=inf must be finite"),
@@ -143,10 +153,15 @@ RULES = [
 ]
 
 
-@pytest.mark.parametrize("changes, message", RULES, ids=[",".join(f"{k}={v}" for k, v in c.items()) for c, _ in RULES])
+@pytest.mark.parametrize("changes, message", RULES, ids=[",".join(f"{k}={v[:24]}" for k, v in c.items()) for c, _ in RULES])
 def test_every_cell_follows_the_rule_for_numbers(tmp_path, changes, message):
     path = _write(tmp_path / "w.csv", HEADER + GOOD + _row(**changes))
     assert message in _error(read_workload_csv, path)
+
+
+def test_job_ids_2_to_the_53_and_one_more_are_not_duplicates(tmp_path):
+    path = _write(tmp_path / "w.csv", HEADER + _row(job_id="9007199254740992") + _row(job_id="9007199254740993"))
+    assert "row 3: job_id=9007199254740993 must be at most 2^53 = 9007199254740992" in _error(read_workload_csv, path)
 
 
 def test_what_the_rule_accepts(tmp_path):
