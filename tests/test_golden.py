@@ -8,9 +8,12 @@ policies are checked on those compressed replays (about 20 s for the 12); on the
 2,000 jobs (about 2.5 min) only with ``pytest --long``. The environment's file was written by
 ``python tests/golden.py --env-only`` on top of commit 4525693 (the scheduling action space: slot
 × level and stop; flat ``slots``/``slot_levels``, ``demand`` as x / (x + 1), settled mid-event
-observations). A change of behaviour anywhere in the round loop (ordering, admission, placement,
-reclaiming, progress, the environment's decision loop, fallbacks, observations or rewards) fails
-here.
+observations); it was written again on 2026-12-05 when a truncated episode's final observation
+became the state at the limit instead of a blank one: only the last observation digest of the 8
+truncated traces changed, every step count, return and finish time the same (``python -m
+tests.support.golden --env-only``). A change of behaviour anywhere in the round loop (ordering,
+admission, placement, reclaiming, progress, the environment's decision loop, fallbacks, observations
+or rewards) fails here.
 """
 
 import gzip

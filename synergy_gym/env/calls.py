@@ -13,10 +13,13 @@ Two kinds (both raised by :class:`~synergy_gym.env.SynergyEnv`):
   and a :class:`~synergy_gym.errors.SynergyGymError`) and a
   :class:`gymnasium.error.Error`.
 
-What needs no episode works before ``reset()``: ``render()`` draws the empty cluster
-(``"(not reset)"`` in ``ansi`` mode), ``sim`` is ``None``, ``slot_jobs`` is empty and
-``workload_for_seed`` gives any seed's jobs. After the episode has ended ``action_masks()``
-is the final observation's mask (only *stop*) and ``episode_summary()`` the final summary.
+What needs no episode works before ``reset()``: ``sim`` is ``None``, ``slot_jobs`` is empty,
+``workload_for_seed`` gives any seed's jobs and ``render()`` draws the empty cluster
+(``"(not reset)"`` in ``ansi`` mode) – called on the environment itself (``env.unwrapped``) or
+under ``gymnasium.wrappers.OrderEnforcing(env, disable_render_order_enforcing=True)``; through
+``gym.make`` Gymnasium's order enforcing raises ``ResetNeeded`` for it. After the episode has
+ended ``action_masks()`` is the final observation's mask (only *stop*), ``episode_summary()`` the
+final summary and ``render()`` the cluster at the end (the unfinished jobs still running).
 """
 
 from __future__ import annotations

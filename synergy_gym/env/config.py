@@ -100,6 +100,8 @@ class EnvConfig:
     #: ``true`` (measured sensitivity) or ``profiled`` (each job's estimate from optimistic profiling).
     sensitivity: str = "true"
     #: Relative measurement noise of optimistic profiling (non-zero only with ``sensitivity="profiled"``).
+    #: Each ``reset`` draws the episode's profiling seed from the environment's ``np_random`` (with
+    #: ``options={"workload_seed": s}`` too): ``reset(seed=...)`` fixes it, ``sim.config`` holds it.
     profile_noise: float = 0.0
     #: ``None``, ``"ansi"`` or ``"rgb_array"`` (there is no ``"human"`` window: show the
     #: ``rgb_array`` frames yourself; ``gym.make`` refuses ``"human"`` too).

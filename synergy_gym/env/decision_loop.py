@@ -18,6 +18,8 @@ by running the cluster until the next event (:meth:`DecisionLoop.end_event`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 import synergy_gym.env.decision_kernels as dk
@@ -25,6 +27,7 @@ from synergy_gym.env.config import EnvConfig
 from synergy_gym.env.masks import ActionLayout
 from synergy_gym.env.types import NO_JOBS, EpisodeState
 from synergy_gym.sim.cluster import ClusterSpec
+from synergy_gym.sim.simulator import Simulator
 
 
 class DecisionLoop:
@@ -180,8 +183,77 @@ class DecisionLoop:
             s.meter.record_finished(finished)
 
     def end_episode(self, s: EpisodeState, truncated: bool) -> None:
+        """End the episode: nothing left to choose but stop, and the ledger holds only the unfinished jobs' grants.
+
+        Jobs that finished in the last stretch leave the ledger at the next event, which never comes:
+        their grants are dropped here, so that the final observation and :meth:`render` show what still runs.
+        """
         s.ended, s.truncated = True, truncated
         s.n_slots = s.n_slots_fit = s.n_waiting = s.n_kept = s.n_preemptable = s.n_ahead = 0
         s.drop = -1
         s.mask[:] = 0
         s.mask[self.layout.stop] = 1
+        drop_finished_grants(s.sim)
+
+    def final_view(self, s: EpisodeState) -> FinalView:
+        """What a decision at the episode's last instant would show (a truncated episode's final observation).
+
+        The waiting jobs fill the slots as :meth:`offer` would fill them (into fresh arrays: the
+        state keeps no slots once the episode has ended), the running jobs are those still holding
+        GPUs (the running rows: the last ``max_running``, as at the next event) and ``was_running``
+        is whether each job held GPUs in the last round; the action mask is left as it is (only stop).
+        """
+        sim, cfg = s.sim, self.cfg
+        runnable, holds = sim.runnable, s.holds
+        was_running = s.was_running
+        if cfg.preemptive:  # as the next event would set it
+            was_running = was_running.copy()
+            was_running[runnable] = holds[runnable]
+        waiting, fits = np.zeros(runnable.size, dtype=np.int64), np.zeros(runnable.size, dtype=bool)
+        n = dk.waiting_jobs(runnable, holds, waiting)
+        slots, scratch = np.zeros(cfg.max_queue, dtype=np.int64), np.zeros_like(s.mask)  # the offer's mask is not kept
+        args = (waiting, n, -1, sim.jobs.gpus, sim.planner.free_gpus, s.level_valid, cfg.max_queue,
+                self.layout.slots_offered)
+        held = np.flatnonzero(holds) if self.every_event else s.held_buf[: s.n_held].copy()
+        if self.on_changes:
+            n, k, k_fit, _ = dk.offer_all(*args, False, 0, fits, slots, scratch)
+            running = held[held.size - min(held.size, cfg.max_running) :]
+        else:
+            n, k = dk.offer(*args, fits, slots, scratch)
+            k_fit, running = k, None
+        return FinalView(slots[:k], waiting[:n], fits[:n], held, was_running, k_fit, running)
+
+
+class FinalView(NamedTuple):
+    """:meth:`DecisionLoop.final_view`: the arguments of
+    :meth:`ObservationBuilder.build <synergy_gym.env.observation.ObservationBuilder.build>` that describe the jobs."""
+
+    slots: np.ndarray
+    waiting: np.ndarray
+    fits: np.ndarray
+    held: np.ndarray
+    was_running: np.ndarray
+    n_slots_fit: int
+    running: np.ndarray | None
+
+
+def drop_finished_grants(sim: Simulator) -> None:
+    """Leave ``sim``'s ledger with only the grants of unfinished jobs, each as it was (servers, CPUs, GB, throughput).
+
+    Once per episode, at its end; the simulator is not advanced afterwards.
+    """
+    ledger = sim.ledger
+    finished = ~np.isnan(sim.jobs.finish_s[ledger.jobs])
+    if not finished.any():
+        return
+    grants = [
+        (int(j), parts, cpu, mem, tput, fallback)
+        for j, parts, cpu, mem, tput, fallback, done in zip(
+            ledger.jobs.tolist(), ledger.parts, ledger.cpu.tolist(), ledger.mem.tolist(), ledger.tput.tolist(),
+            ledger.fallback, finished.tolist(),
+        )
+        if not done
+    ]
+    ledger.reset()
+    for j, parts, cpu, mem, tput, fallback in grants:
+        ledger.grant(j, parts, cpu, mem, tput, fallback)

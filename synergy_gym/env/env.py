@@ -132,6 +132,12 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     measured window), ``makespan_h``, ``jobs_finished``, ``jobs_unfinished``, ``jobs_total``,
     ``episode_rounds``, ``decisions``, ``invalid_actions`` and ``preemptions``.
 
+    The final observation's ``action_mask`` allows only stop. Terminated: nothing else is left
+    (all zeros but ``time``). Truncated: the state at the limit as a decision there would show it –
+    the free resources, the running jobs (and running rows), the waiting jobs in the slots
+    (``slot_mask``, ``running_mask`` and ``slot_fits`` as at a decision), demand and queue – so
+    that a value bootstrapped from it sees the unfinished work.
+
     ## Arguments
 
     ``gym.make("Synergy-v0", **kwargs)`` or ``SynergyEnv(config_dict)`` (RLlib); every kwarg is a
@@ -317,7 +323,11 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     def render(self):
         """The cluster as text (``ansi``) or an RGB image (``rgb_array``); None without a render mode.
 
-        Before ``reset()`` it shows the empty cluster (``"(not reset)"`` as text).
+        Before ``reset()`` it shows the empty cluster (``"(not reset)"`` as text) – called on the
+        environment itself (``env.unwrapped``) or under ``gymnasium.wrappers.OrderEnforcing(env,
+        disable_render_order_enforcing=True)``; through ``gym.make`` Gymnasium's order enforcing
+        raises ``ResetNeeded`` first. After the episode has ended it shows the cluster at its end:
+        the unfinished jobs still running (none once every job has finished).
         """
         s = self._state
         finished = s.meter.finished if s is not None else 0
@@ -346,7 +356,12 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     def _observation(self, s: EpisodeState) -> dict[str, np.ndarray]:
         time_fraction = s.sim.rounds_elapsed / self.cfg.max_rounds
         if s.ended:
-            return self.obs_builder.empty(s.mask.copy(), time_fraction)
+            if not s.truncated:  # every job has finished: nothing to show
+                return self.obs_builder.empty(s.mask.copy(), time_fraction)
+            # Truncated: the state at the limit, as a decision there would show it, with only stop valid.
+            v = self.loop.final_view(s)
+            return self.obs_builder.build(s.sim, v.slots, v.waiting, v.fits, v.held, v.was_running, s.mask,
+                                          time_fraction, v.n_slots_fit, v.running, s.level)
         held = np.flatnonzero(s.holds) if self.loop.every_event else s.held_buf[: s.n_held]
         if not self.cfg.on_changes:
             return self.obs_builder.build(s.sim, s.slots, s.waiting, s.fits, held, s.was_running, s.mask, time_fraction)

@@ -129,6 +129,7 @@ class ObservationBuilder:
             }
         )
         self.n_running, self.fit_features = n_running, fit_features
+        self._all_fit = np.ones(q, dtype=bool)  # slot_fits' per-slot flags where every slot's job fits
         self._level_high = level_high
         self._speedup_bin_scale = HIST_BINS / max(speedup_max - 1.0, 1e-9)
         # Histogram bins per free GPU, CPU and GB of a server.
@@ -234,7 +235,8 @@ class ObservationBuilder:
         with ``fits`` whether its GPUs fit now; ``held``: the jobs admitted so
         far this event, in admission order; ``was_running``: per job, whether it
         held GPUs before this event; ``mask``: the valid actions (float32, copied);
-        ``n_slots_fit``: the slots whose job fits (default: all); ``running``: the running rows'
+        ``n_slots_fit``: the slots whose job fits (default: all; fewer only where slot q holds
+        ``waiting[q]``, as with ``redecide="changes"``); ``running``: the running rows'
         jobs and ``level`` every job's level (``redecide="changes"``).
         """
         buf = np.zeros(self._size, dtype=np.float32)
@@ -249,7 +251,11 @@ class ObservationBuilder:
             slots.size if n_slots_fit is None else n_slots_fit,
         )
         if self.fit_features:
-            rk.fill_slot_fits(buf, self._fits_at, slots, fits, *self.level_per_gpu, self.job_gpus, ledger.free_gpu,
+            # Per slot, whether its job's GPUs fit: all of them, unless some slot's job does not fit
+            # (``redecide="changes"``, where slot q holds waiting job q).
+            some_out = n_slots_fit is not None and n_slots_fit < slots.size
+            slot_fit = fits[: slots.size] if some_out else self._all_fit
+            rk.fill_slot_fits(buf, self._fits_at, slots, slot_fit, *self.level_per_gpu, self.job_gpus, ledger.free_gpu,
                               ledger.free_cpu, ledger.free_mem)
         if self.n_running and running is not None and level is not None:
             c = self.cluster

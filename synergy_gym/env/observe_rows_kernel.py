@@ -63,14 +63,15 @@ def fill_running_rows(buf, rows_base, mask_base, running, fresh_rows, job_table,
 
 
 @kernel
-def fill_slot_fits(buf, base, slots, fits, level_cpu, level_mem, gpus, free_gpu, free_cpu, free_mem):
-    """``slot_fits`` at ``base``: per slot and level, whether the job's GPUs fit (``fits``) and the servers,
-    summed, could host all its GPUs at the level – each as many as it has free GPUs, and free CPUs and
-    GB for, at the level's CPUs and GB per GPU – so that nothing is taken from a running job."""
+def fill_slot_fits(buf, base, slots, slot_fit, level_cpu, level_mem, gpus, free_gpu, free_cpu, free_mem):
+    """``slot_fits`` at ``base``: per slot and level, whether the slot's job's GPUs fit (``slot_fit[q]``, per
+    slot) and the servers, summed, could host all its GPUs at the level – each as many as it has free
+    GPUs, and free CPUs and GB for, at the level's CPUs and GB per GPU – so that nothing is taken from a
+    running job."""
     n_levels = level_cpu.shape[1]
     eps = 1e-9
     for q in range(slots.size):
-        if not fits[q]:
+        if not slot_fit[q]:
             continue
         j = slots[q]
         for lv in range(n_levels):
