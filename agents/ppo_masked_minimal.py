@@ -25,6 +25,7 @@ measures the env steps per second.
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from typing import Any
 
@@ -60,10 +61,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-grad-norm", type=float, default=0.5)
     p.add_argument("--reward-scale", type=float, default=0.01, help="multiplies rewards (returns are hours of JCT)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when available)")
+    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda or cuda:N")
     p.add_argument("--torch-threads", type=int, default=None, metavar="N",
                    help="PyTorch CPU threads (default: 1 on the CPU, PyTorch's own choice with CUDA)")
     args = p.parse_args(argv)
+    if not re.fullmatch(r"auto|cpu|cuda(:[0-9]+)?", args.device):
+        p.error(f"--device must be auto, cpu, cuda or cuda:N, got {args.device!r}")
     # Bad options: one line naming the option and its value (exit 2), before any env or network is built.
     for name in ("num_jobs", "total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
                  "torch_threads"):

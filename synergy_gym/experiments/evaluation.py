@@ -249,6 +249,7 @@ def _seeded_torch(seed: int) -> Iterator[None]:
         return
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []  # a CUDA model: in use
     with torch.random.fork_rng(devices=cuda):
+        seed %= 2**64  # torch's seeds are 64-bit; evaluate's may be any non-negative integer
         torch.random.default_generator.manual_seed(seed)  # not torch.manual_seed: it would queue a CUDA seeding
         if cuda:
             torch.cuda.manual_seed_all(seed)

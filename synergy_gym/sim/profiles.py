@@ -28,6 +28,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import overload
 
 import numpy as np
 
@@ -136,10 +137,18 @@ class ModelZoo:
     def __iter__(self) -> Iterator[ModelProfile]:
         return iter(self.models)
 
-    def __getitem__(self, key: int | str) -> ModelProfile:
-        """A model by its index (negative counts from the end, as for a list) or by its name."""
+    @overload
+    def __getitem__(self, key: int | str) -> ModelProfile: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> tuple[ModelProfile, ...]: ...
+
+    def __getitem__(self, key: int | str | slice) -> ModelProfile | tuple[ModelProfile, ...]:
+        """A model by its index (negative counts from the end, as for a list) or by its name (a slice: a tuple)."""
         if isinstance(key, str):
             return self.models[self.index(key)]
+        if isinstance(key, slice):
+            return self.models[key]
         n = len(self.models)
         where = f"look a model up by its index (0..{n - 1}) or its name ({', '.join(self.names)})"
         if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):

@@ -316,6 +316,7 @@ def test_sampled_evaluation_is_reproducible_per_seed_and_leaves_torch_state_alon
         rows = [evaluate(policy, cfg.env_id, seeds, deterministic=False, **SMALL_ENV)
                 for seeds in ([1_000_000, 1_000_001], [1_000_001, 1_000_000], [1_000_000, 1_000_001])]
         assert torch.equal(torch.random.get_rng_state(), before)
+        assert len(evaluate(policy, cfg.env_id, [2**64], deterministic=False, **SMALL_ENV)) == 1  # beyond torch's seeds
     finally:
         env.close()
     columns = ["seed", "episode_return", "mean_jct_h", "decisions"]

@@ -44,6 +44,10 @@ def test_torch_threads_option(capsys):
     assert torch.get_num_threads() == threads
 
 
+def test_cuda_devices_are_named_as_elsewhere():
+    assert ppo_masked_minimal.parse_args(["--device", "cuda:1"]).device == "cuda:1"
+
+
 def test_no_finished_episode_yet_is_said_not_printed_as_nan(capsys):
     # 20 jobs take at least 20 decisions: 4 steps finish no episode.
     result = minimal(["--total-timesteps", "4", "--num-envs", "1", "--num-steps", "4", "--num-jobs", "20",
@@ -66,7 +70,7 @@ def test_no_finished_episode_yet_is_said_not_printed_as_nan(capsys):
      "minibatches"),
     (["--num-envs", "2", "--num-steps", "32", "--num-minibatches", "3"], "--num-minibatches 3 must divide the rollout"),
     (["--num-jobs", "10000000"], "--num-jobs 10000000 on Synergy-small-v0: env kwarg num_jobs 10000000 exceeds"),
-    (["--device", "gpu"], "argument --device: invalid choice: 'gpu'"),
+    (["--device", "gpu"], "--device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
 ])
 def test_bad_options_stop_in_one_line_before_training(argv, message, monkeypatch, capsys):
     def no_training(*_):

@@ -64,6 +64,7 @@ def test_multi_gpu_demand_is_capped_at_one_server():
 def test_zoo_looks_models_up_by_index_or_name_and_names_what_it_has(zoo):
     assert zoo["gnmt"] is zoo[zoo.index("gnmt")] and zoo[-1] is zoo[len(zoo) - 1]
     assert [m.name for m in zoo] == list(zoo.names)
+    assert zoo[0:2] == zoo.models[:2]
     with pytest.raises(UnknownNameError, match="unknown model 'resnet'; valid: alexnet"):
         zoo["resnet"]
     with pytest.raises(IndexError, match=r"no model 10: look a model up by its index \(0\.\.9\) or its name \(alexnet"):

@@ -137,3 +137,17 @@ def test_cannot_tell_the_format_says_how_to_name_it(tmp_path):
     assert message.endswith("name the format – one of philly-csv, philly-json, alibaba, helios – with compare "
                             "--trace-format, trace-stats --format or load_trace(path, fmt=...) (for the environment: "
                             "workload=to_workload(load_trace(path, fmt=...)))")
+
+
+def test_a_longer_first_row_is_named_by_the_line_it_starts_on(tmp_path):
+    path = tmp_path / "t.csv"
+    _write(path, PHILLY + '2017-10-01 00:00:00,7200,1,7200,"a\nb",extra\n' + PHILLY_ROWS[1] + "\n")
+    assert _error(lambda p: load_trace(p, "philly-csv"), path).endswith(
+        "row 2 has 6 cells, but the header names 5 columns")
+
+
+def test_a_huge_cell_in_the_first_row_is_read_as_pandas_reads_it(tmp_path):
+    # Python's csv module refuses cells over 131,072 characters; the check of the first row must not.
+    path = tmp_path / "t.csv"
+    _write(path, PHILLY + f"2017-10-01 00:00:00,7200,1,7200,{'x' * 200_000}\n" + PHILLY_ROWS[1] + "\n")
+    assert load_trace(path, "philly-csv", philly_duration_filter=False).gpus.tolist() == [1, 2]
