@@ -95,13 +95,18 @@ def remove_partial_files(run_dir: Path, names: tuple[str, ...]) -> list[Path]:
 
 def saved_timesteps(model_zip: Path) -> int | None:
     """The step count a model zip was saved at (``num_timesteps`` in its ``data``); None if it cannot be read."""
+    return saved_count(model_zip, "num_timesteps")
+
+
+def saved_count(model_zip: Path, key: str) -> int | None:
+    """The integer ``key`` of a model zip's ``data`` (``num_timesteps``, ``n_envs``); None if it cannot be read."""
     try:
         with zipfile.ZipFile(model_zip) as archive:
             data = json.loads(archive.read("data"))
-        steps = data.get("num_timesteps")
+        value = data.get(key)
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, AttributeError):
         return None
-    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def run_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:

@@ -50,7 +50,8 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="subproc: one worker process per environment (when --n-envs > 1); dummy: all in this "
                         "process, faster on a few cores; auto: subproc on more cores than --n-envs, else in this "
                         f"process with the same results as subproc (default: {d.vec_env})")
-    p.add_argument("--seed", type=int, default=None, help=f"training seed; envs use seed + rank (default: {d.seed})")
+    p.add_argument("--seed", type=int, default=None,
+                   help=f"training seed; envs use seed + rank, a resumed run seed + its checkpoint's step (default: {d.seed})")
     p.add_argument("--device", default=None,
                    help=f"one of {', '.join(DEVICES)}; auto: CUDA when PyTorch sees it (default: {d.device})")
     p.add_argument("--torch-threads", type=int, default=None, metavar="N",
@@ -94,8 +95,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="continue a run up to --timesteps in all: from a checkpoint zip (best_model.zip, last_model.zip, "
                         "checkpoints/rl_model_<step>_steps.zip), or from a run folder's latest checkpoint, continuing "
                         "in that folder unless --out says otherwise (after a crash or kill: --resume RUN_DIR); the "
-                        "run's config.json applies, --config and the options here override its hyper-parameters; its "
-                        "algorithm and network stay as trained (default: none)")
+                        "run's config.json applies, --config and the options here override its hyper-parameters "
+                        "(env kwargs merge key by key); its algorithm and network stay as trained; it is reseeded "
+                        "with --seed + the checkpoint's step, so it trains on new workloads (default: none)")
     p.add_argument("--checkpoint-freq", type=int, default=None, metavar="N",
                    help="save the model and its normalisation statistics to RUN_DIR/checkpoints every N steps (the "
                         f"latest kept; a killed run loses at most N steps); 0: none (default: {d.checkpoint_freq:,})")

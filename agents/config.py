@@ -278,6 +278,9 @@ def heuristic_names() -> tuple[str, ...]:
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The settings in a TOML (``.toml``) or YAML (``.yaml``/``.yml``) file, or a saved ``config.json``.
 
+    In a YAML file a number setting may be written ``3e-4`` or ``1e5``, which YAML 1.1 reads as text
+    (:func:`yaml_numbers`).
+
     Whatever is wrong with the file (unreadable, not UTF-8 text, malformed, not a table) is one
     :class:`ConfigError` naming it.
     """
@@ -301,7 +304,19 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a table of settings")
-    return data
+    return yaml_numbers(data) if suffix in (".yaml", ".yml") else data
+
+
+#: A number written as text: what YAML 1.1 (PyYAML) reads ``3e-4`` and ``1e5`` as (its floats need a dot and a sign
+#: in the exponent, ``3.0e-4``).
+NUMBER_TEXT = re.compile(r"[-+]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+
+
+def yaml_numbers(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the YAML text of a number (``3e-4``, ``1e5``) as that number, for the settings that are numbers."""
+    numbers = {f.name for f in fields(TrainConfig) if str(f.type).removesuffix(" | None") in ("int", "float")}
+    return {key: float(value.replace("_", "")) if key in numbers and isinstance(value, str) and NUMBER_TEXT.fullmatch(value)
+            else value for key, value in data.items()}
 
 
 def read_text_file(path: Path, kind: str) -> str:

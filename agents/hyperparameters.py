@@ -16,12 +16,14 @@ settings, their values and the rule:
 
 The ranges of single settings (positive sizes, ``gamma`` and ``gae_lambda`` in (0, 1], …) are checked
 by :meth:`TrainConfig.validate` itself. :func:`inert_settings` lists settings that are valid but will
-do nothing in the run as configured (an ``eval_freq`` or ``checkpoint_freq`` beyond the run's steps, …);
-``synergy-gym train`` shows them as ``note:`` lines.
+do nothing in the run as configured (an ``eval_freq`` or ``checkpoint_freq`` beyond the run's steps, a
+setting of another algorithm changed from its default – ``n_epochs`` or ``clip_range`` with ``a2c`` –,
+``relative_to`` with the absolute reward, …); ``synergy-gym train`` shows them as ``note:`` lines.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from synergy_gym.errors import ConfigError
@@ -30,6 +32,15 @@ from synergy_gym.errors import ConfigError
 PPO_FAMILY = ("maskable_ppo", "ppo")
 #: Algorithms that collect rollouts of ``n_steps`` × ``n_envs`` steps.
 ON_POLICY = ("maskable_ppo", "ppo", "a2c")
+#: Settings only some algorithms train with (every one uses learning_rate, gamma and max_grad_norm): the algorithms,
+#: and how a note names them.
+ALGORITHM_SETTINGS: dict[str, tuple[tuple[str, ...], str]] = {
+    **{name: (ON_POLICY, "the actor-critic algorithms") for name in ("n_steps", "gae_lambda", "ent_coef", "vf_coef")},
+    **{name: (PPO_FAMILY, "PPO") for name in ("n_epochs", "clip_range", "target_kl")},
+    "batch_size": ((*PPO_FAMILY, "dqn"), "PPO, DQN and the warm start"),
+    **{name: (("dqn",), "DQN") for name in ("buffer_size", "learning_starts", "exploration_fraction",
+                                             "target_update_interval", "train_freq")},
+}
 
 
 def check_hyperparameters(cfg: Any) -> None:
@@ -81,6 +92,12 @@ def inert_settings(cfg: Any) -> list[str]:
                      "no periodic checkpoint is saved")
     if cfg.dagger_rounds and not cfg.imitates:
         notes.append(f"dagger_rounds {cfg.dagger_rounds} has no effect without a warm start (bc_steps and bc_policy)")
-    if cfg.target_kl is not None and cfg.algo not in PPO_FAMILY:
-        notes.append(f"target_kl applies to PPO only, not {cfg.algo}")
+    defaults = {f.name: f.default for f in fields(cfg)}
+    for name, (algos, who) in ALGORITHM_SETTINGS.items():
+        used = cfg.algo in algos or (name == "batch_size" and cfg.imitates)  # the warm start's minibatches
+        if not used and getattr(cfg, name) != defaults[name]:
+            notes.append(f"{name} applies to {who} only, not {cfg.algo}")
+    if cfg.reward != "heuristic_relative" and cfg.relative_to != defaults["relative_to"]:
+        notes.append(f"relative_to {cfg.relative_to!r} has no effect with reward {cfg.reward!r}: only the reward "
+                     "heuristic_relative compares with a heuristic")
     return notes

@@ -184,8 +184,23 @@ def check_model_zip(path: Path) -> None:
         raise ConfigError(f"model file {path} is damaged: its member {damaged} fails its checksum")
 
 
+def continuation_seed(seed: int, steps: int) -> int:
+    """The seed a run resumed at step ``steps`` continues with: ``seed + steps`` (modulo 2**32, NumPy's limit)."""
+    return (int(seed) + int(steps)) % 2**32
+
+
 def resume_model(path: Path, cfg: TrainConfig, env: VecEnv, device: str, tb_dir: Path) -> BaseAlgorithm:
-    """The checkpoint ``path`` to train on in ``env``, with its normalisation statistics, logging to ``tb_dir``."""
+    """The checkpoint ``path`` to train on in ``env``, with its normalisation statistics, logging to a new
+    ``tb_dir/run_N``.
+
+    Loading reseeds Python, NumPy, PyTorch and the environments with the seed the model was built with, so the
+    continuation would draw the workloads and actions of the run's first steps again; it is reseeded with
+    :func:`continuation_seed` of ``cfg.seed`` and the checkpoint's step count instead (deterministic for a checkpoint
+    and a seed, and ``--seed`` takes effect). Its TensorBoard events go to a folder of their own: continuing the
+    latest ``run_N`` would give the steps after an earlier checkpoint two values there.
+    """
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.utils import get_latest_run_id
     from stable_baselines3.common.vec_env import VecNormalize
 
     model = load_model(path, cfg.algo, device, env=env, settings=algorithm_settings(cfg))
@@ -193,7 +208,9 @@ def resume_model(path: Path, cfg: TrainConfig, env: VecEnv, device: str, tb_dir:
     if stats is not None and isinstance(env, VecNormalize):
         loaded = read_stats(stats)
         env.obs_rms, env.ret_rms = loaded.obs_rms, loaded.ret_rms
+    model.set_random_seed(continuation_seed(cfg.seed, model.num_timesteps))
     model.tensorboard_log = str(tb_dir)
+    model.set_logger(configure(str(Path(tb_dir) / f"run_{get_latest_run_id(str(tb_dir), 'run') + 1}"), ["tensorboard"]))
     return model
 
 

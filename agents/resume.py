@@ -9,9 +9,11 @@ normalisation statistics a normalised run needs, was trained with another algori
 config now says (:data:`KEPT_SETTINGS`: the model would go on unchanged while ``config.json`` said
 otherwise), or has already reached ``timesteps``: a resumed run continues to the configured total number
 of steps (Stable-Baselines3's ``reset_num_timesteps=False``), not that many more, with the config's
-hyper-parameters (:func:`synergy_gym.agents.models.resume_model`). Resuming into the checkpoint's own run
-folder keeps its evaluations up to the checkpoint (:func:`kept_history`), so ``best_model.zip`` is
-replaced only by a better one.
+hyper-parameters (:func:`synergy_gym.agents.models.resume_model`, which reseeds it with ``seed`` + the
+checkpoint's step). Resuming into the checkpoint's own run folder keeps its evaluations up to the checkpoint
+(:func:`kept_history`), so ``best_model.zip`` is replaced only by a better one. The warm start runs only at
+step 0 (a run stopped during it saves its model there): past it, warm-start settings given are notes
+(:func:`resume_notes`) and the run records the checkpoint's own (:func:`kept_warm_start`).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ KEPT_SETTINGS = ("algo", *NETWORK_SETTINGS, "normalize_obs")
 
 #: Settings of the evaluations a run resumed in its own folder keeps (:func:`kept_history`): they cannot change there.
 HISTORY_SETTINGS = ("env_id", "env_kwargs", "eval_episodes", "eval_seed_base")
-#: Settings of the warm start, which only a fresh run does.
+#: Settings of the warm start, which a run does only at step 0 (fresh, or resumed from a checkpoint at step 0).
 WARM_START_SETTINGS = ("bc_steps", "bc_policy", "bc_epochs", "bc_learning_rate", "dagger_rounds", "dagger_steps")
 
 
@@ -127,12 +129,28 @@ def model_network(model: Any) -> TrainConfig | None:
                    attention_heads=extractor.get("attention_heads", 0))
 
 
-def resume_notes(checkpoint: Path, cfg: TrainConfig) -> list[str]:
-    """``note:`` lines for warm-start settings a resumed run is given but does not use (only a fresh run imitates)."""
-    trained = run_config(checkpoint)
-    return [f"{name} {_shown(getattr(cfg, name))} has no effect on a resumed run: the warm start runs only at the "
-            "start of a fresh run" for name in WARM_START_SETTINGS
-            if getattr(cfg, name) != (getattr(trained, name) if trained is not None else getattr(TrainConfig(), name))]
+def resume_notes(checkpoint: Path, cfg: TrainConfig, steps: int) -> list[str]:
+    """``note:`` lines for the warm start of a run resumed at step ``steps``: settings it is given but does not use (a
+    run imitates only at step 0), or, at step 0, that it imitates first (a run stopped during its warm start saves
+    its model at step 0). Read before the run's ``config.json`` is rewritten (:func:`kept_warm_start`)."""
+    if steps == 0:
+        return ([f"the checkpoint is at step 0: the warm start runs first, imitating {cfg.bc_policy} for "
+                 f"{cfg.bc_steps:,} steps as in a fresh run"] if cfg.imitates else [])
+    trained = run_config(checkpoint) or TrainConfig()
+    return [f"{name} {_shown(getattr(cfg, name))} has no effect on a run resumed at step {steps:,}: the warm start runs "
+            "only at step 0" for name in WARM_START_SETTINGS if getattr(cfg, name) != getattr(trained, name)]
+
+
+def kept_warm_start(checkpoint: Path, cfg: TrainConfig, steps: int) -> TrainConfig:
+    """``cfg`` as a run resumed at step ``steps`` records it: past step 0 with the warm-start settings of the
+    checkpoint's run (the defaults when its ``config.json`` is missing), the ones its model was trained with, not
+    ones given now that have no effect (:func:`resume_notes`)."""
+    from dataclasses import replace
+
+    if steps == 0:
+        return cfg
+    trained = run_config(checkpoint) or TrainConfig()
+    return replace(cfg, **{name: getattr(trained, name) for name in WARM_START_SETTINGS})
 
 
 def _shown(value: Any) -> str:

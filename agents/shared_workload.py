@@ -19,7 +19,10 @@ shared seeds make the environments' relative returns directly comparable.
 
 ``base`` (:func:`shared_seed_base`) is ``SHARED_SEED_BASE + 1,000,000 · seed``:
 far from the held-out (1,000,000…) and validation (2,000,000…) seeds, and
-different for each training seed. A resumed run starts again from k = 0.
+different for each training seed. A run resumed from a checkpoint at step N, saved with n
+environments, continues at k = N // n (:func:`resumed_episode`): each episode takes at least one
+step, so every environment's episodes before the checkpoint had k < N / n, and the continuation
+trains on no shared workload it trained on before (with the same number of environments).
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ SEEDS_PER_TRAINING_SEED = 1_000_000
 def shared_seed_base(seed: int) -> int:
     """The first workload seed of a training run with ``seed`` (its k-th episodes use base + k)."""
     return SHARED_SEED_BASE + SEEDS_PER_TRAINING_SEED * int(seed)
+
+
+def resumed_episode(steps: int, n_envs: int) -> int:
+    """The first k of a run resumed at step ``steps`` of a checkpoint trained with ``n_envs`` environments: its steps
+    per environment, past every episode those environments started before it (0 for a fresh run)."""
+    return int(steps) // max(1, int(n_envs))
 
 
 class SharedWorkload(gym.Wrapper):

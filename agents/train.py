@@ -51,7 +51,10 @@ Every model and statistics file is written atomically (:mod:`synergy_gym.agents.
 a run killed outright (SIGKILL) leaves whole files and ``--resume RUN_DIR`` continues it from its
 latest checkpoint, losing at most ``checkpoint_freq`` steps. ``--resume`` (a checkpoint zip or a run
 folder, :mod:`synergy_gym.agents.resume`) trains up to ``timesteps`` in all ("resuming at step
-13,108 of 20,000"); nothing is written before the config, the checkpoint and the environment have
+13,108 of 20,000"), reseeded with ``seed`` + the checkpoint's step (its shared workloads continuing past
+the checkpoint's, :mod:`synergy_gym.agents.shared_workload`): deterministic for a checkpoint and a seed,
+though not the steps an uninterrupted run would have taken; a checkpoint at step 0 (Ctrl-C during the
+warm start) imitates first. Nothing is written before the config, the checkpoint and the environment have
 been checked, and hyper-parameters that cannot work together are refused
 (:mod:`synergy_gym.agents.hyperparameters`).
 
@@ -91,7 +94,7 @@ import gymnasium as gym
 import pandas as pd
 
 from synergy_gym.agents.baseline_scores import best_heuristic, describe_baselines, evaluate_baselines, heuristic_means
-from synergy_gym.agents.checkpoints import remove_partial_files, save_model, save_stats
+from synergy_gym.agents.checkpoints import remove_partial_files, save_model, save_stats, saved_count
 from synergy_gym.agents.config import (
     BEST,
     TrainConfig,
@@ -99,8 +102,16 @@ from synergy_gym.agents.config import (
 from synergy_gym.agents.hyperparameters import inert_settings
 from synergy_gym.agents.imitation import behaviour_clone
 from synergy_gym.agents.models import build_model, resolve_device, resume_model, torch_threads_set
-from synergy_gym.agents.resume import check_resume, kept_history, resume_notes, resume_target, resumes_in_place
+from synergy_gym.agents.resume import (
+    check_resume,
+    kept_history,
+    kept_warm_start,
+    resume_notes,
+    resume_target,
+    resumes_in_place,
+)
 from synergy_gym.agents.run_folder import RUN_FILES, check_no_other_run, default_run_dir, write_baselines, write_run_records
+from synergy_gym.agents.shared_workload import resumed_episode
 from synergy_gym.agents.train_options import config_from_args
 from synergy_gym.agents.train_size import check_train_size
 from synergy_gym.agents.vec_envs import check_env_kwargs, close_vec_env, make_vec_env
@@ -139,6 +150,12 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     check_env_kwargs(cfg)
     start = check_resume(checkpoint, cfg, in_place) if checkpoint is not None else 0
     history = kept_history(run_dir, start) if in_place else None
+    # The notes compare with the checkpoint's run as it was: before its config.json is rewritten (in place).
+    notes = [*inert_settings(cfg), *(resume_notes(checkpoint, cfg, start) if checkpoint is not None else [])]
+    first_episode = 0
+    if checkpoint is not None:
+        cfg = kept_warm_start(checkpoint, cfg, start)  # past step 0 the warm start the model had, not one given now
+        first_episode = resumed_episode(start, saved_count(checkpoint, "n_envs") or cfg.n_envs)
     say = log or (lambda line: None)
     remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
     write_run_records(run_dir, cfg, device)
@@ -147,9 +164,10 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
         baselines, relative_to = _score_baselines(cfg, run_dir, device, say)
         if checkpoint is not None:
             say(f"resuming at step {start:,} of {cfg.timesteps:,} from {checkpoint}")
-        for note in [*inert_settings(cfg), *(resume_notes(checkpoint, cfg) if checkpoint is not None else [])]:
+        for note in notes:
             say(f"note: {note}")
-        _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history)
+        _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history,
+                        first_episode)
     return run_dir
 
 
@@ -210,13 +228,16 @@ def _describe_run(cfg: TrainConfig, device: str, relative_to: str | None) -> str
 
 def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dict[str, pd.DataFrame],
                     relative_to: str | None, resume: Path | None, log: Log | None, callbacks: Sequence[Any],
-                    history: list[dict[str, Any]] | None = None) -> None:
-    """Build the environments and the model (or resume), learn, and save the last model; Ctrl-C saves, then says so."""
+                    history: list[dict[str, Any]] | None = None, first_episode: int = 0) -> None:
+    """Build the environments and the model (or resume), learn, and save the last model; Ctrl-C saves, then says so.
+
+    ``first_episode``: a resumed run's first shared-workload episode (:func:`~synergy_gym.agents.vec_envs.make_vec_env`).
+    """
     env: VecEnv | None = None
     model: BaseAlgorithm | None = None
     interrupted = False
     try:
-        env = make_vec_env(cfg, relative_to=relative_to)
+        env = make_vec_env(cfg, relative_to=relative_to, first_episode=first_episode)
         if resume is not None:
             model = resume_model(resume, cfg, env, device, run_dir / "tb")
         else:
@@ -228,7 +249,11 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
                 raise
             interrupted = True
         saved = _save_last_model(model, run_dir)
-        stopped = f"saved {' and '.join(saved)} at step {model.num_timesteps:,} in {run_dir}" if interrupted else None
+        stopped = None
+        if interrupted:
+            stopped = f"saved {' and '.join(saved)} at step {model.num_timesteps:,} in {run_dir}"
+            if model.num_timesteps == 0 and cfg.imitates:  # during the warm start (or its evaluation)
+                stopped += " (before reinforcement learning: --resume runs the warm start again)"
     except KeyboardInterrupt:  # before the model existed, or while saving
         interrupted = True
         raise Interrupted(f"{'no model saved' if model is None else 'saving was cut short'} in {run_dir}") from None
@@ -241,12 +266,13 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
 
 def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame],
            fresh: bool, log: Log | None, callbacks: Sequence[Any], history: list[dict[str, Any]] | None = None) -> None:
-    """The warm start (a fresh model that imitates), then reinforcement learning up to ``cfg.timesteps`` in all
-    (a resumed model continues from its step count) with evaluations, once more at the end, and checkpoints."""
+    """The warm start (a model at step 0 that imitates: fresh, or resumed from a run stopped during its warm start),
+    then reinforcement learning up to ``cfg.timesteps`` in all (a resumed model continues from its step count) with
+    evaluations, once more at the end, and checkpoints."""
     from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, PeriodicCheckpoints, TrainingProgress
     from synergy_gym.cli.progress import is_terminal
 
-    bc = behaviour_clone(model, env, cfg) if fresh and cfg.imitates else None
+    bc = behaviour_clone(model, env, cfg) if cfg.imitates and model.num_timesteps == 0 else None
     evaluation = HeldOutEvaluation(cfg, run_dir, baselines, bc, log=log, history=history)
     schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps, first=0)]
                 if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])

@@ -1,7 +1,8 @@
 """``synergy-gym train``'s configuration from its command line, in layers, with errors that name their file.
 
 The layers, each over the one before: :class:`~synergy_gym.agents.config.TrainConfig`'s defaults, the
-resumed run's ``config.json`` (``--resume``), the ``--config`` file, then the options. A file that
+resumed run's ``config.json`` (``--resume``), the ``--config`` file, then the options; ``env_kwargs``
+(a file's ``[env_kwargs]`` table, ``--env-kwargs``) merge key by key, a later layer's value winning. A file that
 cannot be read is one line naming it (:func:`synergy_gym.agents.config.load_config_file`); a setting
 that is invalid names the file it comes from when that file's layer alone is already invalid, and an environment
 that cannot be made names the file that set it (unless ``--env`` or ``--env-kwargs`` took part).
@@ -42,10 +43,10 @@ def config_from_args(args: argparse.Namespace, checkpoint: Path | None = None) -
         layers.append((str(args.config), load_config_file(args.config)))
     values: dict[str, Any] = {}
     for _, settings in layers:
-        values.update(settings)
+        values = _over(values, settings)
     values.update({k: v for k in OPTION_FIELDS if (v := getattr(args, k, None)) is not None})
     if args.env_kwargs is not None:
-        values["env_kwargs"] = {**values.get("env_kwargs", {}), **parse_env_kwargs(args.env_kwargs)}
+        values = _over(values, {"env_kwargs": parse_env_kwargs(args.env_kwargs)})
     if args.no_progress:
         values["progress_bar"] = False
     try:
@@ -59,6 +60,14 @@ def config_from_args(args: argparse.Namespace, checkpoint: Path | None = None) -
     except SynergyGymError as exc:
         raise _env_blamed(exc, layers, args) from None
     return cfg
+
+
+def _over(values: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` over ``values``: each setting replaces the one before, but ``env_kwargs`` tables merge key by key."""
+    merged = {**values, **settings}
+    if isinstance(values.get("env_kwargs"), dict) and isinstance(settings.get("env_kwargs"), dict):
+        merged["env_kwargs"] = {**values["env_kwargs"], **settings["env_kwargs"]}
+    return merged
 
 
 def _env_blamed(exc: SynergyGymError, layers: list[tuple[str, dict[str, Any]]],
@@ -75,7 +84,7 @@ def _blamed(exc: SynergyGymError, layers: list[tuple[str, dict[str, Any]]]) -> S
     """``exc`` naming the first file whose layer alone (over those before it) already gives it; else as it is."""
     values: dict[str, Any] = {}
     for source, settings in layers:
-        values.update(settings)
+        values = _over(values, settings)
         try:
             TrainConfig.from_mapping(values, source=source)
         except SynergyGymError as alone:

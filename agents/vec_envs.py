@@ -105,11 +105,13 @@ def runs_in_process(cfg: TrainConfig, cores: int | None = None) -> bool:
     return (usable_cores() if cores is None else cores) <= cfg.n_envs
 
 
-def make_vec_env(cfg: TrainConfig, relative_to: str | None = None) -> VecEnv:
+def make_vec_env(cfg: TrainConfig, relative_to: str | None = None, first_episode: int = 0) -> VecEnv:
     """The training envs (``seed + rank``), normalised as configured.
 
     ``relative_to``: the env heuristic of ``reward = "heuristic_relative"`` (default
     ``cfg.relative_to``; ``"best"`` is resolved by scoring the heuristics on the evaluation seeds).
+    ``first_episode``: with shared workloads, the k of the first episode (a resumed run's
+    :func:`~synergy_gym.agents.shared_workload.resumed_episode`; 0 for a fresh run).
     """
     from stable_baselines3.common.vec_env import SubprocVecEnv, VecNormalize
 
@@ -121,7 +123,7 @@ def make_vec_env(cfg: TrainConfig, relative_to: str | None = None) -> VecEnv:
             relative_to = best_heuristic(heuristic_means(evaluate_baselines(cfg)))
     else:
         relative_to = None
-    shared_base = shared_seed_base(cfg.seed) if cfg.shared_workload else None
+    shared_base = shared_seed_base(cfg.seed) + int(first_episode) if cfg.shared_workload else None
     vec: VecEnv
     if not runs_in_process(cfg):
         factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=True)

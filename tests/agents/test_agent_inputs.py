@@ -181,6 +181,18 @@ def test_settings_that_do_nothing_are_notes():
     assert notes(timesteps=20_000, checkpoint_freq=20_000, eval_freq=10_000) == [
         "checkpoint_freq 20,000 is not below timesteps 20,000: no periodic checkpoint is saved"]
     assert notes(timesteps=20_000, checkpoint_freq=0, eval_freq=10_000) == []  # no checkpoints asked for
+    # Settings of another algorithm, changed from their defaults (as the defaults, they say nothing).
+    assert notes(algo="a2c", n_epochs=3, clip_range=0.1, batch_size=64) == [
+        "n_epochs applies to PPO only, not a2c", "clip_range applies to PPO only, not a2c",
+        "batch_size applies to PPO, DQN and the warm start only, not a2c"]
+    assert notes(algo="a2c", batch_size=64, bc_steps=1000) == []  # the warm start's minibatches
+    assert notes(algo="dqn", n_epochs=3, n_steps=64) == [
+        "n_steps applies to the actor-critic algorithms only, not dqn", "n_epochs applies to PPO only, not dqn"]
+    assert notes(learning_starts=10) == ["learning_starts applies to DQN only, not maskable_ppo"]
+    assert notes(relative_to="srtf+tune") == [
+        "relative_to 'srtf+tune' has no effect with reward 'absolute': only the reward heuristic_relative compares "
+        "with a heuristic"]
+    assert notes(relative_to="srtf+tune", reward="heuristic_relative") == []
 
 
 def test_a_run_without_out_goes_to_runs_and_prints_its_notes(tmp_path, capsys, monkeypatch):
@@ -197,7 +209,9 @@ def test_a_run_without_out_goes_to_runs_and_prints_its_notes(tmp_path, capsys, m
     assert [line for line in lines if line.startswith("note: ")] == [
         "note: eval_freq 1,000 is above timesteps 16: only the final evaluation runs",
         "note: checkpoint_freq 16 is not below timesteps 16: no periodic checkpoint is saved",
-        "note: target_kl applies to PPO only, not a2c"]
+        "note: n_epochs applies to PPO only, not a2c",  # n_epochs 1, batch_size 8 in the tiny config
+        "note: target_kl applies to PPO only, not a2c",
+        "note: batch_size applies to PPO, DQN and the warm start only, not a2c"]
     assert not (run / "checkpoints").exists()
     assert json.loads((run / "config.json").read_text())["algo"] == "a2c"
 
@@ -218,3 +232,43 @@ def test_train_on_a_device_that_is_not_there_is_one_line(device, cuda, words, tm
     code, out, err = run_cli(["train", "--device", device, "--out", str(tmp_path / "run")], capsys)
     one_line_error(code, out, err, words)
     assert not (tmp_path / "run").exists()
+
+
+# -- layers and YAML numbers ------------------------------------------------------------------------------------------
+
+
+def test_a_config_files_env_kwargs_merge_over_the_resumed_runs_like_the_options(run64, tmp_path):
+    """On ``--resume`` a ``--config`` file's ``[env_kwargs]`` adds to the run's env kwargs key by key, as
+    ``--env-kwargs`` does, rather than replacing them all; a later layer's value wins."""
+    from synergy_gym.agents.resume import resume_target
+    from synergy_gym.agents.train_options import config_from_args
+    from synergy_gym.cli import build_parser
+
+    config = tmp_path / "rounds.toml"
+    config.write_text("[env_kwargs]\nmax_rounds = 3000\n")
+    checkpoint = resume_target(run64)
+
+    def env_kwargs(*argv: str) -> dict:
+        return config_from_args(build_parser().parse_args(["train", "--resume", str(run64), *argv]), checkpoint).env_kwargs
+
+    assert env_kwargs("--config", str(config)) == {"num_jobs": 10, "max_rounds": 3000}  # the run's num_jobs kept
+    assert env_kwargs("--env-kwargs", "max_rounds=3000") == {"num_jobs": 10, "max_rounds": 3000}
+    assert env_kwargs("--config", str(config), "--env-kwargs", "max_rounds=3500") == {"num_jobs": 10, "max_rounds": 3500}
+
+
+def test_numbers_yaml_reads_as_text_are_numbers(tmp_path):
+    """YAML 1.1 (PyYAML) reads 3e-4 and 1e5 as text: for the settings that are numbers they are numbers."""
+    from synergy_gym.agents.config import load_run_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text("learning_rate: 3e-4\ntimesteps: 1e5\nbc_learning_rate: 1E-3\nbc_policy: none\n")
+    cfg = load_run_config(config)
+    assert (cfg.learning_rate, cfg.timesteps, cfg.bc_learning_rate) == (3e-4, 100_000, 1e-3)
+    assert isinstance(cfg.timesteps, int)
+    config.write_text("timesteps: 1.5e3x\n")  # not a number: refused as before
+    with pytest.raises(ConfigError, match=r"timesteps must be a positive integer, got '1.5e3x'"):
+        load_run_config(config)
+    toml = tmp_path / "c.toml"  # TOML has numbers of its own: text stays text
+    toml.write_text('learning_rate = "3e-4"\n')
+    with pytest.raises(ConfigError, match=r"learning_rate must be a positive number, got '3e-4'"):
+        load_run_config(toml)

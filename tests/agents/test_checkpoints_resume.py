@@ -246,8 +246,8 @@ def test_warm_start_settings_given_on_resume_are_notes(run64, tmp_path, capsys):
     code, out, err = run_cli(["train", "--resume", str(run64 / "last_model.zip"), "--timesteps", "80", "--bc-steps",
                               "32", "--bc-policy", "srtf+tune", "--out", str(tmp_path / "r")], capsys)
     assert code == 0, err
-    notes = [line for line in out.splitlines() if "has no effect on a resumed run" in line]
-    assert notes == [f"note: {setting} has no effect on a resumed run: the warm start runs only at the start of a fresh run"
+    notes = [line for line in out.splitlines() if "has no effect on a run resumed" in line]
+    assert notes == [f"note: {setting} has no effect on a run resumed at step 64: the warm start runs only at step 0"
                      for setting in ("bc_steps 32", "bc_policy 'srtf+tune'")]
 
 
