@@ -286,16 +286,6 @@ def test_a_model_without_masking_acts_through_the_env_fallback(tmp_path):
     assert row["jobs_finished"] + row["jobs_unfinished"] == 20
 
 
-def test_run_records_keep_the_device_asked_for_and_the_one_used(tmp_path):
-    from synergy_gym.agents.config import TrainConfig
-    from synergy_gym.agents.run_folder import write_run_records
-
-    write_run_records(tmp_path, TrainConfig(), "cpu")
-    assert json.loads((tmp_path / "config.json").read_text())["device"] == "auto"  # resumes resolve it again
-    versions = json.loads((tmp_path / "versions.json").read_text())
-    assert versions["device"] == "cpu" and "device_name" not in versions
-
-
 def test_sampled_evaluation_is_reproducible_per_seed_and_leaves_torch_state_alone(tmp_path):
     """deterministic=False: each episode samples from torch seeded with its seed; the caller's torch state is kept."""
     import torch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 from tests.agents.tiny_runs import QUICK, one_line_error, tiny_config
@@ -28,3 +29,13 @@ def test_a_fresh_run_into_a_run_folder_is_refused_and_leaves_it_as_it_was(run64,
     code, out, err = run_cli(["train", *QUICK, "--config", str(config), "--timesteps", "16",
                               "--out", str(empty)], capsys)
     assert code == 0, err  # an empty folder is fine
+
+
+def test_run_records_keep_the_device_asked_for_and_the_one_used(tmp_path):
+    from synergy_gym.agents.config import TrainConfig
+    from synergy_gym.agents.run_folder import write_run_records
+
+    write_run_records(tmp_path, TrainConfig(), "cpu")
+    assert json.loads((tmp_path / "config.json").read_text())["device"] == "auto"  # resumes resolve it again
+    versions = json.loads((tmp_path / "versions.json").read_text())
+    assert versions["device"] == "cpu" and "device_name" not in versions
