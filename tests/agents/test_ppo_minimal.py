@@ -12,6 +12,7 @@ import synergy_gym
 from synergy_gym.agents import ppo_masked_minimal
 from synergy_gym.agents.ppo_masked_minimal import MASKED_LOGIT, Agent, gae
 from synergy_gym.agents.ppo_masked_minimal import main as minimal
+from tests.agents.tiny_runs import usage_error
 from tests.support import REPO
 
 ENV_IDS = tuple(synergy_gym.SCENARIOS)
@@ -77,12 +78,7 @@ def test_bad_options_stop_in_one_line_before_training(argv, message, monkeypatch
         raise AssertionError("training started")
 
     monkeypatch.setattr(ppo_masked_minimal, "train", no_training)
-    with pytest.raises(SystemExit) as stop:
-        minimal(argv)
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and err.count("error:") == 1
-    assert err.splitlines()[-1].split(" error: ", 1)[1].startswith(message)
+    assert usage_error(lambda: minimal(argv), capsys).startswith(message)
 
 
 def test_sampling_never_picks_a_masked_action():
@@ -158,3 +154,4 @@ def test_benchmark_short_run_prints_steps_per_second():
     # One rollout of 4 envs × 256 steps (600 rounds down to at least one), then steps/s and the time to first step.
     assert fields[1] == "1,024" and float(fields[3].replace(",", "")) > 0 and float(fields[4]) > 0
     assert "synergy-gym train" not in out.split("program")[-1]
+

@@ -58,3 +58,16 @@ def one_line_error(code: int, out: str, err: str, *words: str, command: str = "t
     for word in words:
         assert word in err, (word, err)
     return err.strip()
+
+
+def usage_error(call, capsys) -> str:
+    """Run ``call()``, which must stop as argparse does on a bad option (exit 2, one ``error:`` line, no
+    traceback); the message after ``error: ``."""
+    import pytest
+
+    with pytest.raises(SystemExit) as stop:
+        call()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("error:") == 1
+    return err.splitlines()[-1].split(" error: ", 1)[1]

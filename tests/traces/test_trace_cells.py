@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from synergy_gym.errors import SynergyGymError
 from synergy_gym.traces.alibaba import read_alibaba
 from synergy_gym.traces.loader import load_trace, trace_workload
 from synergy_gym.traces.trace_jobs import TraceWarning
+from tests.traces.test_reader_errors import _error
 
 PHILLY = "timestamp,duration,num_gpus,gpu_time,cluster\n"
 PHILLY_ROWS = ["2017-10-01 00:00:00,7200,1,7200,a", "2017-10-01 01:00:00,3600,2,7200,b"]
@@ -27,14 +27,6 @@ TASK_ROWS = ["j1,worker,2,T,1000,8200,600,30,100,V100", "j2,worker,1,T,2000,1280
 def _write(path, text):
     path.write_text(text)
     return path
-
-
-def _error(read, path):
-    with pytest.raises(SynergyGymError) as e:
-        read(path)
-    message = str(e.value)
-    assert message.startswith(f"{path}: ") and "\n" not in message, message
-    return message
 
 
 def _alibaba(tmp_path, jobs=None, tasks=None):
