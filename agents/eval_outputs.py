@@ -4,9 +4,9 @@
 to ``--json``): one ``results.csv`` row per policy and seed (:data:`FIELDS`), the
 summary rows (:func:`synergy_gym.agents.eval_summary.summary_records`) with the run's
 ``meta`` (:mod:`synergy_gym.cli.results_json`) and the CDF of the pooled job completion
-times (:func:`cdf_curves`: the agents, the best env heuristic, fifo+tune and the
-no-waiting bound; every policy with ``--plot-all``). :func:`write_decisions` writes the
-``--decisions`` logs and :func:`jobs_table` the ``--jobs-csv`` table (:data:`JOBS_FIELDS`).
+times of the finished jobs (:func:`cdf_figure`; :func:`cdf_curves`: the agents, the best env heuristic,
+fifo+tune and the no-waiting bound; every policy with ``--plot-all``; truncated ones marked).
+:func:`write_decisions` writes the ``--decisions`` logs and :func:`jobs_table` the ``--jobs-csv`` table (:data:`JOBS_FIELDS`).
 
 All of them appear together or none does: :func:`staged_writer` stages every file
 (:func:`synergy_gym.cli.staging.staged_outputs`) and moves them into place once all are written; an
@@ -79,14 +79,17 @@ def write_decisions(results: pd.DataFrame, folder: Path, stage: Stage | None = N
 
 def cdf_curves(jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame,
                plot_all: bool = False) -> dict[str, np.ndarray]:
-    """The curves of ``jct_cdf.png``, ``{legend label: JCTs}`` in drawing order.
+    """The curves of ``jct_cdf.png``, ``{legend label: JCTs of the finished jobs}`` in drawing order.
 
     By default the agents, the best env heuristic (:func:`~synergy_gym.agents.eval_summary.best_env_row`: the
     lowest mean JCT of source ``env``, never ``random``),
     ``fifo+tune`` (the env heuristic, else the simulator's) and the no-waiting bound;
-    with ``plot_all`` every policy, in the order they ran. Labels are ``name (source)``.
+    with ``plot_all`` every policy, in the order they ran; never the contention bound, which has no per-job
+    JCTs. Labels are ``name (source)``, ``name (source, N truncated)`` for a policy with N episodes
+    truncated at ``max_rounds`` (the summary's ``truncated``). A policy that finished no job keeps its
+    label with no JCTs (:func:`write_outputs` names it in the title).
     """
-    present = {key: values for key, values in jcts.items() if np.asarray(values).size}
+    present = {key: values for key, values in jcts.items() if not _mean_only(key)}
     row = best_env_row(summary)
     best_env = [] if row is None else [str(row["policy"])]
     if plot_all:
@@ -96,8 +99,28 @@ def cdf_curves(jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame,
         tune = [k for k in (("fifo+tune", "env"), ("fifo+tune", "sim")) if k in present][:1]
         keys = [k for k in present if k[1] == "agent"] + best + tune + [k for k in present if k[1] == "bound"]
         keys = [k for k in dict.fromkeys(keys) if k in present]
-    return {f"{name} ({source}, best heuristic)" if source == "env" and [name] == best_env else f"{name} ({source})":
-            np.asarray(present[(name, source)], dtype=float) for name, source in keys}
+    truncated = _truncated(summary)
+    curves = {}
+    for name, source in keys:
+        notes = [source, *(["best heuristic"] if source == "env" and [name] == best_env else [])]
+        notes += [f"{truncated[(name, source)]} truncated"] if truncated.get((name, source)) else []
+        curves[f"{name} ({', '.join(notes)})"] = np.asarray(present[(name, source)], dtype=float)
+    return curves
+
+
+def _mean_only(key: tuple[str, str]) -> bool:
+    """Whether the policy ``(name, source)`` has a mean JCT only, no per-job JCTs: the contention bound."""
+    from synergy_gym.baselines.sim_on_env import CONTENTION_BOUND  # imports scipy: only when drawing
+
+    return key == (CONTENTION_BOUND, "bound")
+
+
+def _truncated(summary: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """``{(policy, source): truncated episodes}`` of the summary (none without its ``truncated`` column)."""
+    if "truncated" not in summary:
+        return {}
+    return {(str(p), str(s)): int(t) for p, s, t in zip(summary["policy"], summary["source"], summary["truncated"])
+            if not pd.isna(t)}
 
 
 def write_outputs(results: pd.DataFrame, jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame, out: Path,
@@ -111,18 +134,38 @@ def write_outputs(results: pd.DataFrame, jcts: dict[tuple[str, str], np.ndarray]
     atomic_write_text(place(out / "results.csv"), results[list(FIELDS)].to_csv(index=False))
     write_results_json([place(out / "results.json"), place(json_path) if json_path is not None else None],
                        summary_records(summary), meta or {})
-    load = results["load"].iloc[0]
+    title, jobs, cdf = cdf_figure(jcts, summary, results["load"].iloc[0], plot_all)
+    atomic_write_bytes(place(out / "jct_cdf.png"), jct_cdf_png(cdf, title, jobs=jobs))
+
+
+def cdf_figure(jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame, load: Any,
+               plot_all: bool = False) -> tuple[str, str, dict[tuple[str, Any], np.ndarray]]:
+    """``jct_cdf.png``'s title, its axis' jobs and its curves ``{(label, panel): JCTs}`` (:func:`cdf_curves`).
+
+    The panel is the load (jobs per hour), ``fixed workload`` where it has none (NaN: jobs from a file).
+    Where a drawn policy had truncated episodes the figure is of the finished jobs (the unfinished ones have no
+    JCT); a chosen policy that finished no job has no curve and is named in the title.
+    """
     curves = cdf_curves(jcts, summary, plot_all)
-    cdf = {(label, load): values for label, values in curves.items()}
-    if not cdf:
+    panel = "fixed workload" if load is None or pd.isna(load) else load
+    cdf = {(label, panel): values for label, values in curves.items() if values.size}
+    unfinished = [label for label, values in curves.items() if not values.size]
+    plottable = sum(not _mean_only(key) for key in jcts)
+    if not curves:
         shown = "no policy with per-job JCTs (the contention bound gives a mean only)"
-    elif len(cdf) < len(jcts):
-        shown = (f"{len(cdf)} of {len(jcts)} policies: the agents, the best env heuristic, fifo+tune, the bound "
+    elif len(curves) < plottable:
+        shown = (f"{len(curves)} of {plottable} policies: the agents, the best env heuristic, fifo+tune, the bound "
                  "(--plot-all: all)")
     else:
-        shown = f"{len(cdf)} {'policy' if len(cdf) == 1 else 'policies'}"
-    title = f"CDF of job completion times, every job of the evaluation episodes\n{shown}"
-    atomic_write_bytes(place(out / "jct_cdf.png"), jct_cdf_png(cdf, title, jobs="jobs of the episodes"))
+        shown = f"{len(curves)} {'policy' if len(curves) == 1 else 'policies'}"
+    truncated = any(" truncated)" in label for label in curves)
+    jobs = "finished jobs of the episodes" if truncated else "jobs of the episodes"
+    which = ("the finished jobs of the evaluation episodes (truncated episodes' unfinished jobs have no JCT)"
+             if truncated else "every job of the evaluation episodes")
+    title = f"CDF of job completion times, {which}\n{shown}"
+    if unfinished:
+        title += f"\nno finished job, no curve: {', '.join(unfinished)}"
+    return title, jobs, cdf
 
 
 def _in_place(path: Path) -> Path:

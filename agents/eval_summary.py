@@ -30,7 +30,8 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     """One row per (policy, source), sorted by mean JCT (the columns: :mod:`synergy_gym.agents.evaluate`).
 
     Several agents (``agent[0]``, ``agent[1]``, …) also give a row ``agent``: the mean over
-    models, with the 95 % CI over the models' means (``ci95_over`` = ``"models"``).
+    models, with the 95 % CI over the models' means (``ci95_over`` = ``"models"``); its ``truncated`` counts
+    the seeds on which any model's episode was truncated, so it is at most its ``episodes`` (one per seed).
     """
     rows: list[dict[str, Any]] = []
     for (policy, source), g in results.groupby(["policy", "source"], sort=False):
@@ -49,11 +50,18 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
             "policy": "agent", "source": "agent", "episodes": agents[0]["episodes"], "mean_jct_h": mean,
             "mean_jct_ci95_h": half, "p99_jct_h": float(np.mean([r["p99_jct_h"] for r in agents])),
             "makespan_h": float(np.mean([r["makespan_h"] for r in agents])),
-            "truncated": sum(r["truncated"] for r in agents), "wall_s": sum(r["wall_s"] for r in agents),
+            "truncated": _seeds_truncated(results[results["source"] == "agent"]),
+            "wall_s": sum(r["wall_s"] for r in agents),
             "ci95_over": "models", "models": len(agents), "per_seed": {k: float(v) for k, v in per_seed.items()},
         })
     summary = pd.DataFrame(rows)
     return summary.sort_values("mean_jct_h", kind="stable", ignore_index=True)
+
+
+def _seeds_truncated(episodes: pd.DataFrame) -> int:
+    """How many seeds of ``episodes`` (rows of several policies) have a truncated episode of any of them."""
+    cut = ~episodes["terminated"].astype(bool)
+    return int(episodes.loc[cut, "seed"].nunique())
 
 
 def best_env_row(summary: pd.DataFrame) -> pd.Series | None:

@@ -39,9 +39,13 @@ rows ``{policy, source, episodes, mean_jct_h, mean_jct_ci95_h, p99_jct_h,
 makespan_h, truncated, wall_s, ci95_over, per_seed: {seed: mean_jct_h}}``, agent rows
 also ``paired_vs_best_env`` (:func:`synergy_gym.agents.eval_summary.paired_vs_best_env`:
 the per-seed difference to the best env heuristic, its 95 % CI over seeds, and on how
-many seeds the agent is better); ``results.csv``, one row per policy and seed;
+many seeds the agent is better); ``truncated`` counts the episodes cut off at ``max_rounds`` (the agents' mean
+row: the seeds on which any model's was); ``results.csv``, one row per policy and seed, its ``load`` the
+generator's jobs per hour (empty for jobs from a file: env kwarg ``workload=`` or ``trace=``);
 ``jct_cdf.png``, the CDF of the agents, the best env heuristic, fifo+tune and the
-no-waiting bound (every policy with ``--plot-all``; the contention bound has no per-job JCTs and no curve).
+no-waiting bound (every policy with ``--plot-all``; the contention bound has no per-job JCTs and no curve):
+of every job, or of the finished jobs where episodes were truncated (a curve's legend says how many were; a
+policy that finished no job is named in the title).
 
 Optional records: ``--decisions DIR`` writes, for every policy that acts
 through the environment (agents and env heuristics; simulator policies and the
@@ -144,8 +148,9 @@ def run_policies(
     not depend on the other seeds evaluated. With ``keep_jobs`` a column ``jobs``
     holds each episode's jobs (:func:`synergy_gym.experiments.evaluation.job_frame`), with
     ``log_decisions`` a column ``decision_log`` the first seed's decisions of the
-    agents and env heuristics (:mod:`synergy_gym.agents.eval_outputs`). ``progress`` is told
-    each policy as it starts, and the callback it returns each finished episode.
+    agents and env heuristics (:mod:`synergy_gym.agents.eval_outputs`). The pooled JCTs are of the finished
+    jobs (a truncated episode's unfinished ones have none); the column ``load`` is :func:`workload_load`.
+    ``progress`` is told each policy as it starts, and the callback it returns each finished episode.
     """
     from synergy_gym.baselines.env_heuristics import env_heuristics
     from synergy_gym.baselines.sim_on_env import BOUNDS, simulate_on_env
@@ -179,9 +184,21 @@ def run_policies(
             results[column] = np.nan
     for column in ("jobs_finished", "jobs_total", "decisions", "invalid_actions"):  # counts; empty for sim rows
         results[column] = results[column].astype("Int64")
-    results["load"] = effective_env_kwargs(env_id, env_kwargs).get("jobs_per_hour")
+    results["load"] = workload_load(env_id, env_kwargs)
     results["env"] = env_id
     return results, jcts
+
+
+def workload_load(env_id: str, env_kwargs: dict[str, Any]) -> float:
+    """The load (jobs per hour) of the episodes' workloads: the generator's ``jobs_per_hour``, NaN for fixed jobs.
+
+    Jobs from a file (env kwarg ``workload=`` or ``trace=``) arrive at the file's times, so they have no load
+    of the generator's: NaN (empty in ``results.csv``), as ``compare`` leaves a fixed workload's load.
+    """
+    kwargs = effective_env_kwargs(env_id, env_kwargs)
+    if kwargs.get("workload") is not None or kwargs.get("trace") is not None:
+        return float("nan")
+    return float(kwargs["jobs_per_hour"])
 
 
 def run_evaluation(

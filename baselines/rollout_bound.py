@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -57,6 +58,7 @@ import synergy_gym  # registers the environments
 from synergy_gym.baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
 from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.cli.files import atomic_write_text, check_output_file
+from synergy_gym.cli.results_json import json_safe
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 from synergy_gym.experiments.statistics import ci95_half_width
 
@@ -308,7 +310,8 @@ def compare_seed(env_id: str, policy: RolloutPolicy, seed: int, env_kwargs: dict
 
 
 def summary(rows: list[SeedRow]) -> dict[str, float]:
-    """Means over seeds and the paired difference (mean and 95 % CI half-width, t-distribution)."""
+    """Means over seeds and the paired difference (mean and 95 % CI half-width, t-distribution; NaN for one seed:
+    printed ``-``, ``null`` in the JSON)."""
     base = np.array([r.base_mean_jct_h for r in rows])
     roll = np.array([r.rollout_mean_jct_h for r in rows])
     diff = roll - base
@@ -361,10 +364,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.deviations:>10} {r.mean_candidates:>6.1f} {r.wall_s:>8.1f}", flush=True)
         if args.json is not None:
             record = {**meta, "summary": summary(rows), "rows": [asdict(x) for x in rows]}
-            atomic_write_text(args.json, json.dumps(record, indent=1) + "\n")
+            atomic_write_text(args.json, json.dumps(json_safe(record), indent=1, allow_nan=False) + "\n")
     s = summary(rows)
+    ci = "-" if math.isnan(s["paired_diff_ci95_h"]) else f"{s['paired_diff_ci95_h']:.3f}"  # one seed: no CI
     print(f"mean: base {s['base_mean_jct_h']:.3f} h, rollout {s['rollout_mean_jct_h']:.3f} h, paired "
-          f"{s['paired_diff_h']:+.3f} h ± {s['paired_diff_ci95_h']:.3f} ({s['paired_diff_pct']:+.2f} %), "
+          f"{s['paired_diff_h']:+.3f} h ± {ci} ({s['paired_diff_pct']:+.2f} %), "
           f"{s['mean_wall_s']:.0f} s per rollout episode")
     return 0
 

@@ -101,6 +101,7 @@ class DecisionLoop:
             if sim.done or sim.exhausted:
                 return self.end_episode(s, truncated=False)
             if sim.rounds_elapsed >= cfg.max_rounds:
+                sim.admit_arrivals()  # the last round's arrivals are in the system at the limit (and in its reward)
                 return self.end_episode(s, truncated=True)
             # An idle cluster's clock jumps to the next arrival, but no further than the limit (the episode then
             # ends truncated, that arrival not yet in the system).

@@ -17,6 +17,7 @@ from synergy_gym.env.calls import (
     check_seed,
     check_workload_seed,
     episode_ended,
+    same_setting,
     shown,
 )
 from synergy_gym.env.config import EnvConfig, as_cluster
@@ -26,7 +27,7 @@ from synergy_gym.env.masks import ActionLayout
 from synergy_gym.env.observation import ObservationBuilder
 from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
-from synergy_gym.env.source import episode_workload, source_from_config
+from synergy_gym.env.source import episode_workload, source_from_config, source_jobs
 from synergy_gym.env.summary import episode_summary
 from synergy_gym.env.types import NO_JOBS, Decision, EpisodeState
 from synergy_gym.sim.allocation import Tune
@@ -311,7 +312,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def workload_for_seed(self, seed: int) -> Workload:
         """The jobs ``reset(options={"workload_seed": seed})`` runs (any seed, for a fixed workload); no reset needed."""
-        return self.source.workload(check_workload_seed(seed))
+        return source_jobs(self.source, check_workload_seed(seed))
 
     def action_masks(self) -> np.ndarray:
         """Valid actions (for sb3-contrib's MaskablePPO): filled slots' honourable levels, and stop.
@@ -377,5 +378,17 @@ def make_synergy_env(**kwargs: Any) -> SynergyEnv:
     A function (with no ``metadata``) rather than the class, so that ``gym.make(...,
     render_mode="human")`` reaches the constructor, which refuses it naming the render modes
     there are, instead of Gymnasium wrapping the environment in a pygame window.
+
+    ``gym.make(id, config={...})`` is refused where the dict and the keyword arguments (the id's
+    registered ones among them) set a key differently: the keyword arguments would win, silently.
     """
+    config = kwargs.get("config")
+    if isinstance(config, Mapping):
+        for key, value in config.items():
+            if key in kwargs and not same_setting(value, kwargs[key]):
+                raise EnvCallError(
+                    f"gym.make(id, config=...): config sets {key}={shown(value)}, but the id (or a keyword argument) "
+                    f"sets {key}={shown(kwargs[key])}, which would win; pass the settings as keyword arguments "
+                    f"instead, gym.make(id, **config), which override the id's"
+                )
     return SynergyEnv(**kwargs)

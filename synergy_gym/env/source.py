@@ -11,7 +11,9 @@ environment draws a seed from its ``np_random`` per reset only then) and
   the reader that an installed package registers under the entry-point group
   ``synergy_gym.workload_readers`` (``replay`` and ``trace``, from ``traces``),
   so the core never imports the packages built on it;
-* ``workload=<any object with seeded and workload(seed)>``: used as it is.
+* ``workload=<any object with seeded and workload(seed)>``: used as it is, except that an episode
+  runs every job of its workload to the end (a workload whose ``run_until`` is ``"window"``, as
+  ``read_workload_csv`` gives, is run with ``"all"``: ``terminated`` means every job finished).
 
 ``reset(options={"workload_seed": s})`` runs the episode on the source's workload
 for seed ``s`` (without drawing from ``np_random``), and
@@ -82,8 +84,17 @@ def episode_workload(source: WorkloadSource, np_random: np.random.Generator, opt
     """
     options = check_reset_options(options)
     if "workload_seed" in options:
-        return source.workload(options["workload_seed"])
-    return source.workload(int(np_random.integers(0, 2**31 - 1)) if source.seeded else None)
+        return source_jobs(source, options["workload_seed"])
+    return source_jobs(source, int(np_random.integers(0, 2**31 - 1)) if source.seeded else None)
+
+
+def source_jobs(source: WorkloadSource, seed: int | None) -> Workload:
+    """``source.workload(seed)`` as an episode runs it: every job to the end (``run_until="all"``)."""
+    jobs = source.workload(seed)
+    if not isinstance(jobs, Workload):
+        raise ConfigError(f"workload source {type(source).__name__}: workload({seed!r}) must return a Workload, "
+                          f"got {type(jobs).__name__}")
+    return jobs if jobs.run_until == "all" else replace(jobs, run_until="all")
 
 
 def _reader(name: str) -> Callable[..., Workload]:

@@ -12,12 +12,17 @@ def episode_summary(sim: Simulator) -> dict[str, float]:
     """JCT statistics of the episode so far: all arrived jobs, and the workload's measured window.
 
     A job still unfinished (a truncated episode) counts with its time in the system so far –
-    a lower bound on its JCT – so starving jobs until the episode is cut off does not look good.
+    a lower bound on its JCT – so starving jobs until the episode is cut off does not look good;
+    so does the makespan, which then runs to the episode's end (a lower bound too).
     """
     jobs = sim.jobs
     done = ~np.isnan(jobs.finish_s)
     arrived = jobs.arrival_s <= sim.now
-    last = float(np.nanmax(jobs.finish_s)) if done.any() else float(jobs.arrival_s[0])
+    unfinished = int(np.count_nonzero(arrived & ~done))
+    if unfinished:
+        last = float(sim.now)
+    else:
+        last = float(np.nanmax(jobs.finish_s)) if done.any() else float(jobs.arrival_s[0])
 
     def stats(selected: np.ndarray, prefix: str) -> dict[str, float]:
         s: JctStats = summarise_jcts(jobs.arrival_s, jobs.finish_s, selected, now=sim.now)
@@ -28,7 +33,7 @@ def episode_summary(sim: Simulator) -> dict[str, float]:
         **stats(arrived & jobs.measured, "window_"),
         "makespan_h": (last - float(jobs.arrival_s[0])) / 3600.0,
         "jobs_finished": int(done.sum()),
-        "jobs_unfinished": int(np.count_nonzero(arrived & ~done)),
+        "jobs_unfinished": unfinished,
         "jobs_total": int(jobs.n),
         "episode_rounds": sim.rounds_elapsed,
     }

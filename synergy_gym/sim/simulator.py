@@ -244,6 +244,10 @@ class Simulator:
         b = math.ceil(t / r) * r
         return b if b >= t else b + r  # guard against t / r rounding down
 
+    def admit_arrivals(self) -> None:
+        """Add the jobs that have arrived by :attr:`now` to :attr:`runnable` (:meth:`begin_round` does it first)."""
+        self._admit_arrivals()
+
     def _admit_arrivals(self) -> None:
         self._top_up_stream()
         jobs = self.jobs

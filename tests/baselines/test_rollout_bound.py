@@ -6,6 +6,7 @@ Faithful copies, never worse than its base, clear errors.
 from __future__ import annotations
 
 import copy
+import json
 
 import gymnasium as gym
 import numpy as np
@@ -15,6 +16,7 @@ import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym.baselines.rollout_bound import (
     BASE_NAMES,
     RolloutPolicy,
+    SeedRow,
     base_episode,
     base_policy,
     compare_seed,
@@ -142,3 +144,24 @@ def test_a_preemptive_environment_is_refused_up_front():
     env = gym.make(ENV, preemptive=True, **TINY)
     with pytest.raises(ConfigError, match="non-preemptive"):
         RolloutPolicy().run_episode(env, 1)
+
+
+def test_one_seed_has_no_ci_printed_as_dash_and_written_as_null(tmp_path, capsys, monkeypatch):
+    def row(env_id, policy, seed, env_kwargs=None):  # the rollout itself is tested above; here only the report
+        return SeedRow(seed=seed, base_mean_jct_h=10.0, rollout_mean_jct_h=9.0 + seed / 10, diff_pct=-5.0, decisions=3,
+                       deviations=1, rollouts=4, mean_candidates=2.0, truncated=False, wall_s=0.5)
+
+    def reject(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    monkeypatch.setattr("synergy_gym.baselines.rollout_bound.compare_seed", row)
+    path = tmp_path / "rows.json"
+    assert main(["--seeds", "1", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "paired -0.900 h ± - (-9.00 %)" in out and "nan" not in out.lower()
+    document = json.loads(path.read_text(), parse_constant=reject)  # no bare NaN
+    assert document["summary"]["paired_diff_ci95_h"] is None and document["summary"]["episodes"] == 1
+    assert main(["--seeds", "1,2", "--json", str(path)]) == 0
+    assert "paired -0.850 h ± 0.635 (-8.50 %)" in capsys.readouterr().out
+    two = json.loads(path.read_text(), parse_constant=reject)["summary"]
+    assert two["paired_diff_ci95_h"] == pytest.approx(0.6353, abs=1e-4)

@@ -139,3 +139,42 @@ def test_after_every_job_has_finished_the_render_shows_none_running(render_mode)
         assert all(line.split()[1:] == ["8", "24.0", "500.0"] for line in lines[2:]) and len(lines) == 2 + 4
     else:
         assert out.ndim == 3
+
+
+@pytest.mark.parametrize("mode", MODE_IDS)
+def test_a_truncated_episodes_final_observation_has_the_last_rounds_arrivals(mode):
+    # The same actions with and without the limit: at the limit's instant the unlimited run decides, and
+    # its observation shows the jobs that arrived in the last round; the truncated run's final one must too.
+    kwargs = {"num_jobs": 30, **MODE_KWARGS[mode]}
+    limited = gym.make("Synergy-small-scarce-v0", max_rounds=70, **kwargs)
+    unlimited = gym.make("Synergy-small-scarce-v0", max_rounds=10**6, **kwargs)
+    obs, _ = limited.reset(seed=2)
+    other, _ = unlimited.reset(seed=2)
+    rng, truncated = np.random.default_rng(2), False
+    while not truncated:
+        action = int(rng.choice(np.flatnonzero(limited.unwrapped.action_masks())))
+        obs, _, terminated, truncated, info = limited.step(action)
+        other, *_ = unlimited.step(action)
+        assert not terminated
+    sim = limited.unwrapped.sim
+    assert unlimited.unwrapped.sim.now == sim.now
+    arrived = np.flatnonzero((sim.jobs.arrival_s > sim.now - 300) & (sim.jobs.arrival_s <= sim.now))
+    assert arrived.size > 0 and info["jobs_unfinished"] > 0
+    assert set(arrived.tolist()) <= set(limited.unwrapped.loop.final_view(limited.unwrapped.state).waiting.tolist())
+    if mode != "every_event":  # (there a decision would first return the running jobs to the waiting ones)
+        for key in ("slot_mask", "demand", "queue_rest", "cluster"):
+            np.testing.assert_array_equal(obs[key], other[key], err_msg=key)
+
+
+def test_a_truncated_episodes_makespan_runs_to_its_end():
+    # A policy that never admits a job finishes nothing: its makespan must not look like the best (it was 0).
+    env = SynergyEnv(cluster="small", num_jobs=10, jobs_per_hour=2.25, max_rounds=30)
+    env.reset(seed=1)
+    stop = env.action_space.n - 1
+    done = False
+    while not done:
+        _, _, terminated, truncated, info = env.step(stop)
+        done = terminated or truncated
+    sim = env.sim
+    assert truncated and info["jobs_finished"] == 0 and info["jobs_unfinished"] > 0
+    assert info["makespan_h"] == (sim.now - sim.jobs.arrival_s[0]) / 3600 > 0

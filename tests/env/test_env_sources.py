@@ -142,3 +142,48 @@ def test_bad_reset_options_are_refused(options, message):
 def test_boolean_kwargs_must_be_booleans(name):
     with pytest.raises(ConfigError, match=f"env kwarg {name} must be true or false, got 'false'"):
         SynergyEnv(**SMALL, **{name: "false"})
+
+
+def test_a_sources_window_workload_still_runs_every_job_to_the_end(zoo):
+    # read_workload_csv gives run_until="window": an episode must still end only when every job has finished.
+    w = Workload.build(
+        zoo, job_id=np.arange(6), model=[zoo.index("gnmt")] * 6, gpus=[1] * 6,
+        arrival_s=np.arange(6) * 100.0, total_iters=np.arange(1, 7) * 20_000,
+        measured=[True, True, False, False, False, False], run_until="window",
+    )
+
+    class WindowSource:
+        seeded = False
+
+        def workload(self, seed):
+            return w
+
+    env = SynergyEnv(**SMALL, workload=WindowSource())
+    info = run_to_end(env)
+    assert info["jobs_finished"] == 6 and info["jobs_unfinished"] == 0
+    assert env.workload_for_seed(0).run_until == "all"
+
+
+def test_a_source_that_returns_no_workload_is_a_one_line_error():
+    class Broken:
+        seeded = True
+
+        def workload(self, seed):
+            return [1, 2, 3]
+
+    env = SynergyEnv(**SMALL, workload=Broken())
+    with pytest.raises(ConfigError, match=r"^workload source Broken: workload\(\d+\) must return a Workload, got list$"):
+        env.reset(seed=0)
+
+
+def test_gym_make_refuses_a_config_dict_the_ids_kwargs_would_override():
+    import gymnasium as gym
+
+    import synergy_gym  # noqa: F401  (registers the environments)
+    from synergy_gym.env.calls import EnvCallError
+
+    with pytest.raises(EnvCallError, match=r"config sets num_jobs=20, but the id \(or a keyword argument\) sets "
+                                           r"num_jobs=300, which would win; .*gym.make\(id, \*\*config\)"):
+        gym.make("Synergy-small-v0", config={"num_jobs": 20, "preemptive": True})
+    env = gym.make("Synergy-small-v0", config={"num_jobs": 300, "preemptive": True})  # no disagreement
+    assert env.unwrapped.cfg.preemptive and env.unwrapped.cfg.num_jobs == 300
