@@ -62,6 +62,8 @@ def register_compare(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--profile-noise", type=float, default=0.0, help="relative noise of profiling measurements (e.g. 0.05)")
     p.add_argument("--out", action=NonEmptyPath, default=None, help="output folder (default: runs/compare-<timestamp>)")
     p.add_argument("--json", action=NonEmptyPath, default=None, help="also write the results as JSON to this file")
+    p.add_argument("--plots", action="store_true",
+                   help="also draw avg_jct.png and jct_cdf.png (matplotlib: about half a second more)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument(ALLOW_FLAG, action="store_true",
                    help="run even when the estimated memory or time is past the limits (see docs: reliability)")

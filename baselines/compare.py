@@ -7,9 +7,14 @@ table and writes to ``--out`` (default ``runs/compare-<timestamp>``):
 
 ``results.csv``   one row per policy × load × seed (summary statistics)
 ``jobs.csv``      one row per job and run (arrival, start, finish, JCT)
-``avg_jct.png``   mean JCT per policy, or against load when several are given
-``jct_cdf.png``   CDF of the measured jobs' JCTs
+``avg_jct.png``   with ``--plots``: mean JCT per policy, or against load when several are given
+``jct_cdf.png``   with ``--plots``: CDF of the measured jobs' JCTs
 ``workloads/``    the jobs each synthetic case ran, replayable with ``--workload``
+
+The figures are opt-in because drawing them (importing matplotlib, drawing two figures) takes
+about half a second, a third of a small comparison's whole process; without ``--plots`` a reused
+``--out`` folder's earlier figures are removed with the new files' arrival, so that no figure
+disagrees with the results beside it.
 
 ``--json FILE`` also writes ``{"results": [{policy, load, seed, mean_jct_h,
 median_jct_h, p99_jct_h, makespan_h, jobs_measured, wall_s, …}], "meta": {…}}``
@@ -89,8 +94,10 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
 
 
 def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, json_path: Path | None = None,
-                  meta: dict[str, Any] | None = None, stage: Callable[[Path], Path] | None = None) -> None:
-    """The files of :data:`OUTPUT_FILES` in ``out_dir``, and the results JSON (with ``meta``) to ``json_path``.
+                  meta: dict[str, Any] | None = None, stage: Callable[[Path], Path] | None = None,
+                  plots: bool = True) -> None:
+    """The files of :data:`OUTPUT_FILES` in ``out_dir`` (the figures only with ``plots``), and the results JSON
+    (with ``meta``) to ``json_path``.
 
     ``stage`` (:meth:`synergy_gym.cli.staging.Staging.file`) gives, for each final path, the path to write
     instead, so that the files appear together once all are written; without it each is written in place.
@@ -99,6 +106,22 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
     results = outcome.results
     atomic_write_text(place(out_dir / "results.csv"), csv_text({c: [r[c] for r in results] for c in ("case", *JSON_FIELDS)}))
     atomic_write_text(place(out_dir / "jobs.csv"), csv_text(job_rows(outcome.runs)))
+    if plots:
+        write_figures(outcome, out_dir, place)
+    largest: dict[str, CaseResult] = {}
+    for run in outcome.runs:
+        label = run.case.label
+        if run.case.load is not None and (label not in largest or len(run.workload) > len(largest[label].workload)):
+            largest[label] = run
+    for label, run in largest.items():
+        atomic_write_text(place(out_dir / "workloads" / f"{label}.csv"), csv_text(workload_table(run.workload, cluster)))
+    write_results_json([None if json_path is None else place(json_path)], [{k: r[k] for k in JSON_FIELDS} for r in results],
+                       meta or {})
+
+
+def write_figures(outcome: CompareOutcome, out_dir: Path, place: Callable[[Path], Path]) -> None:
+    """``avg_jct.png`` and ``jct_cdf.png`` of :data:`FIGURES` in ``out_dir`` (each at ``place(path)``)."""
+    results = outcome.results
     window = measured_window_text(outcome.runs)
     atomic_write_bytes(place(out_dir / "avg_jct.png"), avg_jct_png(results, window))
     jcts: dict[tuple[str, object], list[np.ndarray]] = {}
@@ -112,15 +135,6 @@ def write_outputs(outcome: CompareOutcome, out_dir: Path, cluster: ClusterSpec, 
              f"{describe_runs(results, window)}" + (", seeds pooled" if pooled else ""))
     cdf = jct_cdf_png({k: np.concatenate(v) for k, v in jcts.items()}, title)
     atomic_write_bytes(place(out_dir / "jct_cdf.png"), cdf)
-    largest: dict[str, CaseResult] = {}
-    for run in outcome.runs:
-        label = run.case.label
-        if run.case.load is not None and (label not in largest or len(run.workload) > len(largest[label].workload)):
-            largest[label] = run
-    for label, run in largest.items():
-        atomic_write_text(place(out_dir / "workloads" / f"{label}.csv"), csv_text(workload_table(run.workload, cluster)))
-    write_results_json([None if json_path is None else place(json_path)], [{k: r[k] for k in JSON_FIELDS} for r in results],
-                       meta or {})
 
 
 def job_rows(runs: Sequence[CaseResult]) -> dict[str, np.ndarray]:
@@ -232,7 +246,9 @@ def checked_cases(spec: CompareSpec, allow_large: bool, quiet: bool) -> tuple[li
     return cases, size
 
 
-OUTPUT_FILES = ("results.csv", "jobs.csv", "avg_jct.png", "jct_cdf.png", "workloads/")
+#: The figures ``--plots`` draws.
+FIGURES = ("avg_jct.png", "jct_cdf.png")
+OUTPUT_FILES = ("results.csv", "jobs.csv", *FIGURES, "workloads/")
 
 
 #: Rows of ``jobs.csv`` from which writing the files is announced (a few seconds of work).
@@ -258,8 +274,16 @@ def main(args: argparse.Namespace) -> int:
                       workload=str(spec.workload_csv or spec.trace_csv or "") or None)
     rows = sum(len(run.result.job_columns["job_id"]) for run in outcome.runs)
     if not args.quiet and rows >= ANNOUNCE_ROWS:
-        print(f"writing {rows:,} job rows and the figures to {out_dir}", file=sys.stderr, flush=True)
+        figures = " and the figures" if args.plots else ""
+        print(f"writing {rows:,} job rows{figures} to {out_dir}", file=sys.stderr, flush=True)
+    stale = [] if args.plots else [name for name in FIGURES if (out_dir / name).is_file()]
     with staged_outputs(out_dir) as staging:  # every file appears together, or none does
-        write_outputs(outcome, out_dir, spec.cluster, args.json, meta, stage=staging.file)
-    print(f"wrote results.csv, jobs.csv, avg_jct.png, jct_cdf.png to {out_dir}")
+        write_outputs(outcome, out_dir, spec.cluster, args.json, meta, stage=staging.file, plots=args.plots)
+        for name in stale:  # an earlier run's figures would disagree with these results
+            staging.remove(out_dir / name)
+    if args.plots:
+        print(f"wrote results.csv, jobs.csv, {', '.join(FIGURES)} to {out_dir}")
+    else:
+        removed = f"; removed the earlier run's {', '.join(stale)}" if stale else ""
+        print(f"wrote results.csv, jobs.csv to {out_dir} (--plots also draws {' and '.join(FIGURES)}){removed}")
     return 0

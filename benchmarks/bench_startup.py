@@ -6,7 +6,8 @@ Prints the best of ``--repeat`` wall times, each a fresh process, of
 * ``python -c "import synergy_gym"`` (the package, which registers the environments),
 * ``synergy-gym --help`` (the parser of every installed command),
 * ``synergy-gym compare --policies fifo+tune --workload <load-9 file> --quiet --out <tmp>``
-  (the whole process: reading the workload, the simulation, the tables and figures),
+  (the whole process: reading the workload, the simulation, the tables),
+* the same with ``--plots`` (and the two figures),
 
 and, in one fresh process that is then timed in-process, the simulation of the same run
 (``Simulator(...).run()`` on the replayed workload, best of ``--repeat`` after a first, untimed
@@ -16,7 +17,8 @@ With ``--before DIR`` every measurement is also taken with ``PYTHONPATH=DIR`` (a
 the code before a change, whose ``synergy_gym`` folder holds ``agents``, ``baselines`` and
 ``traces`` and beside which a ``synergy_gym-*.dist-info`` names its commands; a DIR without such
 a ``synergy_gym`` package is refused),
-alternating with the current code, and the ratio before/now is printed. The machine and the
+alternating with the current code, and the ratio before/now is printed (a tree from before
+``--plots`` drew the figures by default: its ``compare --plots`` row runs it without the flag). The machine and the
 cores the runs may use are named in the header (pin them to one core with ``taskset``; the child
 processes inherit it). Nothing is asserted: on a shared machine run it when the machine is idle.
 
@@ -76,6 +78,11 @@ def wall(argv: list[str], pythonpath: Path | None, folder: Path) -> float:
     return time.perf_counter() - start
 
 
+def plots_flag(tree: Path) -> bool:
+    """Whether the ``compare`` of the source tree ``tree`` has ``--plots`` (before it, the figures were always drawn)."""
+    return "--plots" in (tree / "synergy_gym" / "baselines" / "commands.py").read_text()
+
+
 def before_problem(tree: Path) -> str | None:
     """Why ``tree`` is not a source tree to time with ``PYTHONPATH`` (see the docstring), else None."""
     if not tree.is_dir():
@@ -119,12 +126,14 @@ def main() -> None:
             "compare, whole process": [*command(), "compare", "--policies", "fifo+tune", "--workload", str(workload),
                                        "--quiet", "--out", str(out)],
         }
+        cases["compare --plots, whole process"] = [*cases["compare, whole process"], "--plots"]
         best: dict[tuple[str, str], float] = {}
         for _ in range(args.repeat):
             for name, argv in cases.items():
                 for tree, path in trees.items():  # alternating, so that both see the same load
                     shutil.rmtree(out, ignore_errors=True)
-                    seconds = wall(argv, path, folder)
+                    plots_by_default = path is not None and not plots_flag(path)
+                    seconds = wall([a for a in argv if a != "--plots"] if plots_by_default else argv, path, folder)
                     best[name, tree] = min(best.get((name, tree), seconds), seconds)
         for tree, path in trees.items():
             done = subprocess.run([sys.executable, "-c", SIMULATION, str(workload), str(args.repeat)], cwd=folder,
@@ -132,12 +141,12 @@ def main() -> None:
             best["simulation, in-process", tree] = float(done.stdout.split()[-1])
     names = [*cases, "simulation, in-process"]
     head = "".join(f"{tree + ' s':>11}" for tree in trees) + (f"{'before/now':>12}" if args.before else "")
-    print(f"{'':<26}{head}")
+    print(f"{'':<32}{head}")
     for name in names:
         row = "".join(f"{best[name, tree]:>11.3f}" for tree in trees)
         if args.before is not None:
             row += f"{best[name, 'before'] / best[name, 'now']:>11.2f}×"
-        print(f"{name:<26}{row}")
+        print(f"{name:<32}{row}")
     for tree in trees:
         whole, sim = best["compare, whole process", tree], best["simulation, in-process", tree]
         print(f"{tree}: the simulation is {sim / whole:.0%} of the whole compare process; "

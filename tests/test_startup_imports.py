@@ -92,7 +92,8 @@ def test_the_kernels_pass_numbas_blas_check_without_importing_scipy_linalg(tmp_p
     assert have_blas and not linalg_loaded and not placeholder_left and real_module
 
 
-def test_compare_on_a_workload_file_loads_neither_pandas_nor_scipy(tmp_path):
+@pytest.mark.parametrize("plots", [False, True])
+def test_compare_on_a_workload_file_loads_neither_pandas_nor_scipy(tmp_path, plots):
     from synergy_gym.sim.cluster import load_cluster
     from synergy_gym.sim.generator import SyntheticWorkload
     from synergy_gym.traces.replay import write_workload_csv
@@ -105,8 +106,9 @@ def test_compare_on_a_workload_file_loads_neither_pandas_nor_scipy(tmp_path):
         "import contextlib, io\nfrom synergy_gym.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    assert main(['compare', '--policies', 'fifo+tune', '--cluster', 'small', '--workload', {str(path)!r}, "
-        f"'--quiet', '--out', {str(out)!r}]) == 0"
+        f"'--quiet', '--out', {str(out)!r}{', ' + repr('--plots') if plots else ''}]) == 0"
     )
+    figures = ["avg_jct.png", "jct_cdf.png"] if plots else []  # matplotlib only for the figures
     assert loaded(tmp_path, setup, ("pandas", "scipy.linalg", "scipy.stats", "matplotlib", "matplotlib.pyplot", "numba")) == [
-        "matplotlib", "numba"]
-    assert sorted(p.name for p in out.iterdir()) == ["avg_jct.png", "jct_cdf.png", "jobs.csv", "results.csv"]
+        *(["matplotlib"] if plots else []), "numba"]
+    assert sorted(p.name for p in out.iterdir()) == [*figures, "jobs.csv", "results.csv"]

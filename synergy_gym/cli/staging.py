@@ -48,6 +48,7 @@ class Staging:
         # mkdtemp makes the folder private (0700); renamed into place it would stay so: give it mkdir's usual mode.
         os.chmod(self.folder, 0o777 & ~current_umask())
         self._extra: list[tuple[Path, Path]] = []  # (staged file, final path) outside the folder
+        self._removed: list[Path] = []  # files of ``target`` removed when the staged files move in
 
     def _make_parents(self, folder: Path) -> None:
         """Create ``folder`` and its missing parents, remembering which were made."""
@@ -71,8 +72,12 @@ class Staging:
             self._extra.append((Path(staged), final))
             return Path(staged)
 
+    def remove(self, final: Path) -> None:
+        """Remove the file ``final`` (an earlier run's output the command no longer writes) at :meth:`commit`."""
+        self._removed.append(Path(final))
+
     def commit(self) -> None:
-        """Move every staged file into place."""
+        """Move every staged file into place, and remove the files given to :meth:`remove`."""
         if not self.target.exists():
             os.replace(self.folder, self.target)
         else:
@@ -84,6 +89,8 @@ class Staging:
             shutil.rmtree(self.folder, ignore_errors=True)
         for staged, final in self._extra:
             os.replace(staged, final)
+        for path in self._removed:
+            path.unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Remove everything staged."""

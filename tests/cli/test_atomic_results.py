@@ -36,7 +36,7 @@ def test_compare_interrupted_while_writing_leaves_nothing(tmp_path, monkeypatch,
         (tmp_path / "existing" / "mine.txt").write_text("kept")
     before = snapshot(tmp_path)
     _stop_while_writing(monkeypatch, compare, how)
-    argv = [*_out_args(out), "--json", "elsewhere/r.json"]
+    argv = [*_out_args(out), "--json", "elsewhere/r.json", "--plots"]
     code, stdout, err = run_cli([*COMPARE, *argv], capsys)
     assert code == 130 and err == "synergy-gym compare: interrupted; nothing written\n", err
     assert "mean JCT h" in stdout  # the table was printed before the files were written
@@ -47,12 +47,37 @@ def _out_args(out: str | None) -> list[str]:
     return [] if out is None else ["--out", out]
 
 
-def test_compare_writes_everything_when_not_interrupted(tmp_path, capsys):
+@pytest.mark.parametrize("plots", [True, False])
+def test_compare_writes_everything_when_not_interrupted(tmp_path, capsys, plots):
     out = tmp_path / "c"
-    code, _, err = run_cli([*COMPARE, "--out", str(out), "--json", str(tmp_path / "r.json")], capsys)
+    flag = ["--plots"] if plots else []
+    code, stdout, err = run_cli([*COMPARE, "--out", str(out), "--json", str(tmp_path / "r.json"), *flag], capsys)
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["avg_jct.png", "jct_cdf.png", "jobs.csv", "results.csv", "workloads"]
+    figures = ["avg_jct.png", "jct_cdf.png"] if plots else []
+    assert sorted(p.name for p in out.iterdir()) == [*figures, "jobs.csv", "results.csv", "workloads"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "r.json"]
+    written = "avg_jct.png, jct_cdf.png to" if plots else f"to {out} (--plots also draws avg_jct.png and jct_cdf.png)"
+    assert stdout.splitlines()[-1].startswith("wrote results.csv, jobs.csv") and written in stdout
+
+
+def test_compare_without_plots_removes_an_earlier_run_s_figures_from_its_folder(tmp_path, capsys):
+    out = tmp_path / "c"
+    assert run_cli([*COMPARE, "--out", str(out), "--plots"], capsys)[0] == 0
+    (out / "mine.txt").write_text("kept")
+    code, stdout, err = run_cli([*COMPARE, "--out", str(out)], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "mine.txt", "results.csv", "workloads"]
+    assert stdout.rstrip().endswith("; removed the earlier run's avg_jct.png, jct_cdf.png")
+
+
+def test_compare_interrupted_keeps_an_earlier_run_s_figures(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "c"
+    assert run_cli([*COMPARE, "--out", str(out), "--plots"], capsys)[0] == 0
+    before = snapshot(tmp_path)
+    monkeypatch.setattr(compare, "workload_table", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt))
+    code, _, err = run_cli([*COMPARE, "--out", str(out)], capsys)
+    assert code == 130 and err == "synergy-gym compare: interrupted; nothing written\n", err
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])

@@ -60,7 +60,7 @@ def test_compare_cdf_keeps_each_policy_s_look_across_panels_and_the_legend_outsi
     monkeypatch.setattr(compare, "jct_cdf_png", spy)
     assert main(["compare", "--quiet", "--jobs", "60", "--cluster", "small", "--load", "20,40", "--policies",
                  "fifo+fair,fifo+greedy,fifo+tune,srtf+tune,las+tune", "--sensitivity", "true,profiled",
-                 "--out", str(tmp_path / "c")]) == 0
+                 "--out", str(tmp_path / "c"), "--plots"]) == 0
     (jcts, title), = captured
     fig = make_jct_cdf_figure(jcts, title)
     assert len(fig.axes) == 2 and all(len(ax.get_lines()) == 10 for ax in fig.axes)

@@ -16,7 +16,7 @@ JSON_FIELDS = {"policy", "load", "seed", "mean_jct_h", "median_jct_h", "p99_jct_
 
 def test_compare_writes_table_csv_plots_and_json(tmp_path, capsys):
     out, js = tmp_path / "out", tmp_path / "r.json"
-    assert main(["compare", *SMALL, "--out", str(out), "--json", str(js)]) == 0
+    assert main(["compare", *SMALL, "--out", str(out), "--json", str(js), "--plots"]) == 0
     printed = capsys.readouterr().out
     assert "fifo+tune" in printed and "vs fair" in printed
     for name in ("results.csv", "jobs.csv", "avg_jct.png", "jct_cdf.png", "workloads/load30_seed42.csv"):

@@ -100,7 +100,8 @@ def test_compare_writes_titled_pngs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(compare, "avg_jct_png", spy)
     out = tmp_path / "c"
-    assert main(["compare", "--quiet", "--jobs", "60", "--cluster", "small", "--load", "2", "--out", str(out)]) == 0
+    assert main(["compare", "--quiet", "--jobs", "60", "--cluster", "small", "--load", "2", "--out", str(out),
+                 "--plots"]) == 0
     assert figures == ["measured window: jobs 15:45 (30 jobs)"]
     for name in ("avg_jct.png", "jct_cdf.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
