@@ -83,7 +83,8 @@ def cdf_curves(jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame,
 
     By default the agents, the best env heuristic (:func:`~synergy_gym.agents.eval_summary.best_env_row`: the
     lowest mean JCT of source ``env``, never ``random``),
-    ``fifo+tune`` (the env heuristic, else the simulator's) and the no-waiting bound;
+    ``fifo+tune`` (the env heuristic; also the simulator's when the env heuristic finished no job, or
+    ran not at all) and the no-waiting bound;
     with ``plot_all`` every policy, in the order they ran; never the contention bound, which has no per-job
     JCTs. Labels are ``name (source)``, ``name (source, N truncated)`` for a policy with N episodes
     truncated at ``max_rounds`` (the summary's ``truncated``). A policy that finished no job keeps its
@@ -96,7 +97,9 @@ def cdf_curves(jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame,
         keys = list(present)
     else:
         best = [(name, "env") for name in best_env]
-        tune = [k for k in (("fifo+tune", "env"), ("fifo+tune", "sim")) if k in present][:1]
+        tune = [k for k in [("fifo+tune", "env")] if k in present]
+        if not any(np.asarray(present[k]).size for k in tune) and ("fifo+tune", "sim") in present:
+            tune.append(("fifo+tune", "sim"))  # the env heuristic finished no job (it stays named) or did not run
         keys = [k for k in present if k[1] == "agent"] + best + tune + [k for k in present if k[1] == "bound"]
         keys = [k for k in dict.fromkeys(keys) if k in present]
     truncated = _truncated(summary)

@@ -257,7 +257,8 @@ ANNOUNCE_ROWS = 200_000
 
 def main(args: argparse.Namespace) -> int:
     out_dir = args.out or Path("runs") / f"compare-{datetime.now():%Y%m%d-%H%M%S}"
-    check_output_dir(out_dir, "--out", OUTPUT_FILES, create_parents=args.out is None)
+    written = OUTPUT_FILES if args.plots else tuple(name for name in OUTPUT_FILES if name not in FIGURES)
+    check_output_dir(out_dir, "--out", written, create_parents=args.out is None)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out_dir, "--out"),), outputs=OUTPUT_FILES)
     started = utc_now()

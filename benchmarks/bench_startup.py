@@ -80,7 +80,7 @@ def wall(argv: list[str], pythonpath: Path | None, folder: Path) -> float:
 
 def plots_flag(tree: Path) -> bool:
     """Whether the ``compare`` of the source tree ``tree`` has ``--plots`` (before it, the figures were always drawn)."""
-    return "--plots" in (tree / "synergy_gym" / "baselines" / "commands.py").read_text()
+    return any("--plots" in path.read_text() for path in (tree / "synergy_gym" / "baselines").glob("*.py"))
 
 
 def before_problem(tree: Path) -> str | None:

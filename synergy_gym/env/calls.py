@@ -104,11 +104,3 @@ def check_job_index(j: Any, n_jobs: int) -> int:
     if not is_integer(j) or not 0 <= j < n_jobs:
         raise EnvCallError(f"env.level_of(): j must be a job index in 0..{n_jobs - 1} (of sim.jobs), got {shown(j)}")
     return int(j)
-
-
-def same_setting(a: Any, b: Any) -> bool:
-    """Whether two settings are the same value (arrays and the like compared as a whole)."""
-    try:
-        return bool(a is b or a == b)
-    except (TypeError, ValueError):  # e.g. numpy arrays: an element-wise answer
-        return False

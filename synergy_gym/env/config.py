@@ -244,3 +244,21 @@ def class_split_of(value: Any) -> tuple[float, float, float]:
                           f"(vision, language, speech weights) {example}, got {shown(value)}")
     a, b, c = (float(w) for w in numbers)
     return a, b, c
+
+
+def same_env_kwarg(name: str, a: Any, b: Any) -> bool:
+    """Whether two values of the env kwarg ``name`` say the same: ``cluster`` and ``class_split`` as the
+    environment reads them (``"small"`` and its :class:`ClusterSpec`, ``[60, 20, 20]`` and ``(60.0, 20.0, 20.0)``),
+    arrays element by element; a value that cannot be read is the same only as itself."""
+    if a is b:
+        return True
+    try:
+        if name == "cluster":
+            return as_cluster(a) == as_cluster(b)
+        if name == "class_split":
+            return class_split_of(a) == class_split_of(b)
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return bool(np.array_equal(a, b))
+        return bool(a == b)
+    except (ConfigError, TypeError, ValueError):
+        return False

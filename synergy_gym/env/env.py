@@ -17,10 +17,9 @@ from synergy_gym.env.calls import (
     check_seed,
     check_workload_seed,
     episode_ended,
-    same_setting,
     shown,
 )
-from synergy_gym.env.config import EnvConfig, as_cluster
+from synergy_gym.env.config import EnvConfig, as_cluster, same_env_kwarg
 from synergy_gym.env.decision_loop import DecisionLoop
 from synergy_gym.env.levels import LevelTable
 from synergy_gym.env.masks import ActionLayout
@@ -385,7 +384,7 @@ def make_synergy_env(**kwargs: Any) -> SynergyEnv:
     config = kwargs.get("config")
     if isinstance(config, Mapping):
         for key, value in config.items():
-            if key in kwargs and not same_setting(value, kwargs[key]):
+            if key in kwargs and not same_env_kwarg(key, value, kwargs[key]):
                 raise EnvCallError(
                     f"gym.make(id, config=...): config sets {key}={shown(value)}, but the id (or a keyword argument) "
                     f"sets {key}={shown(kwargs[key])}, which would win; pass the settings as keyword arguments "

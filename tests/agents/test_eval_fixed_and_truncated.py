@@ -108,3 +108,14 @@ def test_the_command_names_a_policy_that_finished_no_job(tmp_path, capsys, monke
     assert [label for label, _ in cdf] == ["no-wait-bound (bound)"]
     assert title.endswith("no finished job, no curve: fifo+tune (env, best heuristic, 1 truncated)")
     assert "the finished jobs" in title and jobs == "finished jobs of the episodes"
+
+
+@pytest.mark.parametrize("env_jobs, expected", [
+    (np.array([]), ["fifo+tune (env, best heuristic, 1 truncated)", "fifo+tune (sim)"]),  # the sim's drawn too
+    (np.ones(3), ["fifo+tune (env, best heuristic, 1 truncated)"]),
+])
+def test_the_default_curves_fall_back_on_the_simulators_fifo_tune_when_the_env_s_finished_none(env_jobs, expected):
+    summary = pd.DataFrame({"policy": ["fifo+tune", "fifo+tune"], "source": ["env", "sim"], "mean_jct_h": [2.0, 1.0],
+                            "truncated": [1, 0]})
+    jcts = {("fifo+tune", "env"): env_jobs, ("fifo+tune", "sim"): np.ones(4)}
+    assert list(cdf_curves(jcts, summary)) == expected

@@ -140,15 +140,25 @@ def test_json_may_not_be_one_of_the_commands_own_outputs(place, capsys, command,
     assert snapshot(place) == before
 
 
-@pytest.mark.parametrize("command, inside", [("compare", "results.csv"), ("compare", "jct_cdf.png"),
+@pytest.mark.parametrize("command, inside", [("compare", "results.csv"), ("compare --plots", "jct_cdf.png"),
                                              ("sweep", "results.csv"), ("trace-stats", "trace_stats.png"),
                                              ("evaluate", "results.json"), ("train", "config.json")])
 def test_a_folder_where_an_output_file_goes_is_refused(place, capsys, command, inside):
     (place / "adir" / inside).mkdir()
     before = snapshot(place)
-    code, out, err = run_cli([*COMMANDS[command], "--out", "adir"], capsys)
+    name, *flags = command.split()
+    code, out, err = run_cli([*COMMANDS[name], *flags, "--out", "adir"], capsys)
     assert_refused(code, out, err, "--out", "adir", f"{Path('adir') / inside} is a folder")
     assert snapshot(place) == before
+
+
+def test_compare_without_plots_leaves_a_folder_named_like_a_figure_alone(place, capsys):
+    (place / "adir" / "avg_jct.png").mkdir()
+    (place / "adir" / "avg_jct.png" / "mine.txt").write_text("kept")
+    code, _, err = run_cli([*COMMANDS["compare"], "--out", "adir"], capsys)
+    assert code == 0, err
+    assert (place / "adir" / "avg_jct.png" / "mine.txt").read_text() == "kept"
+    assert (place / "adir" / "results.csv").is_file()
 
 
 @pytest.mark.parametrize("command, inside", [("compare", "workloads"), ("sweep", "cells"), ("train", "tb")])

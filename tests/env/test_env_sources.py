@@ -187,3 +187,13 @@ def test_gym_make_refuses_a_config_dict_the_ids_kwargs_would_override():
         gym.make("Synergy-small-v0", config={"num_jobs": 20, "preemptive": True})
     env = gym.make("Synergy-small-v0", config={"num_jobs": 300, "preemptive": True})  # no disagreement
     assert env.unwrapped.cfg.preemptive and env.unwrapped.cfg.num_jobs == 300
+    # The same settings in other forms (as YAML, JSON or numpy give them) are no disagreement either.
+    from synergy_gym.env.config import as_cluster
+
+    for config in ({"class_split": [60, 20, 20]}, {"class_split": np.array([60, 20, 20])}, {"class_split": "60/20/20"}):
+        assert gym.make("Synergy-scarce-v0", config=config).unwrapped.cfg.class_split == (60.0, 20.0, 20.0)
+    assert gym.make("Synergy-small-v0", config={"cluster": as_cluster("small")}).unwrapped.cluster.total_gpus == 32
+    with pytest.raises(EnvCallError, match=r"config sets class_split=\[20, 70, 10\]"):
+        gym.make("Synergy-scarce-v0", config={"class_split": [20, 70, 10]})
+    with pytest.raises(EnvCallError, match=r"config sets cluster='default'"):
+        gym.make("Synergy-small-v0", config={"cluster": "default"})
