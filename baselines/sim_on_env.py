@@ -52,7 +52,8 @@ from synergy_gym.sim.simulator import Simulator
 from synergy_gym.sim.workload import Workload
 
 #: Not a policy: every job at its demand from the round boundary after its arrival (``timing="exact"``: from its
-#: arrival), never waiting (:func:`synergy_gym.sim.bounds.no_wait_jct_s`) – a lower bound on what any policy here can reach.
+#: arrival), never waiting (:func:`synergy_gym.sim.bounds.no_wait_jct_s`) – a lower bound on what any policy here can
+#: reach where each job's demand is its fastest point (the model zoo's are; a trace's below the fair share is not).
 NO_WAIT_BOUND = "no-wait-bound"
 #: Not a policy: the contention-aware bound (:func:`synergy_gym.sim.contention_bound.contention_bound`, default
 #: settings and the environment's round length and timing) – a lower bound on every policy's mean JCT that counts

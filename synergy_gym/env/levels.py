@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_gym.errors import UnknownNameError
+from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
@@ -189,6 +189,14 @@ class LevelTable:
         capped = jobs.est_throughput_many(idx, np.minimum(grid.cpu, jobs.fair_cpu), np.minimum(grid.mem, jobs.fair_mem))
         fair = Level(jobs.fair_cpu, jobs.fair_mem, jobs.tput_fair_l[j])
         levels, valid = levels_from_grid(grid, self.cluster, tput, capped, fair, demand, jobs.gpus_l[j], self.kind)
+        if not valid.any():  # (only on the grid: a default table's fair level is always valid)
+            c, per_server = self.cluster, min(jobs.gpus_l[j], self.cluster.gpus_per_server)
+            raise ConfigError(
+                f"env kwarg levels='grid': job {int(jobs.job_id[j])} ({self.zoo[int(jobs.model[j])].name}, "
+                f"{jobs.gpus_l[j]} GPUs) has no grid level it could ever be admitted at: no grid point at least as "
+                f"fast as its fair share fits one server ({c.cpus_per_server:g} CPUs, {c.mem_gb_per_server:g} GB) "
+                f"for its {per_server} GPUs there; use levels='default', whose fair level always fits"
+            )
         return (
             np.array([lv.cpus_per_gpu for lv in levels]),
             np.array([lv.mem_gb_per_gpu for lv in levels]),

@@ -9,8 +9,10 @@ under the simulator's timing (:class:`~synergy_gym.sim.config.SimulationConfig`)
 * ``timing="exact"``: from its arrival (the simulator may start it at the first completion after
   it, before the next boundary), it runs ``total_iters · iter_time / throughput`` seconds.
 
-No scheduler that gives a job at most its demand (fair, greedy, Tune, OPT, the environment)
-finishes it earlier, so the bound's mean JCT is below every policy's on the same workload.
+Where a job's demand is its fastest point – true of the model zoo's demands – no scheduler finishes
+it earlier, so the bound's mean JCT is below every policy's on the same workload. A job's own demand
+slower than its fair share (a trace's CPU or memory column) is not a bound: Tune falls back to the
+fair share there, and OPT and the fair share give it more than its demand.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from synergy_gym import ClusterSpec, ModelZoo, SyntheticWorkload, UnknownNameError
+from synergy_gym import ClusterSpec, ConfigError, ModelZoo, SyntheticWorkload, UnknownNameError
 from synergy_gym.env.levels import (
     DEFAULT_FRACTIONS,
     DEMAND_LEVEL,
@@ -155,3 +155,22 @@ def test_level_table_uses_the_targets_when_built():
     jobs.set_target(0, 6.0, 125.0)
     cpu, mem, _, _ = LevelTable(ZOO, cluster).build(jobs)
     assert (cpu[0, DEMAND_LEVEL], mem[0, DEMAND_LEVEL]) == (6.0, 125.0)
+
+
+def test_a_job_no_grid_level_fits_is_refused_at_reset_not_left_waiting_forever():
+    # 8 GPUs with 160 GB: 20 GB per GPU, below the grid's lowest memory point, so an 8-GPU job fits no grid
+    # point on one server; on the grid it could never be admitted (the episode ran to max_rounds).
+    import gymnasium as gym
+
+    import synergy_gym  # noqa: F401  (registers the environments)
+
+    kw = dict(cluster={"num_servers": 2, "gpus_per_server": 8, "cpus_per_server": 24, "mem_gb_per_server": 160},
+              num_jobs=20, multigpu=True)
+    gym.make("Synergy-v0", levels="default", **kw).reset(seed=0, options={"workload_seed": 0})
+    env = gym.make("Synergy-v0", levels="grid", **kw)
+    with pytest.raises(ConfigError, match=r"^env kwarg levels='grid': job 5 \(gnmt, 8 GPUs\) has no grid level .* one "
+                                          r"server \(24 CPUs, 160 GB\) for its 8 GPUs there; use levels='default'"):
+        env.reset(seed=0, options={"workload_seed": 0})
+    single = gym.make("Synergy-v0", levels="grid", **{**kw, "multigpu": False})  # one GPU a job fits
+    single.reset(seed=0, options={"workload_seed": 0})
+    assert single.unwrapped.state.level_valid.any(axis=1).all()
