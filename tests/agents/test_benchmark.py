@@ -263,3 +263,28 @@ def test_a_benchmark_prints_the_table_and_writes_every_file_then_reuses_the_cach
     assert second["meta"]["cells"][0]["heuristics_cached"] is True
     first = {(r["policy"], r["source"]): r["per_seed"] for r in rows}
     assert all(first[(r["policy"], r["source"])] == r["per_seed"] for r in second["results"])
+
+
+@pytest.mark.parametrize("title", ["Default mode:", "Preemptive mode"])
+def test_the_docs_leaderboards_are_in_the_order_the_command_prints(title):
+    # docs/benchmark.md's tables, fed back to leaderboard() as scored cells, come out in the same order.
+    import re
+    from types import SimpleNamespace
+
+    from synergy_gym.agents.benchmark_outputs import leaderboard
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "benchmark.md").read_text()
+    rows = [line for line in doc[doc.index(title):].split("\n\n")[1].splitlines() if line.startswith("| `")]
+    cells = [[part.strip() for part in line.strip("|").split("|")] for line in rows]
+    assert len(cells) > 8 and all(len(row) == 6 for row in cells)
+    scored = []
+    for column in range(2, 6):
+        records = []
+        for row in cells:
+            number = re.fullmatch(r"\**(-?[\d.]+)\** \(([\d.]+)\)( \*)?", row[column])
+            assert number, row[column]
+            records.append({"policy": row[0].strip("`"), "source": row[1], "score": float(number[1]),
+                            "mean_jct_h": float(number[2]), "truncated": 0})
+        cell = SimpleNamespace(name=f"cell{column}", short=f"cell{column}")
+        scored.append((SimpleNamespace(cell=cell), SimpleNamespace(summary=pd.DataFrame(records))))
+    assert list(leaderboard(scored)["policy"]) == [row[0].strip("`") for row in cells]
