@@ -313,10 +313,30 @@ NUMBER_TEXT = re.compile(r"[-+]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 
 
 def yaml_numbers(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with the YAML text of a number (``3e-4``, ``1e5``) as that number, for the settings that are numbers."""
-    numbers = {f.name for f in fields(TrainConfig) if str(f.type).removesuffix(" | None") in ("int", "float")}
-    return {key: float(value.replace("_", "")) if key in numbers and isinstance(value, str) and NUMBER_TEXT.fullmatch(value)
-            else value for key, value in data.items()}
+    """``data`` with the YAML text of a number (``3e-4``, ``1e5``) as that number, for the settings that are numbers,
+    those of its ``env_kwargs`` table among them."""
+    from synergy_gym.env import EnvConfig
+
+    out = _numbers_of(data, _number_fields(TrainConfig))
+    if isinstance(out.get("env_kwargs"), dict):
+        out["env_kwargs"] = _numbers_of(out["env_kwargs"], _number_fields(EnvConfig))
+    return out
+
+
+def _number_fields(cls: type) -> dict[str, str]:
+    """``{field: "int" or "float"}`` of the dataclass ``cls``'s number fields."""
+    kinds = {f.name: str(f.type).removesuffix(" | None") for f in fields(cls)}
+    return {name: kind for name, kind in kinds.items() if kind in ("int", "float")}
+
+
+def _numbers_of(data: dict[str, Any], numbers: dict[str, str]) -> dict[str, Any]:
+    """``data`` with each number field's text of a number as the number (an int field's whole number an int)."""
+    out = dict(data)
+    for key, value in data.items():
+        if key in numbers and isinstance(value, str) and NUMBER_TEXT.fullmatch(value):
+            number = float(value.replace("_", ""))
+            out[key] = int(number) if numbers[key] == "int" and number.is_integer() else number
+    return out
 
 
 def read_text_file(path: Path, kind: str) -> str:

@@ -90,9 +90,17 @@ def inert_settings(cfg: Any) -> list[str]:
     if cfg.checkpoint_freq and cfg.checkpoint_freq >= cfg.timesteps:
         notes.append(f"checkpoint_freq {cfg.checkpoint_freq:,} is not below timesteps {cfg.timesteps:,}: "
                      "no periodic checkpoint is saved")
+    defaults = {f.name: f.default for f in fields(cfg)}
     if cfg.dagger_rounds and not cfg.imitates:
         notes.append(f"dagger_rounds {cfg.dagger_rounds} has no effect without a warm start (bc_steps and bc_policy)")
-    defaults = {f.name: f.default for f in fields(cfg)}
+    if not cfg.imitates:
+        why = "bc_steps is 0 (--bc-steps N imitates for N steps)" if not cfg.bc_steps else "bc_policy is none"
+        for name in ("bc_policy", "bc_epochs", "bc_learning_rate"):
+            value = getattr(cfg, name)
+            if value is not None and value != defaults[name]:
+                notes.append(f"{name} {value!r} has no effect without a warm start: {why}")
+    elif not cfg.dagger_rounds and cfg.dagger_steps != defaults["dagger_steps"]:
+        notes.append(f"dagger_steps {cfg.dagger_steps:,} has no effect with dagger_rounds 0")
     for name, (algos, who) in ALGORITHM_SETTINGS.items():
         used = cfg.algo in algos or (name == "batch_size" and cfg.imitates)  # the warm start's minibatches
         if not used and getattr(cfg, name) != defaults[name]:

@@ -193,6 +193,14 @@ def test_settings_that_do_nothing_are_notes():
         "relative_to 'srtf+tune' has no effect with reward 'absolute': only the reward heuristic_relative compares "
         "with a heuristic"]
     assert notes(relative_to="srtf+tune", reward="heuristic_relative") == []
+    # Warm-start settings without a warm start, and DAgger's without DAgger rounds.
+    assert notes(bc_policy="srtf+tune", bc_epochs=3, bc_learning_rate=1e-3) == [
+        f"{name} has no effect without a warm start: bc_steps is 0 (--bc-steps N imitates for N steps)"
+        for name in ("bc_policy 'srtf+tune'", "bc_epochs 3", "bc_learning_rate 0.001")]
+    assert notes(bc_steps=1000, bc_policy=None, bc_epochs=3) == [
+        "bc_epochs 3 has no effect without a warm start: bc_policy is none"]
+    assert notes(bc_steps=1000, dagger_steps=500) == ["dagger_steps 500 has no effect with dagger_rounds 0"]
+    assert notes(bc_steps=1000, bc_epochs=3, dagger_rounds=1, dagger_steps=500) == []
 
 
 def test_a_run_without_out_goes_to_runs_and_prints_its_notes(tmp_path, capsys, monkeypatch):
@@ -265,6 +273,9 @@ def test_numbers_yaml_reads_as_text_are_numbers(tmp_path):
     cfg = load_run_config(config)
     assert (cfg.learning_rate, cfg.timesteps, cfg.bc_learning_rate) == (3e-4, 100_000, 1e-3)
     assert isinstance(cfg.timesteps, int)
+    config.write_text("env_kwargs:\n  jobs_per_hour: 3e-1\n  num_jobs: 1e2\n  cluster: 1e2\n")  # the env's too
+    assert load_run_config(config).env_kwargs == {"jobs_per_hour": 0.3, "num_jobs": 100, "cluster": "1e2"}
+    assert isinstance(load_run_config(config).env_kwargs["num_jobs"], int)
     config.write_text("timesteps: 1.5e3x\n")  # not a number: refused as before
     with pytest.raises(ConfigError, match=r"timesteps must be a positive integer, got '1.5e3x'"):
         load_run_config(config)
