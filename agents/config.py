@@ -334,7 +334,11 @@ def _numbers_of(data: dict[str, Any], numbers: dict[str, str]) -> dict[str, Any]
     out = dict(data)
     for key, value in data.items():
         if key in numbers and isinstance(value, str) and NUMBER_TEXT.fullmatch(value):
-            number = float(value.replace("_", ""))
+            text = value.replace("_", "")
+            if numbers[key] == "int" and text.lstrip("+-").isdigit():  # exact, also past float's 2**53
+                out[key] = int(text)
+                continue
+            number = float(text)
             out[key] = int(number) if numbers[key] == "int" and number.is_integer() else number
     return out
 

@@ -99,7 +99,7 @@ def inert_settings(cfg: Any) -> list[str]:
             value = getattr(cfg, name)
             if value is not None and value != defaults[name]:
                 notes.append(f"{name} {value!r} has no effect without a warm start: {why}")
-    elif not cfg.dagger_rounds and cfg.dagger_steps != defaults["dagger_steps"]:
+    if not cfg.dagger_rounds and cfg.dagger_steps != defaults["dagger_steps"]:
         notes.append(f"dagger_steps {cfg.dagger_steps:,} has no effect with dagger_rounds 0")
     for name, (algos, who) in ALGORITHM_SETTINGS.items():
         used = cfg.algo in algos or (name == "batch_size" and cfg.imitates)  # the warm start's minibatches

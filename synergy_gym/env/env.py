@@ -21,12 +21,12 @@ from synergy_gym.env.calls import (
 )
 from synergy_gym.env.config import EnvConfig, as_cluster, same_env_kwarg
 from synergy_gym.env.decision_loop import DecisionLoop
-from synergy_gym.env.levels import LevelTable
+from synergy_gym.env.levels import LevelTable, check_grid_levels
 from synergy_gym.env.masks import ActionLayout
 from synergy_gym.env.observation import ObservationBuilder
 from synergy_gym.env.render import ClusterPicture, render_ansi, render_rgb
 from synergy_gym.env.reward import SystemTimeMeter
-from synergy_gym.env.source import episode_workload, source_from_config, source_jobs
+from synergy_gym.env.source import episode_workload, job_shapes, source_from_config, source_jobs
 from synergy_gym.env.summary import episode_summary
 from synergy_gym.env.types import NO_JOBS, Decision, EpisodeState
 from synergy_gym.sim.allocation import Tune
@@ -171,6 +171,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.sim_config = cfg.simulation_config()
         self.policy = SchedulingPolicy(FIFO(), Tune())
         self.levels = LevelTable(self.zoo, self.cluster, cfg.levels)
+        if cfg.levels == "grid":  # a job that could never be admitted: refused now, not at some later reset
+            check_grid_levels(self.zoo, self.cluster, job_shapes(self.source, self.zoo))
         grid_shape = (len(self.zoo.cpu_grid), len(self.zoo.mem_grid)) if cfg.levels == "grid" else None
         n_running = cfg.max_running if cfg.on_changes else 0
         self.layout = ActionLayout(

@@ -139,6 +139,31 @@ def levels_from_grid(
     return tuple(levels), np.ones(len(levels), dtype=bool)
 
 
+def no_grid_level(job: str, gpus: int, cluster: ClusterSpec) -> ConfigError:
+    """The one-line error for a ``gpus``-GPU ``job`` no grid point of which could ever be honoured."""
+    per_server = min(gpus, cluster.gpus_per_server)
+    return ConfigError(
+        f"env kwarg levels='grid': {job} has no grid level it could ever be admitted at: no grid point at least as "
+        f"fast as its fair share fits one server ({cluster.cpus_per_server:g} CPUs, {cluster.mem_gb_per_server:g} GB) "
+        f"for its {per_server} GPUs there; use levels='default', whose fair level always fits"
+    )
+
+
+def check_grid_levels(zoo: ModelZoo, cluster: ClusterSpec, shapes: list[tuple[int, int, str]]) -> None:
+    """Refuse, before any episode, a job of ``shapes`` (``(model, GPUs, what it is)``) with no grid level it could
+    ever be given (:func:`honourable_points` of the measured matrix; :meth:`LevelTable.build` checks each episode too)."""
+    grid = GridPoints(zoo)
+    fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
+    for model, gpus in dict.fromkeys((m, g) for m, g, _ in shapes):
+        models = np.full(grid.cpu.size, model)
+        tput = zoo.throughput_many(models, grid.cpu, grid.mem)
+        capped = zoo.throughput_many(models, np.minimum(grid.cpu, fair_cpu), np.minimum(grid.mem, fair_mem))
+        fair = zoo.throughput_of(model, fair_cpu, fair_mem)
+        if not honourable_points(cluster, grid.cpu, grid.mem, tput, capped, fair, gpus).any():
+            what = next(text for m, g, text in shapes if (m, g) == (model, gpus))
+            raise no_grid_level(what, gpus, cluster)
+
+
 class LevelTable:
     """Every job's levels for one episode, as arrays ``(jobs, levels)``, cached per (model, GPUs).
 
@@ -190,13 +215,9 @@ class LevelTable:
         fair = Level(jobs.fair_cpu, jobs.fair_mem, jobs.tput_fair_l[j])
         levels, valid = levels_from_grid(grid, self.cluster, tput, capped, fair, demand, jobs.gpus_l[j], self.kind)
         if not valid.any():  # (only on the grid: a default table's fair level is always valid)
-            c, per_server = self.cluster, min(jobs.gpus_l[j], self.cluster.gpus_per_server)
-            raise ConfigError(
-                f"env kwarg levels='grid': job {int(jobs.job_id[j])} ({self.zoo[int(jobs.model[j])].name}, "
-                f"{jobs.gpus_l[j]} GPUs) has no grid level it could ever be admitted at: no grid point at least as "
-                f"fast as its fair share fits one server ({c.cpus_per_server:g} CPUs, {c.mem_gb_per_server:g} GB) "
-                f"for its {per_server} GPUs there; use levels='default', whose fair level always fits"
-            )
+            raise no_grid_level(
+                f"job {int(jobs.job_id[j])} ({self.zoo[int(jobs.model[j])].name}, {jobs.gpus_l[j]} GPUs)",
+                jobs.gpus_l[j], self.cluster)
         return (
             np.array([lv.cpus_per_gpu for lv in levels]),
             np.array([lv.mem_gb_per_gpu for lv in levels]),

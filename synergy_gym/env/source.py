@@ -35,6 +35,7 @@ from synergy_gym.env.calls import check_reset_options
 from synergy_gym.errors import ConfigError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.generator import SyntheticWorkload
+from synergy_gym.sim.philly_gpu_mix import gpu_mix
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import Workload
 
@@ -95,6 +96,23 @@ def source_jobs(source: WorkloadSource, seed: int | None) -> Workload:
         raise ConfigError(f"workload source {type(source).__name__}: workload({seed!r}) must return a Workload, "
                           f"got {type(jobs).__name__}")
     return jobs if jobs.run_until == "all" else replace(jobs, run_until="all")
+
+
+def job_shapes(source: WorkloadSource, zoo: ModelZoo) -> list[tuple[int, int, str]]:
+    """``(model, GPUs, what the job is)`` of the jobs ``source`` can give: a fixed workload's own, every model at
+    each GPU count the generator draws; none for another source (its jobs are known at each reset only)."""
+    if isinstance(source, FixedWorkload):
+        jobs = source.jobs
+        first: dict[tuple[int, int], int] = {}
+        for i, m, g in zip(jobs.job_id.tolist(), jobs.model.tolist(), jobs.gpus.tolist()):
+            first.setdefault((m, g), i)  # one job of each (model, GPUs) is enough to name
+        return [(m, g, f"job {i} ({zoo[m].name}, {g} GPUs)") for (m, g), i in first.items()]
+    if isinstance(source, GeneratedWorkloads):
+        spec = source.spec
+        counts = gpu_mix(spec.max_gpus)[0].tolist() if spec.multigpu else [1]
+        drawn = "; the generator draws such jobs with multigpu=True" if spec.multigpu else ""
+        return [(m, g, f"a job of {g} GPU{'s' * (g > 1)} ({zoo[m].name}{drawn})") for m in range(len(zoo)) for g in counts]
+    return []
 
 
 def _reader(name: str) -> Callable[..., Workload]:

@@ -200,6 +200,7 @@ def test_settings_that_do_nothing_are_notes():
     assert notes(bc_steps=1000, bc_policy=None, bc_epochs=3) == [
         "bc_epochs 3 has no effect without a warm start: bc_policy is none"]
     assert notes(bc_steps=1000, dagger_steps=500) == ["dagger_steps 500 has no effect with dagger_rounds 0"]
+    assert notes(dagger_steps=500) == ["dagger_steps 500 has no effect with dagger_rounds 0"]  # nor without imitation
     assert notes(bc_steps=1000, bc_epochs=3, dagger_rounds=1, dagger_steps=500) == []
 
 
@@ -276,6 +277,9 @@ def test_numbers_yaml_reads_as_text_are_numbers(tmp_path):
     config.write_text("env_kwargs:\n  jobs_per_hour: 3e-1\n  num_jobs: 1e2\n  cluster: 1e2\n")  # the env's too
     assert load_run_config(config).env_kwargs == {"jobs_per_hour": 0.3, "num_jobs": 100, "cluster": "1e2"}
     assert isinstance(load_run_config(config).env_kwargs["num_jobs"], int)
+    from synergy_gym.agents.config import yaml_numbers  # an integer's text stays exact (float would round it)
+
+    assert yaml_numbers({"timesteps": "12345678901234567"})["timesteps"] == 12345678901234567
     config.write_text("timesteps: 1.5e3x\n")  # not a number: refused as before
     with pytest.raises(ConfigError, match=r"timesteps must be a positive integer, got '1.5e3x'"):
         load_run_config(config)

@@ -157,20 +157,39 @@ def test_level_table_uses_the_targets_when_built():
     assert (cpu[0, DEMAND_LEVEL], mem[0, DEMAND_LEVEL]) == (6.0, 125.0)
 
 
-def test_a_job_no_grid_level_fits_is_refused_at_reset_not_left_waiting_forever():
+def test_a_job_no_grid_level_fits_is_refused_when_the_env_is_made_not_left_waiting_forever(tmp_path):
     # 8 GPUs with 160 GB: 20 GB per GPU, below the grid's lowest memory point, so an 8-GPU job fits no grid
     # point on one server; on the grid it could never be admitted (the episode ran to max_rounds).
     import gymnasium as gym
 
     import synergy_gym  # noqa: F401  (registers the environments)
+    from synergy_gym import ModelZoo, Workload
+    from synergy_gym.env.source import FixedWorkload, GeneratedWorkloads
 
-    kw = dict(cluster={"num_servers": 2, "gpus_per_server": 8, "cpus_per_server": 24, "mem_gb_per_server": 160},
-              num_jobs=20, multigpu=True)
+    cluster = {"num_servers": 2, "gpus_per_server": 8, "cpus_per_server": 24, "mem_gb_per_server": 160}
+    kw = dict(cluster=cluster, num_jobs=20, multigpu=True)
     gym.make("Synergy-v0", levels="default", **kw).reset(seed=0, options={"workload_seed": 0})
-    env = gym.make("Synergy-v0", levels="grid", **kw)
-    with pytest.raises(ConfigError, match=r"^env kwarg levels='grid': job 5 \(gnmt, 8 GPUs\) has no grid level .* one "
-                                          r"server \(24 CPUs, 160 GB\) for its 8 GPUs there; use levels='default'"):
-        env.reset(seed=0, options={"workload_seed": 0})
+    where = r"has no grid level .* one server \(24 CPUs, 160 GB\) for its 8 GPUs there; use levels='default'"
+    with pytest.raises(ConfigError, match=rf"^env kwarg levels='grid': a job of 8 GPUs \(alexnet; the generator draws "
+                                          rf"such jobs with multigpu=True\) {where}"):
+        gym.make("Synergy-v0", levels="grid", **kw)
+    zoo = ModelZoo.default()
+    jobs = Workload.build(zoo, job_id=[7, 8, 9], model=[zoo.index("gnmt")] * 3, gpus=[1, 8, 8], arrival_s=[0, 10, 20],
+                          total_iters=[1000] * 3, run_until="all")
+    with pytest.raises(ConfigError, match=rf"^env kwarg levels='grid': job 8 \(gnmt, 8 GPUs\) {where}"):
+        gym.make("Synergy-v0", levels="grid", cluster=cluster, workload=jobs)
     single = gym.make("Synergy-v0", levels="grid", **{**kw, "multigpu": False})  # one GPU a job fits
     single.reset(seed=0, options={"workload_seed": 0})
     assert single.unwrapped.state.level_valid.any(axis=1).all()
+
+    # A source of its own is known only at each reset: there its jobs are checked.
+    class Source:
+        seeded = False
+
+        def workload(self, seed):
+            return jobs
+
+    env = gym.make("Synergy-v0", levels="grid", cluster=cluster, workload=Source())
+    assert not isinstance(env.unwrapped.source, (FixedWorkload, GeneratedWorkloads))
+    with pytest.raises(ConfigError, match=rf"^env kwarg levels='grid': job 8 \(gnmt, 8 GPUs\) {where}"):
+        env.reset(seed=0)
