@@ -36,7 +36,7 @@ from synergy_gym.errors import ConfigError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.generator import SyntheticWorkload
 from synergy_gym.sim.philly_gpu_mix import gpu_mix
-from synergy_gym.sim.profiles import ModelZoo
+from synergy_gym.sim.profiles import TASKS, ModelZoo
 from synergy_gym.sim.workload import Workload
 
 READERS_GROUP = "synergy_gym.workload_readers"
@@ -111,7 +111,9 @@ def job_shapes(source: WorkloadSource, zoo: ModelZoo) -> list[tuple[int, int, st
         spec = source.spec
         counts = gpu_mix(spec.max_gpus)[0].tolist() if spec.multigpu else [1]
         drawn = "; the generator draws such jobs with multigpu=True" if spec.multigpu else ""
-        return [(m, g, f"a job of {g} GPU{'s' * (g > 1)} ({zoo[m].name}{drawn})") for m in range(len(zoo)) for g in counts]
+        tasks = {task for task, weight in zip(TASKS, spec.class_split) if weight > 0}  # the models it can draw
+        models = [m for m in range(len(zoo)) if zoo[m].task in tasks]
+        return [(m, g, f"a job of {g} GPU{'s' * (g > 1)} ({zoo[m].name}{drawn})") for m in models for g in counts]
     return []
 
 

@@ -173,6 +173,8 @@ def test_a_job_no_grid_level_fits_is_refused_when_the_env_is_made_not_left_waiti
     with pytest.raises(ConfigError, match=rf"^env kwarg levels='grid': a job of 8 GPUs \(alexnet; the generator draws "
                                           rf"such jobs with multigpu=True\) {where}"):
         gym.make("Synergy-v0", levels="grid", **kw)
+    with pytest.raises(ConfigError, match=r"a job of 8 GPUs \(gnmt; "):  # a model the split can draw
+        gym.make("Synergy-v0", levels="grid", class_split=(0, 100, 0), **kw)
     zoo = ModelZoo.default()
     jobs = Workload.build(zoo, job_id=[7, 8, 9], model=[zoo.index("gnmt")] * 3, gpus=[1, 8, 8], arrival_s=[0, 10, 20],
                           total_iters=[1000] * 3, run_until="all")
