@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
@@ -176,6 +178,7 @@ def connect_ray(address: str | None) -> ModuleType | None:
         return None
     if address and address != "auto" and not address.startswith("ray://"):
         _check_reachable(address)
+    sigterm = signal.getsignal(signal.SIGTERM)  # ray.init installs its own, which would crash rather than interrupt
     try:
         with _quiet_stderr():  # Ray's C++ client logs every retry to stderr; the error below says it in one line
             if address:
@@ -185,6 +188,9 @@ def connect_ray(address: str | None) -> ModuleType | None:
     except Exception as exc:  # ConnectionError, RuntimeError, ValueError depending on the failure
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SynergyGymError(f"--address {address!r}: cannot connect to Ray: {first}") from None
+    finally:
+        if sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, sigterm)  # SIGTERM stops the sweep as Ctrl-C does (exit 130, cells kept)
     return ray
 
 

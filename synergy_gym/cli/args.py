@@ -180,6 +180,6 @@ class NonEmptyPath(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         if not str(values).strip():
-            flag = option_string or self.option_strings[-1]  # as typed
+            flag = option_string or (self.option_strings[-1] if self.option_strings else self.dest)  # as typed
             parser.error(f"{flag} {values!r}: the value is empty; give a path (. is the current folder)")
         setattr(namespace, self.dest, Path(values))

@@ -52,6 +52,28 @@ def test_sweep_on_local_ray_matches_in_process(tmp_path):
     pd.testing.assert_frame_equal(parquet, _table(tmp_path / "ray"), check_dtype=False)
 
 
+@pytest.mark.slow
+def test_connecting_to_ray_keeps_the_sigterm_handler():
+    # ray.init installs a SIGTERM handler that crashes the process (exit 134): SIGTERM must stop a sweep as
+    # Ctrl-C does (exit 130, the finished cells kept), so the command's handler stays.
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+    import signal
+
+    from synergy_gym.baselines.sweep_cells import connect_ray
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    if ray.is_initialized():
+        ray.shutdown()  # a fresh ray.init, which is what installs its handler
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        assert connect_ray(None) is ray and ray.is_initialized()
+        assert signal.getsignal(signal.SIGTERM) is handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -18,7 +18,7 @@ from synergy_gym.errors import ConfigError
 from tests.support.cli_runs import snapshot
 
 #: Each command's required arguments, so that only the flag under test is wrong.
-REQUIRED = {"sweep": ["--policies", "fifo+tune", "--load", "5", "--seed", "1"]}
+REQUIRED = {"sweep": ["--policies", "fifo+tune", "--load", "5", "--seed", "1"], "trace-stats": ["t.csv"]}
 
 
 def _parse_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -69,7 +69,7 @@ def test_an_env_kwarg_given_twice_is_refused_naming_both():
 @pytest.mark.parametrize("command, flag", [
     ("benchmark", "--out"), ("benchmark", "--json"), ("sweep", "--out"), ("sweep", "--json"),
     ("compare", "--out"), ("compare", "--json"), ("evaluate", "--out"), ("evaluate", "--json"),
-    ("evaluate", "--decisions"), ("evaluate", "--jobs-csv"), ("train", "--out"),
+    ("evaluate", "--decisions"), ("evaluate", "--jobs-csv"), ("train", "--out"), ("trace-stats", "--out"),
 ])
 def test_an_empty_path_is_refused_naming_its_flag(capsys, command, flag):
     line = _parse_error([command, *(REQUIRED.get(command, [])), flag, ""], capsys)
@@ -124,3 +124,8 @@ def test_ctrl_c_inside_a_numba_kernel_of_a_sweep_says_what_it_kept(tmp_path, cap
                  "--quiet", "--out", str(tmp_path / "out")])
     assert code == 130
     assert capsys.readouterr().err == "synergy-gym sweep: interrupted; no cell had finished; nothing written\n"
+
+
+def test_trace_stats_refuses_an_empty_trace_path(capsys):
+    line = _parse_error(["trace-stats", ""], capsys)
+    assert line.startswith("synergy-gym trace-stats: error: path '': the value is empty")
