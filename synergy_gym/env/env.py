@@ -237,6 +237,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         s = self._episode("env.decode()")
         if s.ended:
             raise episode_ended("env.decode()")
+        action = self.layout.parse(action, "env.decode()")  # its errors name this call
         kind, slot, level, ahead, row, invalid = self._resolve(s, action)
         return Decision(kind, slot=slot, level=level, ahead=ahead, row=row, invalid=invalid)
 

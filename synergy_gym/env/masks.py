@@ -74,8 +74,8 @@ class ActionLayout:
         ci, mi = divmod(level, n_mem)
         return np.array(sorted(others, key=lambda k: (abs(k // n_mem - ci) + abs(k % n_mem - mi), k)))
 
-    def parse(self, action) -> int:
-        """``action`` as an int in ``[0, n)``, or :class:`~synergy_gym.env.calls.EnvCallError`."""
+    def parse(self, action, call: str = "env.step()") -> int:
+        """``action`` as an int in ``[0, n)``, or :class:`~synergy_gym.env.calls.EnvCallError` naming ``call``."""
         if type(action) is int and 0 <= action < self.n:  # the common case, first
             return action
         if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
@@ -88,11 +88,11 @@ class ActionLayout:
                 single = False
             if not single:
                 raise EnvCallError(
-                    f"env.step(): action {shown(action)} is not a single integer (the action space is 0..{self.n - 1})"
+                    f"{call}: action {shown(action)} is not a single integer (the action space is 0..{self.n - 1})"
                 )
             a = int(arr.reshape(()))
         if not 0 <= a < self.n:
-            raise EnvCallError(f"env.step(): action {shown(a)} is out of range: the action space is 0..{self.n - 1}")
+            raise EnvCallError(f"{call}: action {shown(a)} is out of range: the action space is 0..{self.n - 1}")
         return a
 
     def resolve_preemption(self, a: int, n_preemptable: int) -> int:

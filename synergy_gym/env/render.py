@@ -96,8 +96,8 @@ class ClusterPicture:
         return {"cluster": self.cluster, "_fig": None}
 
     def close(self) -> None:
-        if self._fig is not None:
-            self._fig.clear()
+        # The figure is not pyplot's: dropping it is enough. (Clearing it imports matplotlib modules, which fails
+        # when a vector env's __del__ closes it at interpreter exit.)
         self._fig = None
 
     def _build(self) -> None:

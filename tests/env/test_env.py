@@ -365,3 +365,15 @@ def test_evaluate_scores_env_heuristics_on_the_workloads_of_their_seeds():
         sim.run()
         jct_h = (sim.jobs.finish_s - sim.jobs.arrival_s) / 3600
         assert results["fifo+tune"]["mean_jct_h"].iloc[i] == pytest.approx(jct_h.mean(), rel=1e-12)
+
+
+def test_a_vector_env_of_rgb_frames_left_unclosed_exits_quietly():
+    # Gymnasium's VectorEnv.__del__ closes it at interpreter exit, when a figure can no longer be cleared.
+    import subprocess
+    import sys
+
+    code = ("import gymnasium as gym, synergy_gym\n"
+            "v = gym.vector.SyncVectorEnv([lambda: gym.make('Synergy-small-v0', num_jobs=5, render_mode='rgb_array')])\n"
+            "v.reset(seed=0)\nassert v.render()[0].shape == (360, 640, 3)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -178,6 +178,9 @@ def test_an_action_of_a_wrong_type_is_refused_naming_step_and_changes_nothing(ac
         env.step(action)
     assert one_line(excinfo).startswith(message) and isinstance(excinfo.value, ValueError)
     assert env.state.decisions == decisions
+    with pytest.raises(EnvCallError) as excinfo:  # decode's errors name decode
+        env.decode(action)
+    assert one_line(excinfo).startswith(message.replace("env.step()", "env.decode()"))
     for fine in (np.int64(N_ACTIONS - 1), np.array(N_ACTIONS - 1), float(N_ACTIONS - 1)):
         env.step(fine)
 
