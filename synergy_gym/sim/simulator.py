@@ -94,7 +94,7 @@ class Simulator:
         self._more = more_jobs
         self._queue = RunnableJobs()  # job indices in arrival order
         self._next = 0  # index of the next job to arrive
-        self._measured_left = int(workload.measured.sum())
+        self._measured_left = self._measured_loaded = int(workload.measured.sum())  # unfinished; all so far
         self._unfinished = len(workload)
         self.log = RoundLog()
         self.now = self._boundary_at_or_after(float(self.jobs.arrival_s[0]))
@@ -129,11 +129,11 @@ class Simulator:
 
     @property
     def measured_finished(self) -> int:
-        return int(np.count_nonzero(self.jobs.measured & ~np.isnan(self.jobs.finish_s)))
+        return self._measured_loaded - self._measured_left  # (no count over every job: run's progress asks each round)
 
     @property
     def measured_total(self) -> int:
-        return int(np.count_nonzero(self.jobs.measured))
+        return self._measured_loaded
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
         """Simulate until the run's end; ``progress(done, total)`` is called as jobs finish."""
@@ -267,7 +267,9 @@ class Simulator:
             first = self.jobs.n
             self.jobs.extend(chunk)
             self._check_progress(first)
-            self._measured_left += int(chunk.measured.sum())
+            measured = int(chunk.measured.sum())
+            self._measured_left += measured
+            self._measured_loaded += measured
             self._unfinished += len(chunk)
 
     def _next_arrival(self) -> int | None:

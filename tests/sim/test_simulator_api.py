@@ -74,3 +74,20 @@ def test_a_model_with_zero_throughput_is_named_in_both_timings(zoo):
     for timing in ("round", "exact"):  # exact timing used to run to JCTs of inf
         with pytest.raises(WorkloadError, match="^job 0: model 'z' has throughput 0 at its slowest allocation"):
             Simulator(ClusterSpec(num_servers=1), w, FIFO_TUNE, SimulationConfig(timing=timing))
+
+
+@pytest.mark.parametrize("timing", ["round", "exact"])
+def test_the_measured_job_counts_follow_the_jobs_at_every_step(timing):
+    # measured_finished and measured_total are kept as counts (run's progress asks for them each round):
+    # they must equal the counts over the jobs, as more jobs stream in and the window's jobs finish.
+    from synergy_gym.sim.cluster import cluster_preset
+
+    first, more = SyntheticWorkload(jobs_per_hour=12.0, seed=3, window=(20, 60), multigpu=True, max_gpus=32).stream()
+    sim = Simulator(cluster_preset("small"), first, FIFO_TUNE, SimulationConfig(timing=timing), more_jobs=more)
+    steps, counts = 0, set()
+    while sim.step():
+        jobs = sim.jobs
+        assert sim.measured_total == np.count_nonzero(jobs.measured)
+        assert sim.measured_finished == np.count_nonzero(jobs.measured & ~np.isnan(jobs.finish_s))
+        steps, counts = steps + 1, counts | {sim.measured_finished}
+    assert steps > 10 and len(counts) > 10 and sim.measured_finished == sim.measured_total == 40
