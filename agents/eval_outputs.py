@@ -97,7 +97,7 @@ def cdf_curves(jcts: dict[tuple[str, str], np.ndarray], summary: pd.DataFrame,
         keys = list(present)
     else:
         best = [(name, "env") for name in best_env]
-        tune = [k for k in [("fifo+tune", "env")] if k in present]
+        tune = [("fifo+tune", "env")] if ("fifo+tune", "env") in present else []
         if not any(np.asarray(present[k]).size for k in tune) and ("fifo+tune", "sim") in present:
             tune.append(("fifo+tune", "sim"))  # the env heuristic finished no job (it stays named) or did not run
         keys = [k for k in present if k[1] == "agent"] + best + tune + [k for k in present if k[1] == "bound"]

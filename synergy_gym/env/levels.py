@@ -68,9 +68,7 @@ def allocation_levels(zoo: ModelZoo, cluster: ClusterSpec, model: int, gpus: int
     check_kind(kind)
     grid = GridPoints(zoo)
     fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
-    models = np.full(grid.cpu.size, model)
-    tput = zoo.throughput_many(models, grid.cpu, grid.mem)
-    capped = zoo.throughput_many(models, np.minimum(grid.cpu, fair_cpu), np.minimum(grid.mem, fair_mem))
+    tput, capped = grid_throughputs(zoo, cluster, grid, model)
     profile = zoo[model]
     n_gpus = np.array([gpus])
     d_cpu = capped_demand_per_gpu(np.array([profile.demand_cpus_per_gpu]), n_gpus, fair_cpu, cluster.cpus_per_server)
@@ -139,6 +137,14 @@ def levels_from_grid(
     return tuple(levels), np.ones(len(levels), dtype=bool)
 
 
+def grid_throughputs(zoo: ModelZoo, cluster: ClusterSpec, grid: GridPoints, model: int) -> tuple[np.ndarray, np.ndarray]:
+    """``model``'s measured throughput at each grid point, and there capped at the cluster's fair share."""
+    models = np.full(grid.cpu.size, model)
+    fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
+    return (zoo.throughput_many(models, grid.cpu, grid.mem),
+            zoo.throughput_many(models, np.minimum(grid.cpu, fair_cpu), np.minimum(grid.mem, fair_mem)))
+
+
 def no_grid_level(job: str, gpus: int, cluster: ClusterSpec) -> ConfigError:
     """The one-line error for a ``gpus``-GPU ``job`` no grid point of which could ever be honoured."""
     per_server = min(gpus, cluster.gpus_per_server)
@@ -153,12 +159,9 @@ def check_grid_levels(zoo: ModelZoo, cluster: ClusterSpec, shapes: list[tuple[in
     """Refuse, before any episode, a job of ``shapes`` (``(model, GPUs, what it is)``) with no grid level it could
     ever be given (:func:`honourable_points` of the measured matrix; :meth:`LevelTable.build` checks each episode too)."""
     grid = GridPoints(zoo)
-    fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
     for model, gpus in dict.fromkeys((m, g) for m, g, _ in shapes):
-        models = np.full(grid.cpu.size, model)
-        tput = zoo.throughput_many(models, grid.cpu, grid.mem)
-        capped = zoo.throughput_many(models, np.minimum(grid.cpu, fair_cpu), np.minimum(grid.mem, fair_mem))
-        fair = zoo.throughput_of(model, fair_cpu, fair_mem)
+        tput, capped = grid_throughputs(zoo, cluster, grid, model)
+        fair = zoo.throughput_of(model, cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu)
         if not honourable_points(cluster, grid.cpu, grid.mem, tput, capped, fair, gpus).any():
             what = next(text for m, g, text in shapes if (m, g) == (model, gpus))
             raise no_grid_level(what, gpus, cluster)

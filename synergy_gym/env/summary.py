@@ -21,8 +21,10 @@ def episode_summary(sim: Simulator) -> dict[str, float]:
     unfinished = int(np.count_nonzero(arrived & ~done))
     if unfinished:
         last = float(sim.now)
+    elif done.any():
+        last = float(np.nanmax(jobs.finish_s))
     else:
-        last = float(np.nanmax(jobs.finish_s)) if done.any() else float(jobs.arrival_s[0])
+        last = float(jobs.arrival_s[0])
 
     def stats(selected: np.ndarray, prefix: str) -> dict[str, float]:
         s: JctStats = summarise_jcts(jobs.arrival_s, jobs.finish_s, selected, now=sim.now)

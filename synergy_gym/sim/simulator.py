@@ -176,7 +176,7 @@ class Simulator:
         round, or to round ``max_rounds`` if that comes first: a caller's limit), or no job
         is left at all (``exhausted``).
         """
-        self._admit_arrivals()
+        self.admit_arrivals()
         if self.done:
             return None
         if self._queue.size == 0:
@@ -246,9 +246,6 @@ class Simulator:
 
     def admit_arrivals(self) -> None:
         """Add the jobs that have arrived by :attr:`now` to :attr:`runnable` (:meth:`begin_round` does it first)."""
-        self._admit_arrivals()
-
-    def _admit_arrivals(self) -> None:
         self._top_up_stream()
         jobs = self.jobs
         end = int(jobs.arrival_s.searchsorted(self.now, side="right"))
