@@ -52,6 +52,8 @@ def register_compare(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace-mode", default="real", choices=("real", "sampled"),
                    help="real: the trace's submit times; sampled: (GPUs, duration) from the trace, Poisson arrivals at --load")
     p.add_argument("--arrival-scale", type=float, default=1.0, help="multiply the trace's submit times (0.5 = twice the rate)")
+    p.add_argument("--all-durations", action="store_true",
+                   help="keep a Philly trace's jobs outside the paper's duration range (31.6 min to 6.9 days)")
     p.add_argument("--cluster", default="default", help="preset (default, small, large) or TOML file (default: %(default)s)")
     p.add_argument("--round-s", type=float, default=300.0, help="round length in seconds (default: %(default)s)")
     p.add_argument("--placement", default="first_fit", choices=PLACEMENTS, help="GPU placement (default: %(default)s)")

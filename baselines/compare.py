@@ -189,8 +189,9 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         if clash:
             raise SynergyGymError(f"{sources[0]} fixes the jobs; {', '.join(clash)} does not apply")
     check_job_count(args.jobs, "--jobs")
-    if args.trace is None and (args.arrival_scale != 1.0 or args.trace_mode != "real" or args.trace_format != "auto"):
-        raise SynergyGymError("--arrival-scale, --trace-mode and --trace-format apply only with --trace")
+    if args.trace is None and (args.arrival_scale != 1.0 or args.trace_mode != "real" or args.trace_format != "auto"
+                               or args.all_durations):
+        raise SynergyGymError("--arrival-scale, --trace-mode, --trace-format and --all-durations apply only with --trace")
     if args.arrival_scale != 1.0 and args.trace_mode == "sampled":
         raise SynergyGymError("--trace-mode sampled draws its arrivals at --load; --arrival-scale does not apply")
     if not (math.isfinite(args.arrival_scale) and args.arrival_scale > 0):
@@ -220,6 +221,7 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         trace_format=args.trace_format,
         trace_mode=args.trace_mode,
         arrival_scale=args.arrival_scale,
+        all_durations=args.all_durations,
         cluster=cluster,
         config=config,
     )

@@ -18,6 +18,7 @@ import numpy as np
 from synergy_gym.baselines.registry import DEFAULT_POLICIES, make_policy
 from synergy_gym.cli.guards import open_ended_jobs
 from synergy_gym.cli.progress import Progress
+from synergy_gym.errors import SynergyGymError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import SimulationConfig
@@ -58,6 +59,8 @@ class CompareSpec:
     #: "real": the trace's own submit times; "sampled": (GPUs, duration) drawn from it, Poisson arrivals.
     trace_mode: str = "real"
     arrival_scale: float = 1.0
+    #: Keep a Philly trace's jobs outside the paper's duration range (``load_trace``'s filter off).
+    all_durations: bool = False
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     config: SimulationConfig = field(default_factory=SimulationConfig)
     #: Run every policy with each sensitivity: "true" (measured) and/or "profiled".
@@ -92,8 +95,14 @@ class CompareSpec:
         if self.trace_csv is not None:
             from synergy_gym.traces.loader import load_trace  # the trace readers use pandas
 
-            trace = load_trace(self.trace_csv, self.trace_format)
+            trace = load_trace(self.trace_csv, self.trace_format, philly_duration_filter=not self.all_durations)
             if self.trace_mode == "real":
+                if self.num_jobs is not None and self.num_jobs > len(trace):
+                    raise SynergyGymError(
+                        f"--jobs {self.num_jobs}: {self.trace_csv} has {len(trace):,} usable job(s)"
+                        + (f" ({trace.filtered:,} more outside the paper's duration range: --all-durations keeps them)"
+                           if trace.filtered else "")
+                    )
                 w = to_workload(trace, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window,
                                 arrival_scale=self.arrival_scale)
                 w.check_fits(self.cluster, str(self.trace_csv))

@@ -7,17 +7,21 @@ header row, or without one in the released files' column order. Times are in
 seconds; ``plan_cpu`` is in percent of a core (600 = 6 cores), ``plan_mem`` in
 GB and ``plan_gpu`` in percent of a GPU (50 = half a GPU).
 
-Per job: submit time = the job's ``start_time``; duration = ``end_time −
-start_time``; requested GPUs = Σ over its tasks of ``inst_num · plan_gpu / 100``,
-rounded up to whole GPUs (any fraction of a GPU becomes one); requested CPUs
-and memory = Σ ``inst_num · plan_cpu / 100`` and ``inst_num · plan_mem``,
-divided by the GPUs – the job's requested share per GPU. An empty
-``plan_cpu``, ``plan_mem`` or ``plan_gpu`` is no request (a CPU task has no
-``plan_gpu``). Jobs without GPU tasks (CPU-only jobs), without tasks, or with
-a missing field, a duration ≤ 0, a bad time, or a task whose ``inst_num`` is
-missing or not a number, or whose ``plan_cpu``, ``plan_mem`` or ``plan_gpu`` is
-text that is not a number, or with a negative ``inst_num``, ``plan_cpu``,
-``plan_mem`` or ``plan_gpu`` are skipped and counted.
+Per job: submit time = the job's ``start_time`` (the trace's submission
+time); duration = ``end_time`` − the earliest ``start_time`` of its tasks (its
+launch; the time before it is the job's wait in the queue, not its run);
+requested GPUs = Σ over its tasks of ``inst_num · plan_gpu / 100``, rounded up
+to whole GPUs (any fraction of a GPU becomes one); requested CPUs and memory =
+Σ ``inst_num · plan_cpu / 100`` and ``inst_num · plan_mem``, divided by the
+GPUs – the job's requested share per GPU. An empty ``plan_cpu``, ``plan_mem``
+or ``plan_gpu`` is no request (a CPU task has no ``plan_gpu``). Jobs without
+GPU tasks (CPU-only jobs), without tasks, whose ``job_name`` is in the job
+table more than once (its tasks cannot be told apart), none of whose tasks has
+a ``start_time``, or with a missing field, a duration ≤ 0, a bad time, or a
+task whose ``inst_num`` is missing or not a number, or whose ``plan_cpu``,
+``plan_mem`` or ``plan_gpu`` is text that is not a number, or with a negative
+``inst_num``, ``plan_cpu``, ``plan_mem`` or ``plan_gpu`` are skipped and
+counted.
 """
 
 from __future__ import annotations
@@ -93,12 +97,15 @@ def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) ->
     tasks["gpus"] = tasks["inst_num"] * tasks["plan_gpu"] / 100.0
     tasks["cpus"] = tasks["inst_num"] * tasks["plan_cpu"] / 100.0
     tasks["mem"] = tasks["inst_num"] * tasks["plan_mem"]
-    per_job = tasks.groupby("job_name")[["gpus", "cpus", "mem"]].sum(min_count=1)
+    tasks["launch"] = pd.to_numeric(tasks["start_time"], errors="coerce")
+    grouped = tasks.groupby("job_name")
+    per_job = grouped[["gpus", "cpus", "mem"]].sum(min_count=1).join(grouped["launch"].min())
     frame = jobs.join(per_job, on="job_name")
     start = pd.to_numeric(frame["start_time"], errors="coerce").to_numpy(dtype=float)
     end = pd.to_numeric(frame["end_time"], errors="coerce").to_numpy(dtype=float)
+    launch = np.maximum(start, frame["launch"].to_numpy(dtype=float))  # NaN where a time is missing
     gpus = frame["gpus"].to_numpy(dtype=float)
-    duration = end - start
+    duration = end - launch
     has_tasks = frame["job_name"].isin(per_job.index).to_numpy()
     def any_task(bad: pd.Series) -> np.ndarray:
         return frame["job_name"].isin(tasks.loc[bad, "job_name"]).to_numpy()
@@ -107,7 +114,8 @@ def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) ->
     ok = np.ones(len(frame), dtype=bool)
     for reason, bad in (
         ("no task", ~has_tasks),
-        ("bad or missing time", ~(np.isfinite(start) & np.isfinite(end))),
+        ("job_name repeated", frame["job_name"].duplicated(keep=False).to_numpy()),
+        ("bad or missing time", ~(np.isfinite(start) & np.isfinite(launch) & np.isfinite(end))),
         ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
         ("missing or non-numeric inst_num", any_task(no_inst_num)),
         ("non-numeric plan_cpu, plan_mem or plan_gpu", any_task(not_a_number)),

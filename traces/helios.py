@@ -42,7 +42,7 @@ def read_helios(path: str | Path) -> TraceJobs:
     skipped: dict[str, int] = {}
     ok = np.ones(len(frame), dtype=bool)
     for reason, bad in (
-        ("bad or missing submit_time", ~np.isfinite(submit)),
+        ("bad or missing submit_time (YYYY-MM-DD HH:MM:SS)", ~np.isfinite(submit)),
         ("missing or non-numeric duration", ~np.isfinite(duration)),
         ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
         ("missing gpu_num", ~np.isfinite(gpus)),

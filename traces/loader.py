@@ -26,12 +26,17 @@ def detect_format(path: Path) -> str:
     if plain_suffix(path) == ".json":
         return "philly-json"
     header = next(csv.reader([first_line(path, "trace file")]), [])
-    fmt = _format_of(set(header))
+    fmt = trace_format_of(set(header))
     if fmt is not None:
         return fmt
+    if {"arrival_s", "total_iters"} <= set(header):
+        raise WorkloadError(
+            f"{path}: a workload file (the replay format: job_id, model, gpus, arrival_s, total_iters, …), not a trace: "
+            "replay it with compare --workload, or the environment's workload="
+        )
     spaced = [c for c in header if c != c.strip()]
     hint = (f"; names are matched exactly, and {spaced[0]!r} has spaces around it"
-            if spaced and _format_of({c.strip() for c in header}) else "")
+            if spaced and trace_format_of({c.strip() for c in header}) else "")
     raise WorkloadError(
         f"{path}: cannot tell the trace format: its header has the columns of no known format (Philly CSV: timestamp, "
         f"duration, num_gpus; Helios: submit_time, gpu_num; Alibaba PAI: job_name){hint}; name the format – one of "
@@ -40,7 +45,8 @@ def detect_format(path: Path) -> str:
     )
 
 
-def _format_of(columns: set[str]) -> str | None:
+def trace_format_of(columns: set[str]) -> str | None:
+    """The trace format whose columns a header has, or None."""
     if {"timestamp", "duration", "num_gpus"} <= columns:
         return "philly-csv"
     if {"submit_time", "gpu_num"} <= columns:

@@ -54,7 +54,7 @@ def read_philly_csv(
     gpus = pd.to_numeric(frame["num_gpus"], errors="coerce").to_numpy(dtype=float)
     ok = np.ones(len(frame), dtype=bool)
     for reason, bad in (
-        ("bad or missing timestamp", ~np.isfinite(submit)),
+        ("bad or missing timestamp (YYYY-MM-DD HH:MM:SS or seconds)", ~np.isfinite(submit)),
         ("missing or non-numeric duration", ~np.isfinite(duration)),
         ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
         ("missing or non-numeric num_gpus", ~np.isfinite(gpus)),

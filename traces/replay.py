@@ -206,8 +206,13 @@ def _check_header(path: Path, header: list[str], line: int) -> None:
     missing = [c for c in REQUIRED if c not in header]
     unknown = ", ".join(repr(c) for c in header if c not in COLUMNS)
     if missing:
+        from synergy_gym.traces.loader import trace_format_of  # the trace readers use pandas
+
         also = f"; unknown column(s) {unknown}" if unknown else ""
-        raise WorkloadError(f"{path}: missing column(s) {', '.join(missing)}{also}")
+        fmt = trace_format_of(set(header))
+        hint = f"; these are the columns of a {fmt} trace: read it with compare --trace, or the environment's trace=" \
+            if fmt else ""
+        raise WorkloadError(f"{path}: missing column(s) {', '.join(missing)}{also}{hint}")
     if unknown:
         raise WorkloadError(f"{path}: unknown column(s) {unknown}; valid: {', '.join(COLUMNS)}")
 

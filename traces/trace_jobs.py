@@ -4,7 +4,8 @@ Every trace loader returns :class:`TraceJobs`: submit times (from 0, sorted),
 durations, GPU counts and – where the trace has them – the CPUs and memory per
 GPU the job requested. Rows a loader cannot use (a missing field, a bad
 timestamp, a duration ≤ 0, no GPU) are **skipped and counted**: one
-:class:`TraceWarning` per file gives the counts by reason. So are rows beyond
+:class:`TraceWarning` per file gives the counts by reason; another counts the
+jobs a duration filter left out (the paper's, for Philly traces). So are rows beyond
 the limits of a workload file (:mod:`synergy_gym.traces.workload_columns`): a
 submit time beyond ±:data:`MAX_SECONDS`, a duration over it, a GPU count over
 2^53. A file that is not a trace of that format (missing columns, unreadable,
@@ -116,6 +117,14 @@ class TraceJobs:
             )
         if skipped:
             warnings.warn(f"{source}: {skipped_text}", TraceWarning, stacklevel=3)
+        if filtered:
+            shortest, longest = (f"{x / 60:.1f} min" if x < 86400 else f"{x / 86400:.1f} days"
+                                 for x in duration_range or (0, 0))
+            warnings.warn(
+                f"{source}: left out {filtered:,} of {filtered + int(keep.sum()):,} job(s) lasting outside the paper's "
+                f"range of {shortest} to {longest} (compare and trace-stats --all-durations, or load_trace(path, "
+                "philly_duration_filter=False), keep them)", TraceWarning, stacklevel=3,
+            )
         return cls(
             source=source,
             submit_s=submit_kept - submit_kept[0],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ from synergy_gym.cli.guards import BASE_BYTES, Estimate, check_size, format_byte
 from synergy_gym.cli.plots import figure_png, label_log_axis, pyplot
 from synergy_gym.cli.staging import staged_outputs
 from synergy_gym.traces.loader import load_trace
-from synergy_gym.traces.trace_jobs import TraceJobs
+from synergy_gym.traces.trace_jobs import TraceJobs, TraceWarning
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -112,7 +113,9 @@ def main(args: argparse.Namespace) -> int:
     if estimate.memory_bytes - BASE_BYTES > MEMORY_PER_BYTE * ANNOUNCE_BYTES:
         print(f"synergy-gym trace-stats: reading {estimate.what} (about {format_duration(estimate.seconds)})…",
               file=sys.stderr, flush=True)
-    trace = load_trace(args.path, args.fmt, philly_duration_filter=not args.all_durations)
+    with warnings.catch_warnings():  # the summary counts the jobs the duration filter left out
+        warnings.filterwarnings("ignore", ".*: left out .* lasting outside the paper's range", TraceWarning)
+        trace = load_trace(args.path, args.fmt, philly_duration_filter=not args.all_durations)
     print(summary(trace))
     with staged_outputs(out) as staging:  # the folder appears with its file, or not at all
         atomic_write_bytes(staging.file(out / "trace_stats.png"), histogram_png(trace))

@@ -203,7 +203,7 @@ WRONG_FORMAT = [
     ("alibaba", "not an Alibaba PAI job table: no header naming job_name, inst_id, user, status, start_time, end_time, "
                 "and its first row (job_id, model, task, gpus, arrival_s, iter_time_s, …) is not a headerless row"),
     ("philly-json", "line 1, column 1: not a Philly JSON trace: not valid JSON (Expecting value)"),
-    ("auto", "cannot tell the trace format: its header has the columns of no known format"),
+    ("auto", "a workload file (the replay format: job_id, model, gpus, arrival_s, total_iters, …), not a trace"),
 ]
 
 

@@ -6,6 +6,7 @@ in quotes was not recognised, and a tiny GPU fraction became a 0-GPU job.
 """
 
 import json
+import warnings
 
 import pytest
 
@@ -143,3 +144,46 @@ def test_a_huge_cell_in_the_first_row_is_read_as_pandas_reads_it(tmp_path):
     path = tmp_path / "t.csv"
     _write(path, PHILLY + f"2017-10-01 00:00:00,7200,1,7200,{'x' * 200_000}\n" + PHILLY_ROWS[1] + "\n")
     assert load_trace(path, "philly-csv", philly_duration_filter=False).gpus.tolist() == [1, 2]
+
+
+def test_an_alibaba_jobs_duration_starts_at_its_first_tasks_launch_not_its_submission(tmp_path):
+    """The job table's start_time is the submission: the wait before the first task started is not run time."""
+    tasks = TASKS + "j1,worker,2,T,3000,8200,600,30,100,V100\nj1,ps,1,T,2500,8200,400,10,,\n" + TASK_ROWS[1] + "\n"
+    trace = read_alibaba(_alibaba(tmp_path, tasks=tasks))
+    assert trace.submit_s.tolist() == [0.0, 1000.0]  # still the submissions
+    assert trace.duration_s.tolist() == [5700.0, 10800.0]  # j1 waited 1,500 s, then ran 8,200 − 2,500
+
+
+def test_an_alibaba_job_name_in_the_job_table_twice_is_skipped_not_given_both_rows_tasks(tmp_path):
+    jobs = _alibaba(tmp_path, jobs=JOBS + "\n".join([*JOB_ROWS, "j1,3,u,T,4000,9000"]) + "\n")
+    with pytest.warns(TraceWarning, match="skipped 2 malformed row\\(s\\): 2 job_name repeated$"):
+        trace = read_alibaba(jobs)
+    assert trace.gpus.tolist() == [1] and trace.duration_s.tolist() == [10800.0]  # j2 alone
+
+
+def test_compare_counts_the_jobs_the_duration_filter_leaves_out_and_refuses_more_jobs_than_kept(tmp_path, capsys):
+    from synergy_gym.cli import main
+
+    trace = _write(tmp_path / "t.csv", "timestamp,duration,num_gpus\n0,600,1\n60,3600,1\n120,7200,1\n180,900000,1\n")
+    args = ["compare", "--trace", str(trace), "--policies", "fifo+fair", "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", TraceWarning)  # the command prints it in one line
+        assert main([*args, "--out", str(tmp_path / "a")]) == 0
+        err = capsys.readouterr().err
+        assert "left out 2 of 4 job(s) lasting outside the paper's range of 31.6 min to 6.9 days" in err
+        assert main([*args, "--jobs", "3", "--out", str(tmp_path / "b")]) == 2
+        assert capsys.readouterr().err.strip().endswith(
+            f"--jobs 3: {trace} has 2 usable job(s) (2 more outside the paper's duration range: --all-durations keeps them)")
+        assert main([*args, "--jobs", "4", "--all-durations", "--out", str(tmp_path / "c")]) == 0
+        assert "left out" not in capsys.readouterr().err and (tmp_path / "c" / "results.csv").is_file()
+
+
+def test_a_workload_file_given_as_a_trace_and_a_trace_given_as_a_workload_say_which_to_use(tmp_path):
+    from synergy_gym.traces.replay import read_workload_csv
+
+    workload = _write(tmp_path / "w.csv", "job_id,model,gpus,arrival_s,total_iters,in_measured_window\n0,alexnet,1,0,10,1\n")
+    assert _error(load_trace, workload).endswith(
+        "not a trace: replay it with compare --workload, or the environment's workload=")
+    trace = _write(tmp_path / "t.csv", PHILLY + "\n".join(PHILLY_ROWS) + "\n")
+    assert _error(read_workload_csv, trace).endswith(
+        "these are the columns of a philly-csv trace: read it with compare --trace, or the environment's trace=")

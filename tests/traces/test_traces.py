@@ -145,8 +145,12 @@ PHILLY = """timestamp,duration,num_gpus,gpu_time,cluster
 """
 
 
+LEFT_OUT = "left out 1 of 5 job\\(s\\) lasting outside the paper's range of 31.6 min to 6.9 days"
+
+
 def test_philly_csv_keeps_submit_times_durations_and_gpus(tmp_path, zoo):
-    trace = read_philly_csv(_write(tmp_path, PHILLY, "p.csv"))
+    with pytest.warns(TraceWarning, match=LEFT_OUT):  # the filtered job is counted, not dropped silently
+        trace = read_philly_csv(_write(tmp_path, PHILLY, "p.csv"))
     assert trace.filtered == 1  # the 60 s job is below the paper's 31.6-minute cut
     assert trace.submit_s.tolist() == [0.0, 1800.0, 3715.0, 86400.0]
     assert trace.gpus.tolist() == [8, 2, 1, 1]
@@ -170,7 +174,8 @@ def test_philly_csv_keeps_submit_times_durations_and_gpus(tmp_path, zoo):
 )
 def test_malformed_philly_rows_are_skipped_and_counted(tmp_path, row, reason):
     text = PHILLY + row + "\n"
-    with pytest.warns(TraceWarning, match=f"skipped 1 malformed row\\(s\\): {reason}"):
+    with pytest.warns(TraceWarning, match=LEFT_OUT), \
+            pytest.warns(TraceWarning, match=f"skipped 1 malformed row\\(s\\): {reason}"):
         trace = read_philly_csv(_write(tmp_path, text))
     assert len(trace) == 4 and sum(trace.skipped.values()) == 1
 
@@ -206,7 +211,8 @@ def test_philly_job_log_sums_attempts_and_applies_the_papers_filters(tmp_path):
     import json
 
     path = _write(tmp_path, json.dumps(PHILLY_LOG), "cluster_job_log")
-    with pytest.warns(TraceWarning, match="1 bad or missing submitted_time, 1 no usable attempt"):
+    with pytest.warns(TraceWarning, match="left out 1 of 3 job"), \
+            pytest.warns(TraceWarning, match="1 bad or missing submitted_time, 1 no usable attempt"):
         trace = read_philly_json(path)
     assert trace.submit_s.tolist() == [0.0, 1800.0]  # a and b; e (5 min) is filtered out
     assert trace.duration_s.tolist() == [7200.0, 3600.0]  # a: two one-hour attempts
@@ -263,14 +269,15 @@ HELIOS = """job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time
 
 def test_helios_jobs_and_cpu_requests(tmp_path):
     path = _write(tmp_path, HELIOS, "cluster_log.csv")
-    with pytest.warns(TraceWarning, match="1 bad or missing submit_time, 1 no GPU"):
+    with pytest.warns(TraceWarning, match="1 bad or missing submit_time \\(YYYY-MM-DD HH:MM:SS\\), 1 no GPU"):
         trace = load_trace(path)
     assert trace.gpus.tolist() == [8, 2] and trace.duration_s.tolist() == [7200.0, 3600.0]
     assert trace.cpu_per_gpu[0] == 8.0 and np.isnan(trace.cpu_per_gpu[1])  # no cpu_num: the model's demand
 
 
 def test_sampled_workload_draws_from_the_joint_distribution(tmp_path):
-    trace = read_philly_csv(_write(tmp_path, PHILLY, "p.csv"))
+    with pytest.warns(TraceWarning, match=LEFT_OUT):
+        trace = read_philly_csv(_write(tmp_path, PHILLY, "p.csv"))
     w = sample_workload(trace, num_jobs=400, jobs_per_hour=5, seed=1)
     pairs = set(zip(trace.gpus.tolist(), trace.duration_s.tolist()))
     fair = w.total_iters * w.iter_time_s
@@ -283,13 +290,15 @@ def test_trace_stats_command(tmp_path, capsys):
     from synergy_gym.cli import main
 
     assert main(["trace-stats", str(_write(tmp_path, PHILLY, "p.csv")), "--out", str(tmp_path / "o")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "jobs: 4" in out and "GPU-count mix: 1: 2 (50.0%), 2: 1 (25.0%), 8: 1 (25.0%)" in out
     assert "filtered (duration outside the paper's range): 1" in out and (tmp_path / "o" / "trace_stats.png").is_file()
+    assert "left out" not in err  # no warning line: the summary counts them
 
 
 def test_the_real_philly_trace_runs(shared_dir):
-    trace = read_philly_csv(shared_dir / "traces" / "philly_jobs.csv")
+    with pytest.warns(TraceWarning, match="left out 50,522 of 82,247 job"):
+        trace = read_philly_csv(shared_dir / "traces" / "philly_jobs.csv")
     assert np.all((trace.duration_s > 60 * 10**1.5) & (trace.duration_s < 60 * 10**4))
     w = to_workload(trace, max_jobs=400)
     assert len(w) == 400 and np.all(np.diff(w.arrival_s) >= 0)
