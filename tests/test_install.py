@@ -81,3 +81,25 @@ def test_the_wheel_installs_runs_and_uninstalls_without_a_trace(tmp_path):
 
     _run(python, "-m", "pip", "uninstall", "-y", "-q", "synergy-gym")
     assert not installed.exists(), f"uninstalling left {sorted(map(str, installed.rglob('*')))[:5]}"
+
+
+def _numpy_major_saved(model: Path) -> int:
+    import zipfile
+
+    with zipfile.ZipFile(model) as archive:
+        info = archive.read("system_info.txt").decode()
+    return int(info.split("- Numpy: ", 1)[1].split(".", 1)[0])
+
+
+@pytest.mark.parametrize("extra", ["rl", "test"])
+def test_the_extras_that_load_the_shipped_policies_require_the_numpy_they_were_saved_with(extra):
+    """A pickle written by numpy 2 does not load under numpy 1 ("No module named 'numpy._core'")."""
+    import re
+
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"{extra} = [")) if extra == "rl" else \
+        text.split("test = [", 1)[1].split("]", 1)[0]
+    floor = re.search(r'"numpy>=(\d+)', line)
+    assert floor, f"the {extra} extra sets no numpy floor"
+    saved = {_numpy_major_saved(m) for m in (REPO / "agents" / "pretrained").glob("*/model.zip")}
+    assert saved and int(floor[1]) >= max(saved), (extra, floor[0], saved)
