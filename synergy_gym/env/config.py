@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from synergy_gym.env.calls import shown
+from synergy_gym.env.calls import EnvCallError, shown
 from synergy_gym.env.levels import LEVEL_KINDS
 from synergy_gym.env.masks import INVALID_ACTION_MODES
 from synergy_gym.errors import ConfigError, UnknownNameError
@@ -262,3 +262,22 @@ def same_env_kwarg(name: str, a: Any, b: Any) -> bool:
         return bool(a == b)
     except (ConfigError, TypeError, ValueError):
         return False
+
+
+def constructor_kwargs(config: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``SynergyEnv(config, **kwargs)``'s env kwargs: the ``config`` mapping's and the keyword arguments together.
+
+    A key that both set to different values (compared by :func:`same_env_kwarg`) is refused: the keyword
+    argument would win, silently. Equal values are fine.
+    """
+    if config is not None and not isinstance(config, Mapping):
+        raise EnvCallError(f"SynergyEnv(config): config must be None or a mapping of env kwargs, got {shown(config)}")
+    merged = dict(config or {})
+    for key, value in kwargs.items():
+        if key in merged and not same_env_kwarg(key, merged[key], value):
+            raise EnvCallError(
+                f"SynergyEnv(config, **kwargs): config sets {key}={shown(merged[key])}, but a keyword argument sets "
+                f"{key}={shown(value)}; set each key in one of them"
+            )
+        merged[key] = value
+    return merged

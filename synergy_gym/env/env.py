@@ -19,7 +19,7 @@ from synergy_gym.env.calls import (
     episode_ended,
     shown,
 )
-from synergy_gym.env.config import EnvConfig, as_cluster, same_env_kwarg
+from synergy_gym.env.config import EnvConfig, as_cluster, constructor_kwargs, same_env_kwarg
 from synergy_gym.env.decision_loop import DecisionLoop
 from synergy_gym.env.levels import LevelTable, check_grid_levels
 from synergy_gym.env.masks import ActionLayout
@@ -161,9 +161,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        if config is not None and not isinstance(config, Mapping):
-            raise EnvCallError(f"SynergyEnv(config): config must be None or a mapping of env kwargs, got {shown(config)}")
-        self.cfg = cfg = EnvConfig.from_kwargs({**dict(config or {}), **kwargs})
+        self.cfg = cfg = EnvConfig.from_kwargs(constructor_kwargs(config, kwargs))  # a key set differently in both: refused
         self.render_mode = cfg.render_mode
         self.cluster = as_cluster(cfg.cluster)
         self.zoo = ModelZoo.default()
@@ -237,31 +235,30 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         s = self._episode("env.decode()")
         if s.ended:
             raise episode_ended("env.decode()")
-        action = self.layout.parse(action, "env.decode()")  # its errors name this call
-        kind, slot, level, ahead, row, invalid = self._resolve(s, action)
+        kind, slot, level, ahead, row, invalid = self._resolve(s, action, "env.decode()")  # its errors name this call
         return Decision(kind, slot=slot, level=level, ahead=ahead, row=row, invalid=invalid)
 
-    def _resolve(self, s: EpisodeState, action) -> _Resolved:
-        """:meth:`decode`'s fields as a tuple (the step's hot path)."""
+    def _resolve(self, s: EpisodeState, action, call: str = "env.step()") -> _Resolved:
+        """:meth:`decode`'s fields as a tuple (the step's hot path); errors name ``call``."""
         layout = self.layout
-        a = layout.parse(action)
+        a = layout.parse(action, call)
         if a == layout.stop:
             return _STOP
         if a >= layout.preempt and s.n_preemptable:  # preempt a running row (redecide="changes")
-            row = layout.resolve_preemption(a, s.n_preemptable)
+            row = layout.resolve_preemption(a, s.n_preemptable, call)
             return ("preempt", -1, -1, False, row, row != a - layout.preempt)
         ahead = layout.ahead <= a < layout.preempt  # placed before the running jobs (redecide="changes")
         slot, level = divmod(a - layout.ahead if ahead else a, layout.n_levels)
         invalid = False
         if a >= layout.preempt:  # no running row: a masked admission
-            slot, level, invalid = layout.resolve(a, s.slot_valid)
+            slot, level, invalid = layout.resolve(a, s.slot_valid, call)
         elif not s.mask[slot * layout.n_levels + level]:  # not offered, or does not fit now, or a level never honoured
-            slot, level, invalid = layout.resolve(slot * layout.n_levels + level, s.slot_valid)  # masked: raise, or fall back
+            slot, level, invalid = layout.resolve(a, s.slot_valid, call)  # masked: raise, or fall back
         if slot < 0:
             return ("stop", -1, -1, False, -1, invalid)
         if ahead and s.n_kept == 0:  # nothing runs to be placed before: an admission (masked)
             if layout.raise_on_invalid:
-                raise EnvCallError(f"env.step(): action {a} is masked: no running job to place the admission ahead of; "
+                raise EnvCallError(f"{call}: action {a} is masked: no running job to place the admission ahead of; "
                                    f"action {a - layout.ahead} admits the same job and level")
             ahead, invalid = False, True
         return ("admit", slot, level, ahead, -1, invalid)

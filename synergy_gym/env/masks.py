@@ -13,16 +13,22 @@ replaced by a valid one (:meth:`ActionLayout.resolve`):
   level of that slot (default levels: the nearest index, the lower first; grid
   levels: the nearest grid point in CPU and memory steps, the lower index first).
 
-So a masked action always admits a job (an agent without masking starts out
-admitting jobs, not idling the cluster); only the stop action stops.
+So in the default mode and with ``redecide="every_event"`` a masked action always admits a
+job (an agent without masking starts out admitting jobs, not idling the cluster); only the stop
+action stops.
 
-With ``preemptive=True, redecide="changes"`` two blocks follow the admissions: the *ahead*
-admissions (action ``n_slots · n_levels + slot · n_levels + level``: the same job and level,
-placed before the running jobs instead of after them) and the running rows (``max_running``):
-action ``2 · n_slots · n_levels + r`` preempts running row ``r``'s job; stop comes after those.
-A masked ahead admission falls back as a masked admission does (and is placed ahead); a masked
-preemption falls back to the last filled running row, or (with no running row) to a masked
-admission as above.
+With ``preemptive=True, redecide="changes"`` every waiting job has a slot (the first
+``n_slots`` by arrival), those whose GPUs do not fit now masked, and two blocks follow the
+admissions: the *ahead* admissions (action ``n_slots · n_levels + slot · n_levels + level``: the
+same job and level, placed before the running jobs instead of after them) and the running rows
+(``max_running``): action ``2 · n_slots · n_levels + r`` preempts running row ``r``'s job; stop
+comes after those. A masked admission of an empty slot or of one whose job does not fit now
+falls back to the offered slot whose job fits nearest to it (for an empty slot: nearest to the
+last filled slot; the earlier of two as near), at the nearest valid level of that slot. A masked
+ahead admission falls back as a masked admission does (and is placed ahead; with nothing
+running, after). A masked preemption falls back to the last filled running row, or (with no
+running row) to a masked admission as above. Where no waiting job fits now – the agent is asked
+only to preempt or stop – a masked admission (ahead or not) falls back to *stop*.
 
 With ``invalid_action="raise"`` a masked action raises
 :class:`~synergy_gym.env.calls.EnvCallError` (a ``ValueError``), as does an action that is not
@@ -95,23 +101,25 @@ class ActionLayout:
             raise EnvCallError(f"{call}: action {shown(a)} is out of range: the action space is 0..{self.n - 1}")
         return a
 
-    def resolve_preemption(self, a: int, n_preemptable: int) -> int:
+    def resolve_preemption(self, a: int, n_preemptable: int, call: str = "env.step()") -> int:
         """The running row preemption action ``a`` preempts, after the fallback (−1: none is running).
 
-        ``n_preemptable``: the running rows filled (all of them preemptable).
+        ``n_preemptable``: the running rows filled (all of them preemptable); ``call``: the call a
+        masked action's error names.
         """
         r = a - self.preempt
         if r < n_preemptable:
             return r
         if self.raise_on_invalid:
-            raise EnvCallError(f"env.step(): action {a} is masked: running row {r} is empty "
+            raise EnvCallError(f"{call}: action {a} is masked: running row {r} is empty "
                                f"({n_preemptable} running jobs can be preempted now); action {self.stop} stops")
         return n_preemptable - 1
 
-    def resolve(self, a: int, valid_levels: np.ndarray) -> tuple[int, int, bool]:
+    def resolve(self, a: int, valid_levels: np.ndarray, call: str = "env.step()") -> tuple[int, int, bool]:
         """``(slot, level, invalid)`` for action ``a`` (slot −1: stop); ``invalid`` when it fell back.
 
-        ``valid_levels`` (slots, levels) are the filled slots' valid levels. A preemption action
+        ``valid_levels`` (slots, levels) are the filled slots' valid levels; ``call``: the call a masked
+        action's error names. An ahead admission resolves as its admission does. A preemption action
         reaching here (no running row) is resolved as a masked admission of the last slot at the fair
         share. A filled slot whose job does not fit now (``redecide="changes"``: no valid level) falls
         back to the nearest slot whose job fits (the earlier of two as near), or to stop when none does.
@@ -121,10 +129,12 @@ class ActionLayout:
         masked = a >= self.preempt  # a preemption with no running row: always masked
         if masked:
             if self.raise_on_invalid:
-                raise EnvCallError(f"env.step(): action {a} is masked: no running job can be preempted now; "
+                raise EnvCallError(f"{call}: action {a} is masked: no running job can be preempted now; "
                                    f"action {self.stop} stops")
-            a = (self.n_slots - 1) * self.n_levels  # the last slot's fair share: falls back as a masked admission
-        slot, level = divmod(a, self.n_levels)
+            index = (self.n_slots - 1) * self.n_levels  # the last slot's fair share: falls back as a masked admission
+        else:
+            index = a - self.ahead if a >= self.ahead else a  # an ahead admission: its admission's slot and level
+        slot, level = divmod(index, self.n_levels)
         filled = valid_levels.shape[0]
         usable = np.flatnonzero(valid_levels.any(axis=1))  # the filled slots whose job fits now
         if not self.agent_orders:
@@ -132,8 +142,8 @@ class ActionLayout:
         if slot in usable and valid_levels[slot, level]:
             return slot, level, masked
         if self.raise_on_invalid:
-            raise EnvCallError(self._describe_invalid(a, slot, level, filled, valid_levels, usable))
-        if usable.size == 0:  # pragma: no cover - the environment asks for an admission only while a job fits
+            raise EnvCallError(self._describe_invalid(call, a, slot, level, filled, valid_levels, usable))
+        if usable.size == 0:  # redecide="changes", asked only to preempt or stop: no waiting job fits now
             return -1, -1, True
         if slot not in usable:  # an empty slot, one whose job does not fit now, or one not offered: the nearest offered
             near = min(slot, filled - 1)
@@ -145,7 +155,7 @@ class ActionLayout:
         return -1, -1, True  # pragma: no cover - the fair-share level is always valid
 
     def _describe_invalid(
-        self, a: int, slot: int, level: int, filled: int, valid_levels: np.ndarray, usable: np.ndarray
+        self, call: str, a: int, slot: int, level: int, filled: int, valid_levels: np.ndarray, usable: np.ndarray
     ) -> str:
         if slot >= filled:
             why = f"slot {slot} is empty ({filled} slots are filled)"
@@ -156,4 +166,5 @@ class ActionLayout:
         else:
             valid = np.flatnonzero(valid_levels[slot]).tolist()
             why = f"level {level} can never be honoured for slot {slot}'s job (valid levels: {valid})"
-        return f"env.step(): action {a} is masked: {why}; action {self.stop} stops"
+        action = f"action {a} (an ahead admission: slot {slot}, level {level})" if a >= self.ahead else f"action {a}"
+        return f"{call}: {action} is masked: {why}; action {self.stop} stops"

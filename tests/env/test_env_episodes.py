@@ -162,7 +162,9 @@ def test_rllib_style_config_dict():
     env = SynergyEnv(config)
     assert env.cfg.num_jobs == 30 and env.cluster.total_gpus == 32 and env.cfg.preemptive
     assert env.action_space.n == 2 * 8 * 45 + env.cfg.max_running + 1  # admissions, ahead, running rows, stop
-    assert SynergyEnv(config, num_jobs=12).cfg.num_jobs == 12  # kwargs override the dict
+    assert SynergyEnv(config, num_jobs=30, round_s=300.0).cfg.num_jobs == 30  # kwargs add to the dict, equal values fine
+    with pytest.raises(ConfigError, match="config sets num_jobs=30, but a keyword argument sets num_jobs=12"):
+        SynergyEnv(config, num_jobs=12)  # a key set differently in both: refused, not silently overridden
     _, _, infos, _ = run_episode(env, seed=0)
     assert infos[-1]["jobs_finished"] == 30
     with pytest.raises(ConfigError, match="env kwarg 'kernels' was removed"):
