@@ -48,6 +48,7 @@ from synergy_gym.agents.config import parse_env_kwargs
 from synergy_gym.agents.eval_outputs import staged_writer
 from synergy_gym.agents.eval_policies import agent_labels
 from synergy_gym.agents.evaluate import PolicyProgress
+from synergy_gym.agents.extras import require_extra
 from synergy_gym.agents.models import check_model_zip, inference_threads, load_agent, resolve_device
 from synergy_gym.agents.normalization import resolve_stats
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
@@ -148,6 +149,8 @@ def cell_meta(run: CellRun, score: CellScore | None) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> int:
     """``synergy-gym benchmark``: check every input and output path, run the cells, print the tables, write the files."""
     began = time.perf_counter()
+    if args.model:  # agents need the rl extra; the heuristics and bounds run without it
+        require_extra()
     out = check_output_dir(args.out or Path("runs") / f"benchmark-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES,
                            create_parents=args.out is None)
     if args.json is not None:

@@ -105,6 +105,7 @@ from synergy_gym.agents.eval_outputs import (
 from synergy_gym.agents.eval_policies import agent_labels, parse_baselines, parse_sim_policies
 from synergy_gym.agents.eval_size import evaluation_estimate
 from synergy_gym.agents.eval_summary import format_summary, summarise
+from synergy_gym.agents.extras import require_extra
 from synergy_gym.agents.model_checks import (
     check_agent_fits,
     check_env_id,
@@ -287,6 +288,8 @@ def _seeds(args: argparse.Namespace, models: list[Path]) -> list[int]:
 
 def main(args: argparse.Namespace) -> int:
     """``synergy-gym evaluate``: check every output path, run the policies, print the table and write the files."""
+    if args.model:  # agents need the rl extra; the heuristics and simulator policies run without it
+        require_extra()
     out = check_output_dir(
         args.out or Path("runs") / f"evaluate-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES,
         create_parents=args.out is None,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synergy_gym.agents.config import ALGOS, TrainConfig, check_device, first_line
+from synergy_gym.agents.extras import require_extra
 from synergy_gym.agents.normalization import find_stats, read_stats, resolve_stats
 from synergy_gym.cli.files import require_file
 from synergy_gym.errors import ConfigError
@@ -139,6 +140,7 @@ def load_model(path: Path, algo: str | None, device: str, env: VecEnv | None = N
 
     ``settings``: hyper-parameters (:func:`algorithm_settings`) replacing the saved ones before the model is set up.
     """
+    require_extra()  # not "could not be loaded as a maskable_ppo model: No module named 'sb3_contrib'"
     path = require_file(path, "model file", ConfigError)
     check_model_zip(path)
     candidates = [algo] if algo else list(ALGOS)
@@ -223,6 +225,7 @@ def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str
     false (run it on unnormalised observations on purpose). ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) is
     checked first (:func:`resolve_device`): a name that is no device, or one PyTorch does not see, is refused.
     """
+    require_extra()
     from synergy_gym.agents.wrappers import AgentPolicy
 
     device = resolve_device(device, "device")

@@ -31,10 +31,18 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
-from torch import nn
 
 import synergy_gym  # registers the environments
+
+try:
+    import torch
+    from torch import nn
+except ModuleNotFoundError as exc:  # `python -m …` without PyTorch: one line naming the extra, not a traceback
+    if __name__ == "__main__" and exc.name == "torch":
+        from synergy_gym.agents.extras import exit_if_missing
+
+        exit_if_missing("ppo_masked_minimal.py", "rl", ("torch",))
+    raise
 
 #: The observation keys the networks read, flattened and joined in this order.
 FEATURE_KEYS = ("slots", "slot_levels", "slot_mask", "cluster", "running", "demand", "queue_rest", "time")

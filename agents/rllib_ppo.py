@@ -120,6 +120,10 @@ def main(argv=None) -> None:
         make_env(env_config).close()
     except SynergyGymError as exc:
         p.error(f"--num-jobs {args.num_jobs} on {args.env_id}: {exc}")  # the only env setting an option gives
+    from synergy_gym.agents.extras import exit_if_missing
+
+    exit_if_missing(p.prog, "ray", ("ray",))
+    exit_if_missing(p.prog, "rl", ("torch",))  # RLlib's action-masking module is a PyTorch one
     import ray
 
     ray.init(ignore_reinit_error=True, include_dashboard=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
+import sys
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +23,11 @@ from synergy_gym.agents.checkpoints import latest_checkpoint
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.errors import PathError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 #: What a run folder holds (see ``synergy_gym.agents.train``); checked before training starts.
 RUN_FILES = ("config.json", "versions.json", "baselines.json", "tb/", "eval.csv", "best_model.zip",
@@ -44,22 +50,53 @@ def default_run_dir(cfg: TrainConfig) -> Path:
 
 
 def versions() -> dict[str, Any]:
-    """``versions.json``: Python's and the packages' versions, the git commit of the code and whether it was modified."""
+    """``versions.json``: Python's and the packages' versions, the git commit of the code and whether it was modified
+    (both null unless the code runs from a synergy-gym git checkout: :func:`code_root`, :func:`git_state`)."""
     out: dict[str, Any] = {"python": platform.python_version()}
     for pkg in ("synergy-gym", "numpy", "pandas", "gymnasium", "torch", "stable-baselines3", "sb3-contrib", "tensorboard"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             out[pkg] = None
+    out["git_commit"], out["git_dirty"] = git_state(code_root())
+    return out
+
+
+def code_root() -> Path | None:
+    """The synergy-gym source checkout this code runs from (its ``pyproject.toml`` names synergy-gym), else None.
+
+    In a checkout (installed editable) this module is ``<checkout>/agents/run_folder.py``; installed from a wheel it
+    is ``site-packages/synergy_gym/agents/run_folder.py``, whose folder two up is no checkout.
+    """
     root = Path(__file__).resolve().parents[1]
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=10)
-        out["git_commit"] = commit.stdout.strip() or None
-        out["git_dirty"] = bool(dirty.stdout.strip()) if commit.returncode == 0 else None
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    except (OSError, UnicodeDecodeError, ValueError):  # none there, or not TOML (TOMLDecodeError is a ValueError)
+        return None
+    return root if isinstance(project, dict) and project.get("name") == "synergy-gym" else None
+
+
+def git_state(root: Path | None) -> tuple[str | None, bool | None]:
+    """The commit checked out in ``root`` and whether files differ from it, where ``root`` is the top of its own git
+    repository (None, None otherwise: not a repository, git missing, or a folder inside another project's
+    repository – a virtual environment in the user's own project, whose commit says nothing about this code)."""
+    if root is None:
+        return None, None
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+
+    try:
+        top = git("rev-parse", "--show-toplevel")
+        if top.returncode != 0 or not top.stdout.strip() or Path(top.stdout.strip()).resolve() != root.resolve():
+            return None, None
+        commit = git("rev-parse", "HEAD")
+        if commit.returncode != 0 or not commit.stdout.strip():  # a repository without a commit yet
+            return None, None
+        dirty = git("status", "--porcelain")
     except (OSError, subprocess.SubprocessError):
-        out["git_commit"] = out["git_dirty"] = None
-    return out
+        return None, None
+    return commit.stdout.strip(), (bool(dirty.stdout.strip()) if dirty.returncode == 0 else None)
 
 
 def write_run_records(run_dir: Path, cfg: TrainConfig, device: str) -> None:

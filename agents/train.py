@@ -99,6 +99,7 @@ from synergy_gym.agents.config import (
     BEST,
     TrainConfig,
 )
+from synergy_gym.agents.extras import require_extra
 from synergy_gym.agents.hyperparameters import inert_settings
 from synergy_gym.agents.imitation import behaviour_clone
 from synergy_gym.agents.models import build_model, resolve_device, resume_model, torch_threads_set
@@ -137,8 +138,10 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     heuristics' scores, what trains where, a resume's step, settings without effect) and one per
     evaluation (None: silent). ``callbacks``: further SB3 callbacks. Ctrl-C (KeyboardInterrupt)
     during training saves ``last_model.zip`` (and ``vecnormalize.pkl``) and raises
-    :class:`synergy_gym.errors.Interrupted` saying so.
+    :class:`synergy_gym.errors.Interrupted` saying so. Without the ``rl`` extra (PyTorch, Stable-Baselines3,
+    sb3-contrib) it raises :class:`~synergy_gym.agents.extras.MissingExtraError` first.
     """
+    require_extra()
     checkpoint = resume_target(resume) if resume is not None else None
     run_dir = check_output_dir(
         Path(out) if out is not None else default_run_dir(cfg), "--out", RUN_FILES, create_parents=out is None
@@ -309,6 +312,7 @@ def _save_last_model(model: BaseAlgorithm, run_dir: Path) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """``synergy-gym train``: train, then print the validation JCT against the heuristics and the run folder."""
+    require_extra()  # before any file is read or written: one line naming the missing rl extra
     checkpoint = resume_target(args.resume) if args.resume is not None else None
     cfg = config_from_args(args, checkpoint)
     check_train_size(cfg, args.allow_large)

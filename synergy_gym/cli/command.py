@@ -11,7 +11,9 @@ each command finds the command line as given in ``args.command_line`` (for the
 ``meta`` of its results, :mod:`.results_json`). A value that starts with '-' (``--window -1:10``)
 is taken as the option's value (:func:`join_dash_values`), so that it gets the value's own error.
 Ctrl-C ends a command with status 130 and one line, also where it arrived inside a numba kernel
-(which reports it as a ``SystemError``; :func:`~synergy_gym.cli.staging.interrupt_of`).
+(which reports it as a ``SystemError``; :func:`~synergy_gym.cli.staging.interrupt_of`). A package of the
+namespace that cannot be imported (a source checkout's ``./synergy_gym`` hiding the installed one) is one
+line too (:func:`missing_package`).
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, version
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 from synergy_gym.cli.help_text import plain_parser
 from synergy_gym.cli.staging import interrupt_of, sigterm_as_interrupt
 from synergy_gym.errors import Interrupted, SynergyGymError
+
+#: The packages installed from the repository's ``agents/``, ``baselines/`` and ``traces/`` folders.
+OUTER_PACKAGES = ("synergy_gym.agents", "synergy_gym.baselines", "synergy_gym.traces")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -157,8 +163,37 @@ def join_dash_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> li
     return out
 
 
+def missing_package(exc: ModuleNotFoundError) -> str | None:
+    """The one-line problem when ``exc`` says one of :data:`OUTER_PACKAGES` is not found (None: any other module).
+
+    Installed from a wheel (``pip install .``), ``python -m synergy_gym`` run in the source checkout imports the
+    checkout's ``./synergy_gym`` (the current folder comes first on ``sys.path``), which holds the core but not
+    ``agents/``, ``baselines/`` or ``traces/``: those live beside it and install under the namespace. A module
+    missing inside one of those packages, or any other, is a bug, not this, and is not caught.
+    """
+    if exc.name not in OUTER_PACKAGES:
+        return None
+    core = Path(__file__).resolve().parents[1]  # the synergy_gym folder imported
+    checkout = core.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / exc.name.split(".")[1]).is_dir():
+        try:
+            shown = "./synergy_gym" if checkout == Path.cwd().resolve() else str(core)
+        except OSError:  # the current folder was removed
+            shown = str(core)
+        return (f"cannot import {exc.name}: the folder {shown} (a source checkout) hides the installed package; "
+                "run from another folder, or install with pip install -e .")
+    return f"cannot import {exc.name}: it is missing from the installed synergy_gym ({core}); reinstall synergy-gym"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()  # loads every command's register function, from all three packages
+    except ModuleNotFoundError as exc:
+        problem = missing_package(exc)
+        if problem is None:
+            raise
+        print(f"synergy-gym: error: {problem}", file=sys.stderr)
+        return 2
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(join_dash_values(parser, argv))
     args.command_line = ["synergy-gym", *argv]
@@ -174,6 +209,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.run(args) or 0)
     except SynergyGymError as exc:
         print(f"synergy-gym {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # a command's own module, imported when it runs (RunLater)
+        problem = missing_package(exc)
+        if problem is None:
+            raise
+        print(f"synergy-gym {args.command}: error: {problem}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, SystemError) as exc:  # Ctrl-C inside a numba kernel comes back as a SystemError
         interrupt = interrupt_of(exc)
