@@ -45,7 +45,7 @@ RUNNING_SLOT_FEATURES = (
     *SLOT_FEATURES[:-1],
     "runtime_now",  # run time left at its current grant's throughput (squashed hours)
     "level_cpu", "level_mem", "level_speedup",  # its level's features (as LEVEL_FEATURES)
-    "frees_cpu",  # CPUs it holds / the cluster's (what preempting it frees; GPUs: gpu_share)
+    "frees_cpu",  # CPUs it holds / the cluster's (what preempting it frees at once; GPUs: gpu_share)
     "frees_mem",  # GB it holds / the cluster's
 )
 #: What the running jobs hold and how fast they run, ``running``.
