@@ -1,7 +1,6 @@
 """Readable figures: titles, JCT axes from 0, labelled log ticks, the sweep's CI, the env's rgb_array render."""
 
 import pickle
-import time
 
 import numpy as np
 import pandas as pd
@@ -215,9 +214,7 @@ def test_rgb_array_render_is_a_readable_picture(preemptive):
     while env.sim.now == env.sim.first_round_s or env.sim.ledger.n_slots == 0:
         env.step(ACTION_1)
     open_figures = len(plt.get_fignums())
-    started = time.perf_counter()
     images = [env.render() for _ in range(10)]
-    per_render = (time.perf_counter() - started) / 10
     img = images[-1]
     assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
     assert img.shape[0] >= 360 and img.shape[1] >= 640
@@ -225,7 +222,6 @@ def test_rgb_array_render_is_a_readable_picture(preemptive):
     assert not np.array_equal(img, before)  # jobs are running now
     assert all(np.array_equal(i, img) for i in images)  # rendering changes nothing
     assert len(plt.get_fignums()) == open_figures  # renders leave no figures open
-    assert per_render < 0.5
     done = False
     while not done:  # to the end: the picture of the finished episode
         _, _, terminated, truncated, _ = env.step(ACTION_1)

@@ -1,6 +1,5 @@
 """Issue 24: a cluster TOML file that cannot be used gets one line that starts with its path."""
 
-import time
 import tracemalloc
 
 import pytest
@@ -58,13 +57,11 @@ def test_a_partial_file_still_takes_the_defaults(tmp_path):
 def test_a_huge_cluster_loads_without_a_per_server_cost(tmp_path):
     path = _write(tmp_path / "c.toml", "[cluster]\nnum_servers = 100_000_000\n")
     tracemalloc.start()
-    start = time.perf_counter()
     spec = load_cluster(path)
-    elapsed = time.perf_counter() - start
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert spec.total_gpus == 800_000_000
-    assert elapsed < 1.0 and peak < 1_000_000
+    assert peak < 1_000_000  # no per-server list: a per-server cost would be gigabytes
 
 
 def test_compare_refuses_an_empty_cluster_file_in_one_line(tmp_path, capsys):
