@@ -26,14 +26,32 @@ from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.validation import check_positive
 from synergy_gym.sim.workload import Workload
 
+#: An arrival within this many rounds of a round boundary is taken to be at it (the boundary's floating value and
+#: the simulator's clock, a running sum of rounds, may each differ from ``k · round_s`` by a few ulps).
+BOUNDARY_TOLERANCE = 1e-9
+
+
+def round_release_s(arrival_s: np.ndarray, round_s: float) -> np.ndarray:
+    """The earliest time the simulator may first run each job under ``timing="round"``: the round boundary at or
+    after its arrival, never later than any clock value at which the simulator could admit it.
+
+    An arrival within :data:`BOUNDARY_TOLERANCE` rounds of a boundary (above or below) is released at the earlier of
+    the two: ``3 * 123.4`` is ``370.20000000000005`` and ``370.20000000000005 / 123.4`` a hair above 3, yet the
+    simulator's clock reaches that arrival after three rounds. A release a hair early keeps the bounds below.
+    """
+    arrival_s = np.asarray(arrival_s, dtype=float)
+    release = np.ceil(arrival_s / round_s - BOUNDARY_TOLERANCE) * round_s
+    near = release <= arrival_s + BOUNDARY_TOLERANCE * round_s
+    return np.where(near, np.minimum(release, arrival_s), release)
+
 
 def no_wait_start_s(arrival_s: np.ndarray, round_s: float = 300.0, timing: str = "round") -> np.ndarray:
-    """When the no-waiting bound starts each job: the round boundary at or after its arrival (``"round"``), or its arrival."""
+    """When the no-waiting bound starts each job: the round boundary at or after its arrival (``"round"``, as
+    :func:`round_release_s`), or its arrival."""
     arrival_s = np.asarray(arrival_s, dtype=float)
     if timing != "round":
         return arrival_s.copy()
-    start = np.ceil(arrival_s / round_s) * round_s
-    return np.where(start < arrival_s, start + round_s, start)  # guard against t / r rounding down
+    return round_release_s(arrival_s, round_s)
 
 
 def no_wait_jct_s(workload: Workload, cluster: ClusterSpec, round_s: float = 300.0, timing: str = "round") -> np.ndarray:

@@ -28,8 +28,10 @@ finishes every job, and read ``x``, ``f`` and ``C`` off it; every constraint hol
 is the run's:
 
 * *Release.* With ``timing="round"`` time moves from round boundary to round boundary, so a job
-  starts at the first boundary at or after its arrival (``r_j``) or later; with ``"exact"`` it
-  starts at its arrival or later.
+  starts at the first boundary at or after its arrival (``r_j``) or later; an arrival within 1e-9
+  rounds of a boundary is released at the earlier of the two (:func:`~synergy_gym.sim.bounds.round_release_s`:
+  the simulator's clock is a running sum of rounds, and may reach ``3 · 123.4`` a few ulps off). With
+  ``"exact"`` it starts at its arrival or later.
 * *Levels and rates.* The job's speed and its least CPUs and memory at each grid point are what the
   simulator credits and what any policy grants (:mod:`synergy_gym.sim.contention_levels`): a
   stretch run at an allocation becomes ``x`` at the allocation's grid level (or, for a dominated
@@ -67,13 +69,14 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
+from scipy.optimize import OptimizeResult, linprog
 
 from synergy_gym.errors import ConfigError, WorkloadError
+from synergy_gym.sim.bounds import round_release_s
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import TIMINGS
 from synergy_gym.sim.contention_levels import JobLevels, job_levels
-from synergy_gym.sim.contention_lp import PeriodGrid, build_lp, dual_bound
+from synergy_gym.sim.contention_lp import LinearProgram, PeriodGrid, build_lp, dual_bound
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.validation import check_positive
 from synergy_gym.sim.workload import Workload
@@ -89,6 +92,13 @@ GROWTH = 2.0
 ROUNDING = 1e-11
 #: The most periods any setting may ask for (the LP's size grows with jobs × periods).
 PERIOD_LIMIT = 10_000
+#: The longest ``horizon_s`` and ``period_s`` (seconds; about 3.2 years) any setting may ask for. The LP's coefficients
+#: grow with the square of its periods' length over a job's time alone: beyond this, HiGHS rejects the LP of jobs of a
+#: few iterations of the model zoo's fastest model (a coefficient of 1e15 or more) or cannot solve it.
+TIME_LIMIT_S = 1e8
+#: HiGHS's runs, in turn, until one solves the LP: its default, then without presolve, then its interior-point method
+#: (a long horizon over jobs of a few iterations can leave the default run without an answer, status 4).
+SOLVES: tuple[tuple[str, dict[str, bool]], ...] = (("highs", {}), ("highs", {"presolve": False}), ("highs-ipm", {}))
 
 
 @dataclass(frozen=True)
@@ -127,8 +137,9 @@ def contention_bound(
     grid has at most ``max_periods`` periods, default :func:`default_max_periods`) and ``horizon_s``
     (seconds after the first release, extended to the last release and a round; default: the busy
     span and the longest job alone, :func:`busy_span_s`) trade tightness for solve time; the result
-    is a bound for any values. The mean is over all the workload's jobs, as the environment and
-    ``synergy-gym evaluate`` report it (a simulator run's ``mean_jct_h`` is over the measured window).
+    is a bound for any values up to :data:`TIME_LIMIT_S` (larger ones are a :class:`ConfigError`).
+    The mean is over all the workload's jobs, as the environment and ``synergy-gym evaluate`` report
+    it (a simulator run's ``mean_jct_h`` is over the measured window).
     Raises :class:`ConfigError` for a bad setting, :class:`WorkloadError` for a job that does not fit
     the cluster or can never progress, and ``RuntimeError`` when HiGHS does not solve the LP (never a
     value that is not a bound).
@@ -142,9 +153,9 @@ def contention_bound(
         if max_periods > PERIOD_LIMIT:
             raise ConfigError(f"max_periods must be at most {PERIOD_LIMIT:,}, got {max_periods}")
     if period_s is not None:
-        period_s = check_positive("period_s", period_s, unit="seconds")
+        period_s = _check_time("period_s", period_s)
     if horizon_s is not None:
-        horizon_s = check_positive("horizon_s", horizon_s, unit="seconds")
+        horizon_s = _check_time("horizon_s", horizon_s)
     if not isinstance(workload, Workload):
         raise WorkloadError(f"workload must be a Workload, got {type(workload).__name__}")
     if not isinstance(cluster, ClusterSpec):
@@ -171,9 +182,7 @@ def contention_bound(
     most = default_max_periods(jobs.n) if max_periods is None else max_periods
     grid = period_grid(t0, t0 + min(busy_s, span), t0 + span, round_s, period_s, most)
     lp = build_lp(levels, cluster, jobs.gpus, work, release, alone, grid)
-    res = linprog(lp.cost, A_ub=lp.a_ub, b_ub=lp.b_ub, A_eq=lp.a_eq, b_eq=lp.b_eq, bounds=lp.bounds, method="highs")
-    if res.status != 0 or res.x is None:
-        raise RuntimeError(f"the contention bound's LP was not solved by HiGHS: {res.message} (status {res.status})")
+    res = _solve(lp)
     n = jobs.n
     total_h = dual_bound(lp, -res.ineqlin.marginals, -res.eqlin.marginals)
     if not np.isfinite(total_h):  # pragma: no cover - the duals' clip always gives a finite bound
@@ -187,6 +196,27 @@ def contention_bound(
         period_s=float(grid.edges[1] - grid.edges[0]), horizon_s=grid.horizon_s,
         tail_share=float(np.dot(tail, work) / work.sum()), status=str(res.message),
     )
+
+
+def _check_time(name: str, value: float) -> float:
+    value = check_positive(name, value, unit="seconds")
+    if value > TIME_LIMIT_S:
+        raise ConfigError(f"{name} must be at most {TIME_LIMIT_S:g} seconds (about 3.2 years; HiGHS cannot solve the LP "
+                          f"reliably beyond), got {value:g}")
+    return value
+
+
+def _solve(lp: LinearProgram) -> OptimizeResult:
+    """HiGHS's solution of ``lp``: the first of :data:`SOLVES` that reaches an optimum (any of them: the bound is
+    :func:`~synergy_gym.sim.contention_lp.dual_bound` of its duals)."""
+    res = None
+    for method, options in SOLVES:
+        res = linprog(lp.cost, A_ub=lp.a_ub, b_ub=lp.b_ub, A_eq=lp.a_eq, b_eq=lp.b_eq, bounds=lp.bounds, method=method,
+                      options=options)
+        if res.status == 0 and res.x is not None:
+            return res
+    assert res is not None
+    raise RuntimeError(f"the contention bound's LP was not solved by HiGHS: {res.message} (status {res.status})")
 
 
 def default_max_periods(n_jobs: int) -> int:
@@ -232,8 +262,7 @@ def release_s(arrival_s: np.ndarray, round_s: float, timing: str) -> np.ndarray:
     arrival_s = np.asarray(arrival_s, dtype=float)
     if timing != "round":
         return arrival_s.copy()
-    release = np.ceil(arrival_s / round_s) * round_s
-    return np.where(release < arrival_s, release + round_s, release)  # as the simulator's guard against rounding down
+    return round_release_s(arrival_s, round_s)  # an arrival a hair off a boundary released no later than the simulator
 
 
 def busy_span_s(jobs: JobTable, cluster: ClusterSpec, levels: JobLevels, release: np.ndarray) -> tuple[float, float]:

@@ -240,9 +240,10 @@ class Simulator:
 
     # -- arrivals -----------------------------------------------------------
     def _boundary_at_or_after(self, t: float) -> float:
+        # As the clock stepping round by round admits t: at boundary k = 3 for t = 3 * 123.4, though t / 123.4 > 3.
         r = self.config.round_s
-        b = math.ceil(t / r) * r
-        return b if b >= t else b + r  # guard against t / r rounding down
+        b = math.ceil(t / r - 1e-9) * r
+        return b if b >= t else b + r  # t after the boundary's value: the clock there would not admit it
 
     def admit_arrivals(self) -> None:
         """Add the jobs that have arrived by :attr:`now` to :attr:`runnable` (:meth:`begin_round` does it first)."""
