@@ -39,6 +39,7 @@ def round_release_s(arrival_s: np.ndarray, round_s: float) -> np.ndarray:
     the two: ``3 * 123.4`` is ``370.20000000000005`` and ``370.20000000000005 / 123.4`` a hair above 3, yet the
     simulator's clock reaches that arrival after three rounds. A release a hair early keeps the bounds below.
     """
+    round_s = check_positive("round_s", round_s, unit="seconds")
     arrival_s = np.asarray(arrival_s, dtype=float)
     release = np.ceil(arrival_s / round_s - BOUNDARY_TOLERANCE) * round_s
     near = release <= arrival_s + BOUNDARY_TOLERANCE * round_s
@@ -48,6 +49,8 @@ def round_release_s(arrival_s: np.ndarray, round_s: float) -> np.ndarray:
 def no_wait_start_s(arrival_s: np.ndarray, round_s: float = 300.0, timing: str = "round") -> np.ndarray:
     """When the no-waiting bound starts each job: the round boundary at or after its arrival (``"round"``, as
     :func:`round_release_s`), or its arrival."""
+    if timing not in TIMINGS:
+        raise UnknownNameError("timing", str(timing), TIMINGS)
     arrival_s = np.asarray(arrival_s, dtype=float)
     if timing != "round":
         return arrival_s.copy()

@@ -3,12 +3,15 @@ bounds release them no later than the simulator does."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from synergy_gym import ClusterSpec, SimulationConfig, Simulator
 from synergy_gym.baselines import make_policy, policy_names
-from synergy_gym.sim.bounds import no_wait_jct_s, no_wait_start_s
+from synergy_gym.errors import SynergyGymError
+from synergy_gym.sim.bounds import no_wait_jct_s, no_wait_start_s, round_release_s
 from synergy_gym.sim.contention_bound import contention_bound, release_s
 
 ROUND = 123.4
@@ -55,3 +58,13 @@ def test_no_simulator_policy_beats_the_bounds_with_a_fractional_round(two_jobs):
         sim = _run(two_jobs, policy)
         mean = float(np.mean(sim.jobs.finish_s - sim.jobs.arrival_s))
         assert mean >= bound * (1 - REL) and mean >= no_wait * (1 - REL), (policy, mean, bound, no_wait)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: no_wait_start_s([0.0, 10.0], timing="bogus"), "unknown timing 'bogus'; valid: round, exact"),
+    (lambda: no_wait_start_s([0.0, 10.0], round_s=0), "round_s must be a positive number of seconds, got 0"),
+    (lambda: round_release_s([0.0, 10.0], -300.0), "round_s must be a positive number of seconds, got -300"),
+])
+def test_release_times_refuse_a_bad_round_or_timing_in_one_line(call, message):
+    with pytest.raises(SynergyGymError, match=re.escape(message)):
+        call()
