@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from synergy_gym.agents.config_values import layer_sizes, plain
 from synergy_gym.agents.hyperparameters import check_hyperparameters
 from synergy_gym.cli.files import require_file
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
@@ -177,6 +178,8 @@ class TrainConfig:
         return [self.eval_seed_base + i for i in range(self.eval_episodes)]
 
     def validate(self) -> None:
+        for setting in fields(self):  # NumPy's numbers, bools and arrays as Python's, as config.json will hold them
+            setattr(self, setting.name, plain(getattr(self, setting.name)))
         if self.algo not in ALGOS:
             raise UnknownNameError("algorithm", str(self.algo), ALGOS)
         check_device(self.device)
@@ -193,6 +196,8 @@ class TrainConfig:
             self.bc_policy = None
         if self.bc_policy is not None and self.bc_policy not in heuristics:
             raise UnknownNameError("bc_policy", str(self.bc_policy), (*heuristics, "none"))
+        if isinstance(self.reference_baselines, tuple):
+            self.reference_baselines = list(self.reference_baselines)
         if not isinstance(self.reference_baselines, list):
             raise ConfigError(f"reference_baselines must be a list of env heuristic names, got {self.reference_baselines!r}")
         for name in self.reference_baselines:
@@ -239,9 +244,9 @@ class TrainConfig:
             if getattr(self, name) > 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {getattr(self, name)!r}")
         check_positive("ent_coef", self.ent_coef, allow_zero=True)
-        if not (isinstance(self.net_arch, list)
-                and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in self.net_arch)):
+        if (sizes := layer_sizes(self.net_arch)) is None:
             raise ConfigError(f"net_arch must be a list of positive layer sizes, got {self.net_arch!r}")
+        self.net_arch = sizes
         for name in ("normalize_obs", "normalize_reward", "progress_bar"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")

@@ -17,6 +17,8 @@ from synergy_gym.errors import SynergyGymError
 
 #: The modules of the ``rl`` extra that the agents' commands import.
 RL_MODULES = ("torch", "stable_baselines3", "sb3_contrib")
+#: What training imports besides: SB3 logs to TensorBoard.
+TRAIN_MODULES = (*RL_MODULES, "tensorboard")
 
 
 class MissingExtraError(SynergyGymError, ImportError):

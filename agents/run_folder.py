@@ -21,6 +21,7 @@ from typing import Any
 from synergy_gym.agents.baseline_scores import best_heuristic
 from synergy_gym.agents.checkpoints import latest_checkpoint
 from synergy_gym.agents.config import TrainConfig
+from synergy_gym.agents.config_values import config_json
 from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.errors import PathError
 
@@ -101,9 +102,14 @@ def git_state(root: Path | None) -> tuple[str | None, bool | None]:
 
 def write_run_records(run_dir: Path, cfg: TrainConfig, device: str) -> None:
     """Create ``run_dir`` and write ``config.json`` (the settings asked for: ``device`` may be ``"auto"``) and
-    ``versions.json`` (with the ``device`` the run trains on, and a CUDA device's name)."""
+    ``versions.json`` (with the ``device`` the run trains on, and a CUDA device's name).
+
+    A setting ``config.json`` cannot hold (an object in ``env_kwargs``) is a one-line ConfigError before ``run_dir``
+    is made.
+    """
+    config_text = config_json(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+    atomic_write_text(run_dir / "config.json", config_text)
     record = {**versions(), "device": device}
     if device.startswith("cuda"):
         import torch

@@ -99,7 +99,7 @@ from synergy_gym.agents.config import (
     BEST,
     TrainConfig,
 )
-from synergy_gym.agents.extras import require_extra
+from synergy_gym.agents.extras import TRAIN_MODULES, require_extra
 from synergy_gym.agents.hyperparameters import inert_settings
 from synergy_gym.agents.imitation import behaviour_clone
 from synergy_gym.agents.models import build_model, resolve_device, resume_model, torch_threads_set
@@ -139,9 +139,9 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     evaluation (None: silent). ``callbacks``: further SB3 callbacks. Ctrl-C (KeyboardInterrupt)
     during training saves ``last_model.zip`` (and ``vecnormalize.pkl``) and raises
     :class:`synergy_gym.errors.Interrupted` saying so. Without the ``rl`` extra (PyTorch, Stable-Baselines3,
-    sb3-contrib) it raises :class:`~synergy_gym.agents.extras.MissingExtraError` first.
+    sb3-contrib, TensorBoard) it raises :class:`~synergy_gym.agents.extras.MissingExtraError` first.
     """
-    require_extra()
+    require_extra(modules=TRAIN_MODULES)
     checkpoint = resume_target(resume) if resume is not None else None
     run_dir = check_output_dir(
         Path(out) if out is not None else default_run_dir(cfg), "--out", RUN_FILES, create_parents=out is None
@@ -312,7 +312,7 @@ def _save_last_model(model: BaseAlgorithm, run_dir: Path) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """``synergy-gym train``: train, then print the validation JCT against the heuristics and the run folder."""
-    require_extra()  # before any file is read or written: one line naming the missing rl extra
+    require_extra(modules=TRAIN_MODULES)  # before any file is read or written: one line naming the missing rl extra
     checkpoint = resume_target(args.resume) if args.resume is not None else None
     cfg = config_from_args(args, checkpoint)
     check_train_size(cfg, args.allow_large)

@@ -101,7 +101,7 @@ class CompareSpec:
                     raise SynergyGymError(
                         f"--jobs {self.num_jobs}: {self.trace_csv} has {len(trace):,} usable job(s)"
                         + (f" ({trace.filtered:,} more outside the paper's duration range: --all-durations keeps them)"
-                           if trace.filtered else "")
+                           if trace.filtered and self.num_jobs <= len(trace) + trace.filtered else "")
                     )
                 w = to_workload(trace, class_split=self.class_split, max_jobs=self.num_jobs, window=self.window,
                                 arrival_scale=self.arrival_scale)

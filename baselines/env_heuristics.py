@@ -62,6 +62,7 @@ from synergy_gym.baselines.preempting import (
 from synergy_gym.env.levels import DEMAND_LEVEL, level_count
 from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
 from synergy_gym.sim.profiles import ModelZoo
+from synergy_gym.sim.validation import check_positive
 
 #: λ of the price allocators: a level's speed-up is worth λ per unit of cost (1.0 = the fair share).
 DEFAULT_PRICE = 0.5
@@ -174,9 +175,8 @@ class PriceAllocator(EnvHeuristic):
     """The level maximising speed-up − λ · cost, for the first slot or the least run time left at demand."""
 
     def __init__(self, name: str, shortest_first: bool, price: float = DEFAULT_PRICE) -> None:
-        if not price >= 0:
-            raise ValueError(f"price must be ≥ 0, got {price!r}")
-        self.name, self.shortest_first, self.price = name, shortest_first, float(price)
+        self.name, self.shortest_first = name, shortest_first
+        self.price = check_positive("price", price, allow_zero=True)  # a finite number ≥ 0, else a ConfigError
 
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         if has_running_rows(obs):
@@ -321,7 +321,7 @@ class RandomValid(EnvHeuristic):
     name = "random"
 
     def __init__(self, seed: int | None = 0) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(check_positive("seed", seed, integer=True, allow_zero=True, allow_none=True))
 
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         valid = np.flatnonzero(mask)
@@ -337,7 +337,14 @@ def _attained(obs: dict[str, np.ndarray], slots: np.ndarray) -> np.ndarray:
 
 
 def env_heuristics(seed: int | None = 0, price: float = DEFAULT_PRICE) -> dict[str, Any]:
-    """Every environment heuristic by name (``random`` seeded with ``seed``)."""
+    """Every environment heuristic by name (``random`` seeded with ``seed``).
+
+    ``seed`` is a whole number ≥ 0 or None (fresh entropy), ``price`` (λ of ``fifo+price`` and ``srtf+price``) a
+    finite number ≥ 0; NumPy's numbers count as Python's. Anything else is a one-line
+    :class:`~synergy_gym.errors.ConfigError` naming the argument.
+    """
+    seed = check_positive("seed", seed, integer=True, allow_zero=True, allow_none=True)
+    price = check_positive("price", price, allow_zero=True)
     return {
         "fifo+tune": SlotAtDemand("fifo+tune", None),
         "srtf+tune": SlotAtDemand("srtf+tune", _runtime_at_demand, "runtime_demand"),

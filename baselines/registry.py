@@ -41,7 +41,9 @@ def policy_names() -> tuple[str, ...]:
 
 
 def make_policy(name: str) -> SchedulingPolicy:
-    """The policy called ``name``; an unknown name lists the valid ones."""
+    """The policy called ``name``; an unknown name, or one that is not a string, lists the valid ones."""
+    if not isinstance(name, str):
+        raise UnknownNameError("policy", name, policy_names())  # (a name's repr: None, 5, b'fifo+fair')
     order, sep, mech = name.strip().lower().partition("+")
     if not sep or order not in _ORDERINGS or mech not in _MECHANISMS:
         raise UnknownNameError("policy", name, policy_names())

@@ -103,3 +103,20 @@ def test_the_extras_that_load_the_shipped_policies_require_the_numpy_they_were_s
     assert floor, f"the {extra} extra sets no numpy floor"
     saved = {_numpy_major_saved(m) for m in (REPO / "agents" / "pretrained").glob("*/model.zip")}
     assert saved and int(floor[1]) >= max(saved), (extra, floor[0], saved)
+
+
+def test_the_source_distribution_holds_every_tracked_file(tmp_path):
+    """The sdist once held 7 test files that could not import their support module, and no training configs."""
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("needs a git checkout: the sdist is compared with the files git tracks")
+    tracked = set(_run("git", "-C", REPO, "ls-files").split())
+    source = tmp_path / "src"
+    shutil.copytree(REPO, source, ignore=_NOT_SOURCES)
+    script = "import sys, setuptools.build_meta as b; print(b.build_sdist(sys.argv[1]))"
+    name = _run(sys.executable, "-c", script, tmp_path / "dist", cwd=source).split()[-1]
+    import tarfile
+
+    with tarfile.open(tmp_path / "dist" / name) as sdist:
+        top = name.removesuffix(".tar.gz")
+        held = {m.name.removeprefix(top + "/") for m in sdist.getmembers() if m.isfile()}
+    assert not tracked - held, sorted(tracked - held)

@@ -6,14 +6,15 @@ import csv
 from pathlib import Path
 
 from synergy_gym.errors import UnknownNameError, WorkloadError
-from synergy_gym.sim.model_mix import DEFAULT_SPLIT
+from synergy_gym.sim.model_mix import DEFAULT_SPLIT, check_split
+from synergy_gym.sim.validation import check_flag, check_positive
 from synergy_gym.sim.workload import Workload
 from synergy_gym.traces.alibaba import read_alibaba
 from synergy_gym.traces.csv_table import first_line, plain_suffix
 from synergy_gym.traces.formats import FORMATS
 from synergy_gym.traces.helios import read_helios
 from synergy_gym.traces.philly import read_philly_csv, read_philly_json
-from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, to_workload
+from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, path_argument, to_workload
 
 
 def detect_format(path: Path) -> str:
@@ -59,14 +60,17 @@ def trace_format_of(columns: set[str]) -> str | None:
 def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool = True) -> TraceJobs:
     """Read a trace; ``fmt`` is one of :data:`FORMATS` (an Alibaba trace may be its folder).
 
-    Philly traces get the paper's duration filter unless ``philly_duration_filter`` is False.
+    Philly traces get the paper's duration filter unless ``philly_duration_filter`` is False (a bool, NumPy's
+    included: text such as ``"false"`` is refused, not read as true). A ``path`` that is not text or a path is
+    refused in one line.
     """
     if fmt not in FORMATS:
         raise UnknownNameError("trace format", fmt, FORMATS)
-    path = Path(path)
+    path = path_argument("load_trace(): path", path)
+    use_filter = check_flag("philly_duration_filter", philly_duration_filter, WorkloadError)
     if fmt == "auto":
         fmt = detect_format(path)
-    durations = REFERENCE_DURATION_RANGE_S if philly_duration_filter else None
+    durations = REFERENCE_DURATION_RANGE_S if use_filter else None
     if fmt == "philly-csv":
         return read_philly_csv(path, durations)
     if fmt == "philly-json":
@@ -85,5 +89,10 @@ def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool
 def trace_workload(
     path: str | Path, class_split: tuple[float, float, float] = DEFAULT_SPLIT, max_jobs: int | None = None
 ) -> Workload:
-    """A trace's first ``max_jobs`` jobs at their submit times (the environment's ``trace=PATH`` reader)."""
-    return to_workload(load_trace(Path(path)), class_split=class_split, max_jobs=max_jobs)
+    """A trace's first ``max_jobs`` jobs at their submit times (the environment's ``trace=PATH`` reader).
+
+    ``max_jobs`` and ``class_split`` are checked (as :func:`to_workload` checks them) before the trace is read.
+    """
+    max_jobs = check_positive("max_jobs", max_jobs, integer=True, allow_none=True, error=WorkloadError)
+    check_split(class_split)
+    return to_workload(load_trace(path), class_split=class_split, max_jobs=max_jobs)

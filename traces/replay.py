@@ -33,12 +33,13 @@ import numpy as np
 
 from synergy_gym.cli.csv_text import csv_text
 from synergy_gym.cli.files import atomic_write_text
-from synergy_gym.errors import WorkloadError
+from synergy_gym.errors import ConfigError, PathError, WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import RunUntil, Workload
 from synergy_gym.traces.csv_table import parse_csv, read_file, refuse_a_longer_first_row
 from synergy_gym.traces.plain_csv import plain_columns
+from synergy_gym.traces.trace_jobs import path_argument
 from synergy_gym.traces.workload_columns import Rows, check_columns, number_text
 
 if TYPE_CHECKING:
@@ -60,9 +61,17 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 def read_workload_csv(
     path: str | Path, zoo: ModelZoo | None = None, run_until: RunUntil = "window"
 ) -> Workload:
-    """Load a workload CSV; errors name the file, the row, the row's job and the column."""
-    zoo = zoo or ModelZoo.default()
-    path = Path(path)
+    """Load a workload CSV; errors name the file, the row, the row's job and the column.
+
+    ``path`` is text, bytes or a path; ``zoo`` a :class:`ModelZoo` (None: the default); anything else is refused
+    in one line.
+    """
+    path = path_argument("read_workload_csv(): path", path)
+    if zoo is None:
+        zoo = ModelZoo.default()
+    elif not isinstance(zoo, ModelZoo):
+        raise WorkloadError(f"read_workload_csv(): zoo must be a ModelZoo (e.g. ModelZoo.default()), "
+                            f"got {type(zoo).__name__}")
     data = read_file(path, "workload file")
     lines = Layout(path, data)
     header = lines.header()
@@ -246,8 +255,26 @@ def workload_table(workload: Workload, cluster: ClusterSpec) -> dict[str, np.nda
 
 
 def write_workload_csv(workload: Workload, path: str | Path, cluster: ClusterSpec | None = None) -> Path:
-    """Write ``workload`` atomically in the replay format; returns the path."""
-    return atomic_write_text(Path(path), csv_text(workload_table(workload, cluster or ClusterSpec())))
+    """Write ``workload`` atomically in the replay format; returns the path.
+
+    ``cluster`` (None: the default :class:`ClusterSpec`) resolves the jobs' demands. Like
+    :class:`~synergy_gym.sim.simulator.Simulator` and :func:`~synergy_gym.experiments.harness.run_cases`, this
+    Python function takes a :class:`ClusterSpec` and refuses a preset's name, saying to use
+    ``cluster_preset(name)`` or ``load_cluster(name)`` (names are read where settings are text: the env kwarg
+    ``cluster``, the command line). A workload spec not yet built (``SyntheticWorkload``), a path that is not text
+    or a path, or a folder, is refused in one line too.
+    """
+    if not isinstance(workload, Workload):
+        hint = "; call its .build()" if hasattr(workload, "build") else ""
+        raise WorkloadError(f"write_workload_csv(): workload must be a Workload, got a {type(workload).__name__}{hint}")
+    target = path_argument("write_workload_csv(): path", path, PathError)
+    if cluster is not None and not isinstance(cluster, ClusterSpec):
+        hint = f"; use cluster_preset({cluster!r}) or load_cluster({cluster!r})" if isinstance(cluster, str) else ""
+        shown = repr(cluster) if isinstance(cluster, str) else f"a {type(cluster).__name__}"
+        raise ConfigError(f"write_workload_csv(): cluster must be a ClusterSpec, got {shown}{hint}")
+    if target.is_dir():
+        raise PathError(f"write_workload_csv(): path {str(target)!r} is a folder; name the file to write")
+    return atomic_write_text(target, csv_text(workload_table(workload, cluster or ClusterSpec())))
 
 
 def replay_workload(path: str | Path) -> Workload:

@@ -10,7 +10,11 @@ the limits of a workload file (:mod:`synergy_gym.traces.workload_columns`): a
 submit time beyond ±:data:`MAX_SECONDS`, a duration over it, a GPU count over
 2^53. A file that is not a trace of that format (missing columns, unreadable,
 no usable job, kept submit times spanning more than :data:`MAX_SECONDS`) is
-**rejected** with a one-line error.
+**rejected** with a one-line error. :meth:`TraceJobs.build`, the Python entry
+point the readers call with the rows they kept, **refuses** what no reader
+passes it – a GPU count that is not a whole number ≥ 1, a NaN submit time,
+columns of different lengths or of something other than numbers – rather than
+skip it: its arrays are the caller's own, so the caller fixes them.
 
 A trace becomes a workload in one of two ways:
 
@@ -33,17 +37,21 @@ the job and the value.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from synergy_gym.errors import WorkloadError
-from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner
+from synergy_gym.errors import SynergyGymError, WorkloadError
+from synergy_gym.sim.generator import _check_window
+from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
 from synergy_gym.sim.profiles import ModelZoo
-from synergy_gym.sim.workload import MAX_INTEGER, Workload, middle_half_window
+from synergy_gym.sim.validation import check_positive, is_number
+from synergy_gym.sim.workload import MAX_INTEGER, MAX_JOBS, Workload, middle_half_window
 from synergy_gym.traces.workload_columns import MAX_SECONDS
 
 #: The paper's simulator keeps Philly jobs lasting between 60·10^1.5 s (31.6 min) and 60·10^4 s (6.9 days).
@@ -79,13 +87,26 @@ class TraceJobs:
         skipped: dict[str, int] | None = None,
         duration_range: tuple[float, float] | None = None,
     ) -> TraceJobs:
-        """Sort by submit time, apply the duration filter, warn about skipped rows."""
-        submit = np.asarray(submit_s, dtype=float)
+        """Sort by submit time, apply the duration filter, warn about skipped rows.
+
+        The columns are 1-D sequences of numbers, one per job (``cpu_per_gpu`` and ``mem_per_gpu``: NaN where
+        there is no request). The readers skip the rows they cannot use before calling this; here, with arrays
+        the caller made, a GPU count that is not a whole number ≥ 1 (or is NaN), a NaN submit time, a column
+        of another length or of something other than numbers, and a ``duration_range`` that is not two numbers
+        are refused with a one-line :class:`WorkloadError` naming the column (and the job, by its position).
+        """
+        submit = _column(source, "submit_s", submit_s)
         n = submit.size
-        duration = np.asarray(duration_s, dtype=float)
-        gpu_count = np.asarray(gpus, dtype=float)
-        cpu = np.full(n, np.nan) if cpu_per_gpu is None else np.asarray(cpu_per_gpu, dtype=float)
-        mem = np.full(n, np.nan) if mem_per_gpu is None else np.asarray(mem_per_gpu, dtype=float)
+        duration = _column(source, "duration_s", duration_s, n)
+        gpu_count = _column(source, "gpus", gpus, n)
+        cpu = np.full(n, np.nan) if cpu_per_gpu is None else _column(source, "cpu_per_gpu", cpu_per_gpu, n)
+        mem = np.full(n, np.nan) if mem_per_gpu is None else _column(source, "mem_per_gpu", mem_per_gpu, n)
+        _refuse(source, np.isnan(submit), lambda i: "submit_s=nan must be a number of seconds")
+        # inf is a count over 2^53: skipped below, as the readers' counts beyond the limits are
+        _refuse(source, ~(gpu_count >= 1) | (np.isfinite(gpu_count) & (gpu_count != np.floor(gpu_count))),
+                lambda i: f"gpus={gpu_count[i]:g} must be a whole number ≥ 1 (the job's GPU count)")
+        if duration_range is not None:
+            duration_range = _duration_range(source, duration_range)
         skipped = dict(skipped or {})
         keep = np.ones(n, dtype=bool)
         for reason, bad in (  # the limits of a workload file, so that no later sum or int64 cast overflows
@@ -120,10 +141,13 @@ class TraceJobs:
         if filtered:
             shortest, longest = (f"{x / 60:.1f} min" if x < 86400 else f"{x / 86400:.1f} days"
                                  for x in duration_range or (0, 0))
+            papers = duration_range == REFERENCE_DURATION_RANGE_S
+            which = "the paper's range" if papers else "the range"
+            keep_them = (" (compare and trace-stats --all-durations, or load_trace(path, philly_duration_filter=False), "
+                         "keep them)") if papers else ""
             warnings.warn(
-                f"{source}: left out {filtered:,} of {filtered + int(keep.sum()):,} job(s) lasting outside the paper's "
-                f"range of {shortest} to {longest} (compare and trace-stats --all-durations, or load_trace(path, "
-                "philly_duration_filter=False), keep them)", TraceWarning, stacklevel=3,
+                f"{source}: left out {filtered:,} of {filtered + int(keep.sum()):,} job(s) lasting outside {which} of "
+                f"{shortest} to {longest}{keep_them}", TraceWarning, stacklevel=3,
             )
         return cls(
             source=source,
@@ -183,6 +207,43 @@ def _to_workload(
     )
 
 
+def _column(source: str, name: str, values: ArrayLike, n: int | None = None) -> np.ndarray:
+    """``values`` as a float array: a 1-D sequence of ``n`` numbers (any length if None); else a one-line error."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        shape = "a single value" if arr.ndim == 0 else f"shape {arr.shape}"
+        raise WorkloadError(f"{source}: column {name} must be 1-D (one value per job), got {shape}")
+    if n is not None and arr.size != n:
+        raise WorkloadError(f"{source}: column {name} has {arr.size} values for {n} jobs (submit_s has {n})")
+    if arr.dtype.kind not in "iuf":  # text, bools, dates, objects: each value must be a number (None: NaN)
+        cells = arr.tolist()
+        bad = [i for i, v in enumerate(cells) if not (v is None or is_number(v))]
+        if bad:
+            raise WorkloadError(f"{source}: job {bad[0]}: {name}={cells[bad[0]]!r} must be a number")
+        return np.array([np.nan if v is None else v for v in cells], dtype=float)
+    return arr.astype(float)
+
+
+def _duration_range(source: str, value: object) -> tuple[float, float]:
+    """``value`` as two numbers ``(shortest, longest)``; else a one-line error."""
+    items = list(value) if isinstance(value, (tuple, list, np.ndarray)) else []
+    if not (len(items) == 2 and all(is_number(x) and not np.isnan(x) for x in items)):
+        raise WorkloadError(f"{source}: duration_range must be two numbers of seconds (shortest, longest), got {value!r}")
+    return float(items[0]), float(items[1])
+
+
+def path_argument(name: str, value: object, error: type[SynergyGymError] = WorkloadError) -> Path:
+    """``value`` as a :class:`~pathlib.Path` if it is text, bytes or a path; else a one-line ``error`` naming ``name``."""
+    if isinstance(value, bytes):
+        value = os.fsdecode(value)
+    if not isinstance(value, (str, os.PathLike)) or (isinstance(value, str) and not value.strip()):
+        raise error(f"{name} must be a file's path (text or a pathlib.Path), got {value!r}")
+    try:
+        return Path(value)
+    except TypeError:  # a PathLike whose path is not text
+        raise error(f"{name} must be a file's path (text or a pathlib.Path), got {value!r}") from None
+
+
 def _refuse(source: str, bad: np.ndarray, what: Callable[[int], str]) -> None:
     """Fail on the first job where ``bad`` holds (its id is its position); ``what(i)`` says why."""
     if bad.any():
@@ -198,11 +259,16 @@ def to_workload(
     window: tuple[int, int] | None = None,
     arrival_scale: float = 1.0,
 ) -> Workload:
-    """The trace's first ``max_jobs`` jobs at their own submit times (× ``arrival_scale``)."""
-    if max_jobs is not None and max_jobs < 1:
-        raise WorkloadError(f"max_jobs must be a positive integer, got {max_jobs!r}")
-    if not (arrival_scale > 0 and math.isfinite(arrival_scale)):
+    """The trace's first ``max_jobs`` jobs at their own submit times (× ``arrival_scale``).
+
+    The arguments are checked as :class:`~synergy_gym.sim.generator.SyntheticWorkload` checks its own (a
+    one-line :class:`WorkloadError` naming the argument): ``max_jobs`` a positive whole number, ``window`` two
+    whole job positions, ``arrival_scale`` a finite number > 0; NumPy's numbers are taken as Python's.
+    """
+    max_jobs = check_positive("max_jobs", max_jobs, integer=True, allow_none=True, error=WorkloadError)
+    if not (is_number(arrival_scale) and arrival_scale > 0 and math.isfinite(arrival_scale)):
         raise WorkloadError(f"arrival_scale must be a finite number > 0, got {arrival_scale!r}")
+    zoo, window = _check_arguments(trace, zoo, class_split, window)
     n = len(trace) if max_jobs is None else min(max_jobs, len(trace))
     idx = np.arange(n)
     submit = trace.submit_s[idx]
@@ -211,7 +277,7 @@ def to_workload(
     _refuse(trace.source, ~(arrival <= MAX_SECONDS),
             lambda i: f"submit time {submit[i]:g} s × arrival_scale {arrival_scale:g} = {arrival[i]:g} s "
             f"must be at most {MAX_SECONDS:g} s (about 31,700 years)")
-    return _to_workload(trace, zoo or ModelZoo.default(), arrival, idx, class_split, window, trace.source)
+    return _to_workload(trace, zoo, arrival, idx, class_split, window, trace.source)
 
 
 def sample_workload(
@@ -223,13 +289,34 @@ def sample_workload(
     class_split: tuple[float, float, float] = DEFAULT_SPLIT,
     window: tuple[int, int] | None = None,
 ) -> Workload:
-    """``num_jobs`` jobs with (GPUs, duration, requested share) drawn from the trace, Poisson arrivals."""
-    if num_jobs < 1:
-        raise WorkloadError(f"num_jobs must be a positive integer, got {num_jobs!r}")
-    if not jobs_per_hour > 0:
-        raise WorkloadError(f"jobs_per_hour must be > 0, got {jobs_per_hour!r}")
+    """``num_jobs`` jobs with (GPUs, duration, requested share) drawn from the trace, Poisson arrivals.
+
+    The arguments are checked as :class:`~synergy_gym.sim.generator.SyntheticWorkload` checks its own, with its
+    validators: ``num_jobs`` a positive whole number (at most :data:`~synergy_gym.sim.workload.MAX_JOBS`),
+    ``jobs_per_hour`` a finite number > 0, ``seed`` a whole number ≥ 0, ``window`` two whole job positions;
+    NumPy's numbers give what the same Python numbers give.
+    """
+    num_jobs = check_positive("num_jobs", num_jobs, integer=True, error=WorkloadError)
+    if num_jobs > MAX_JOBS:  # as the env kwarg and the command line's --jobs
+        raise WorkloadError(f"num_jobs {num_jobs} exceeds the maximum of {MAX_JOBS:,}")
+    jobs_per_hour = check_positive("jobs_per_hour", jobs_per_hour, error=WorkloadError)
+    seed = check_positive("seed", seed, integer=True, allow_zero=True, error=WorkloadError)
+    zoo, window = _check_arguments(trace, zoo, class_split, window)
     rng_pick, rng_arrival = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     idx = rng_pick.integers(0, len(trace), num_jobs)
     arrival = np.cumsum(np.ceil(3600.0 * rng_arrival.exponential(1.0, num_jobs) / jobs_per_hour))
-    return _to_workload(trace, zoo or ModelZoo.default(), arrival, idx, class_split, window,
-                        f"{trace.source} (sampled)")
+    return _to_workload(trace, zoo, arrival, idx, class_split, window, f"{trace.source} (sampled)")
+
+
+def _check_arguments(
+    trace: object, zoo: object, class_split: object, window: object
+) -> tuple[ModelZoo, tuple[int, int] | None]:
+    """The zoo (the default for None) and the window as two ints; a one-line :class:`WorkloadError` for a bad one."""
+    if not isinstance(trace, TraceJobs):
+        raise WorkloadError(f"trace must be a TraceJobs (load_trace(path) reads one), got {type(trace).__name__}")
+    if zoo is None:
+        zoo = ModelZoo.default()
+    elif not isinstance(zoo, ModelZoo):
+        raise WorkloadError(f"zoo must be a ModelZoo (e.g. ModelZoo.default()), got {type(zoo).__name__}")
+    check_split(class_split)
+    return zoo, None if window is None else _check_window(window)

@@ -93,13 +93,21 @@ def command_list(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines)
 
 
-def _one_line_warning(
-    message: Warning | str, category: type[Warning], filename: str, lineno: int,
-    file: TextIO | None = None, line: str | None = None,
-) -> None:
-    """``warnings.showwarning`` as one line on stderr: only the message is shown."""
-    del category, filename, lineno, file, line
-    print(f"synergy-gym: warning: {message}", file=sys.stderr)
+@dataclass
+class _OneLineWarnings:
+    """``warnings.showwarning`` as one line on stderr, each message once a command (an environment built per
+    policy or seed reads its trace, and warns, each time)."""
+
+    shown: set[str]
+
+    def __call__(
+        self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
+        file: TextIO | None = None, line: str | None = None,
+    ) -> None:
+        del category, filename, lineno, file, line
+        if str(message) not in self.shown:
+            self.shown.add(str(message))
+            print(f"synergy-gym: warning: {message}", file=sys.stderr)
 
 
 def _options(parser: argparse.ArgumentParser) -> tuple[set[str], set[str], dict[str, argparse.ArgumentParser]]:
@@ -205,9 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         with warnings.catch_warnings(), sigterm_as_interrupt():
-            warnings.showwarning = _one_line_warning
+            warnings.showwarning = _OneLineWarnings(set())
             return int(args.run(args) or 0)
-    except SynergyGymError as exc:
+    except (SynergyGymError, Warning) as exc:  # a Warning raised: python -W error
         print(f"synergy-gym {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:  # a command's own module, imported when it runs (RunLater)

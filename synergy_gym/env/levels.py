@@ -31,6 +31,7 @@ from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
+from synergy_gym.sim.validation import check_positive, is_integer, shown
 
 LEVEL_KINDS: tuple[str, ...] = ("default", "grid")
 FAIR_LEVEL = 0  #: index of the fair-share level (``kind="default"``)
@@ -64,8 +65,22 @@ def honourable_points(
 
 
 def allocation_levels(zoo: ModelZoo, cluster: ClusterSpec, model: int, gpus: int, kind: str = "default") -> tuple[Level, ...]:
-    """The allocation levels of a ``gpus``-GPU job of ``model`` on ``cluster`` (see the module docstring)."""
+    """The allocation levels of a ``gpus``-GPU job of ``model`` on ``cluster`` (see the module docstring).
+
+    ``model`` is an index into ``zoo`` (0 to ``len(zoo) - 1``) and ``gpus`` a positive integer;
+    anything else is a one-line :class:`ConfigError`.
+    """
     check_kind(kind)
+    if not isinstance(zoo, ModelZoo):
+        raise ConfigError(f"allocation_levels(): zoo must be a ModelZoo (e.g. ModelZoo.default()), got {shown(zoo)}")
+    if not isinstance(cluster, ClusterSpec):
+        raise ConfigError(f"allocation_levels(): cluster must be a ClusterSpec (e.g. cluster_preset('default')), "
+                          f"got {shown(cluster)}")
+    if not (is_integer(model) and 0 <= model < len(zoo)):
+        raise ConfigError(f"allocation_levels(): model must be a model index 0..{len(zoo) - 1} of the zoo, "
+                          f"got {shown(model)}")
+    model = int(model)
+    gpus = check_positive("allocation_levels(): gpus", gpus, integer=True)
     grid = GridPoints(zoo)
     fair_cpu, fair_mem = cluster.fair_cpus_per_gpu, cluster.fair_mem_gb_per_gpu
     tput, capped = grid_throughputs(zoo, cluster, grid, model)

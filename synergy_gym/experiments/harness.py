@@ -23,7 +23,13 @@ from synergy_gym.sim.workload import JobStream, Workload
 
 @dataclass(frozen=True)
 class WorkloadCase:
-    """A workload to run every policy on; ``make`` returns a fresh copy each call."""
+    """A workload to run every policy on; ``make()`` returns a fresh copy each call.
+
+    ``make`` takes no argument and returns ``(workload, more_jobs)``: a :class:`Workload`
+    and an iterator of further jobs or ``None`` (as :meth:`SyntheticWorkload.stream
+    <synergy_gym.sim.generator.SyntheticWorkload.stream>` does; a fixed workload ``w`` is
+    ``lambda: (w, None)``).
+    """
 
     label: str
     make: Callable[[], tuple[Workload, JobStream | None]]
@@ -56,16 +62,26 @@ def run_cases(
 
     ``cases``: an iterable of :class:`WorkloadCase`; ``policies``: a mapping of names to
     :class:`~synergy_gym.sim.policy.SchedulingPolicy`; ``cluster``: a :class:`~synergy_gym.sim.cluster.ClusterSpec`.
-    Anything else is one line naming it (:class:`~synergy_gym.errors.ConfigError`), before any run.
+    Anything else – an empty ``cases`` or ``policies``, a case whose ``make`` is not callable,
+    a ``progress`` or ``on_done`` that is neither None nor callable – is one line naming it
+    (:class:`~synergy_gym.errors.ConfigError`), before any run. What ``make()`` returns is
+    checked as it is called: anything but ``(workload, more_jobs)`` is one line naming the case.
     """
     case_list = check_cases(cases)
     check_policies(policies)
     if not isinstance(cluster, ClusterSpec):
         raise ConfigError(f"run_cases(): cluster must be a ClusterSpec, got {shown(cluster)}")
+    if not case_list:
+        raise ConfigError("run_cases(): cases is empty; give at least one WorkloadCase")
+    if not policies:
+        raise ConfigError("run_cases(): policies is empty; give at least one name: SchedulingPolicy")
+    for name, hook in (("progress", progress), ("on_done", on_done)):
+        if hook is not None and not callable(hook):
+            raise ConfigError(f"run_cases(): {name} must be None or a function, got {shown(hook)}")
     out: list[CaseResult] = []
     for case in case_list:
         for name, policy in policies.items():
-            workload, more = case.make()
+            workload, more = _made(case)
             sim = Simulator(cluster, workload, policy, config, more_jobs=more)
             callback = progress(case, name) if progress is not None else None
             result = sim.run(progress=callback)
@@ -87,7 +103,32 @@ def check_cases(cases: Any) -> list[WorkloadCase]:
     for i, case in enumerate(given):
         if not isinstance(case, WorkloadCase):
             raise ConfigError(f"run_cases(): cases[{i}] must be a WorkloadCase, got {shown(case)}")
+        if not callable(case.make):
+            hint = "; give its stream method (spec.stream), not the spec" if hasattr(case.make, "stream") else ""
+            raise ConfigError(f"run_cases(): case {case.label!r}: make must be a function returning "
+                              f"(workload, more_jobs), got {_kind(case.make)}{hint}")
     return given
+
+
+def _made(case: WorkloadCase) -> tuple[Workload, JobStream | None]:
+    """``case.make()``, if it is ``(workload, more_jobs or None)``; else one line naming the case."""
+    made = case.make()
+    if (isinstance(made, (tuple, list)) and len(made) == 2 and isinstance(made[0], Workload)
+            and (made[1] is None or hasattr(made[1], "__next__"))):
+        return made[0], made[1]
+    hint = ("; return (workload, None) for a fixed workload (SyntheticWorkload.stream, not .build, returns both)"
+            if isinstance(made, Workload) else "")
+    raise ConfigError(f"run_cases(): case {case.label!r}: make() must return (workload, more_jobs or None), "
+                      f"got {_kind(made)}{hint}")
+
+
+def _kind(value: Any) -> str:
+    """What a value is, for a message: ``a Workload``, ``a tuple of (Workload, list)``, ``'text'``."""
+    if value is None or isinstance(value, (str, int, float)):
+        return shown(value)
+    if isinstance(value, tuple):
+        return f"a tuple of ({', '.join(type(v).__name__ for v in value[:4])}{', ...' if len(value) > 4 else ''})"
+    return f"a {type(value).__name__}"
 
 
 def check_policies(policies: Any) -> None:

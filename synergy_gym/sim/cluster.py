@@ -17,8 +17,9 @@ empty file (or ``[cluster]`` table) is refused, and so is a key outside
 ``[cluster]`` when the file has one. A file that is not UTF-8 text or not
 valid TOML, and every bad value (a string, a bool, NaN, ±inf, ≤ 0, a
 fractional count), is a one-line :class:`ConfigError` that starts with the
-file's path. Loading costs nothing per server: a file of 10^8 servers loads
-as fast as one of 16.
+file's path. Loading costs nothing per server: a file of 10^8 servers (the
+most, :data:`MAX_SERVERS`; and 10^9 GPUs in all, :data:`MAX_GPUS`) loads as
+fast as one of 16.
 
 The GPU-proportional ("fair") share of a GPU is one server's CPUs and memory
 divided by its GPUs: 3 CPUs and 62.5 GB per GPU on the default cluster.
@@ -42,6 +43,15 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 
+#: The most servers, and GPUs in all, a :class:`ClusterSpec` may have. Far above what can be simulated (the
+#: scale benchmarks reach 1,024 servers, 8,192 GPUs; ``docs/speed.md``) but enough to describe, so that the
+#: command line's size guards can weigh a cluster of 10^8 servers and refuse it; beyond, the simulator's
+#: integer arithmetic would overflow.
+MAX_SERVERS = 100_000_000
+MAX_GPUS = 1_000_000_000
+_LIMIT_WHY = "far more than can be simulated: the simulator keeps arrays per GPU; its scale benchmarks reach 8,192"
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """A homogeneous cluster; defaults are the paper's 16 × (8 GPUs, 24 CPUs, 500 GB)."""
@@ -57,6 +67,13 @@ class ClusterSpec:
     def __post_init__(self) -> None:
         for name in ("num_servers", "gpus_per_server"):
             object.__setattr__(self, name, check_positive(name, getattr(self, name), integer=True))
+        if self.num_servers > MAX_SERVERS:
+            raise ConfigError(f"num_servers must be at most {MAX_SERVERS:,}, got {self.num_servers:,} ({_LIMIT_WHY})")
+        if self.num_servers * self.gpus_per_server > MAX_GPUS:
+            raise ConfigError(
+                f"the cluster may have at most {MAX_GPUS:,} GPUs, got {self.num_servers:,} servers × "
+                f"{self.gpus_per_server:,} GPUs = {self.num_servers * self.gpus_per_server:,} ({_LIMIT_WHY})"
+            )
         for name in ("cpus_per_server", "mem_gb_per_server", "storage_mb_s_per_server"):
             object.__setattr__(self, name, check_positive(name, getattr(self, name)))
 

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from synergy_gym.errors import ConfigError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.job_table import JobTable
+from synergy_gym.sim.validation import check_positive
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a result is built (not with the package)
@@ -129,6 +131,10 @@ _ROUND_METRICS = ("gpu_util", "cpu_util", "mem_util", "throughput", "running", "
 #: A table as its columns, in order: name → one value per row.
 Columns = dict[str, np.ndarray]
 
+#: The most rows :meth:`SimulationResult.per_round` makes: 10^7 rows of its seven columns are
+#: about 1 GB with pandas' working copies (a run of a year in 5-second rounds is 6.3 million).
+MAX_PER_ROUND_ROWS = 10_000_000
+
 
 @dataclass(frozen=True)
 class SimulationResult:
@@ -165,16 +171,24 @@ class SimulationResult:
         """Utilisation, throughput and job counts averaged over each round of the run.
 
         One row per round from the first planned round to the end of the run;
-        rounds in which the cluster stood idle show zeros.
+        rounds in which the cluster stood idle show zeros. ``round_s`` (the run's
+        own by default) must be a positive number of seconds that gives at most
+        :data:`MAX_PER_ROUND_ROWS` rows; anything else is a one-line :class:`ConfigError`.
         """
         import pandas as pd
 
-        r = self.round_s if round_s is None else round_s
+        r = check_positive("per_round() round_s", self.round_s if round_s is None else round_s, unit="seconds")
         seg = self.rounds
         if seg.empty:
             return pd.DataFrame(columns=["round_start_s", *_ROUND_METRICS])
         start = seg["start_s"].to_numpy()
         end = start + seg["duration_s"].to_numpy()
+        rows = (end[-1] - start[0]) / r
+        if not rows <= MAX_PER_ROUND_ROWS:
+            raise ConfigError(
+                f"per_round() round_s={r:g} would make {rows:,.0f} rows over the run's {end[-1] - start[0]:,.0f} s; "
+                f"the most is {MAX_PER_ROUND_ROWS:,} (about 1 GB of table): choose a longer round_s"
+            )
         first, last = np.floor(start[0] / r) * r, np.ceil(end[-1] / r - 1e-9) * r
         bounds = np.arange(first, last + r / 2, r)
         out = {"round_start_s": bounds[:-1]}

@@ -16,7 +16,7 @@ import numpy as np
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.profiles import TASKS, ModelZoo
-from synergy_gym.sim.validation import is_number
+from synergy_gym.sim.validation import is_number, shown
 
 #: The paper's default split: 20% vision, 70% language, 10% speech.
 DEFAULT_SPLIT: tuple[float, float, float] = (20.0, 70.0, 10.0)
@@ -89,6 +89,10 @@ class ModelAssigner:
     _share: list[float] = field(init=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.zoo, ModelZoo):
+            got = shown(self.zoo) if self.zoo is None or isinstance(self.zoo, (str, int, float)) else (
+                f"a {type(self.zoo).__name__}")
+            raise WorkloadError(f"zoo must be a ModelZoo (e.g. ModelZoo.default()), got {got}")
         self._share = split_shares(self.split)
         self._models = [self.zoo.models_of_task(task) for task in TASKS]
         for task, share, models in zip(TASKS, self._share, self._models):

@@ -28,11 +28,12 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
 from synergy_gym.errors import ConfigError, UnknownNameError
+from synergy_gym.sim.validation import check_positive, is_number, shown
 
 TASKS: tuple[str, ...] = ("vision", "language", "speech")
 
@@ -59,6 +60,37 @@ class ModelProfile:
     dataset_gb_per_gpu: float = 64.9
     read_mb_s_at_fair: float = 920.7
 
+    def __post_init__(self) -> None:
+        """Refuse, in one line naming the model and the field, a profile the simulator would compute nonsense from.
+
+        The numbers must be finite and positive, each grid strictly increasing (levels are looked up by
+        bisection), the throughputs finite and ≥ 0; the arrays are kept as read-only float64.
+        """
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"a model's name must be a non-empty string, got {shown(self.name)}")
+        where = f"model {self.name!r}"
+        if not (isinstance(self.task, str) and self.task in TASKS):
+            raise ConfigError(f"{where}: task must be one of {', '.join(TASKS)}, got {shown(self.task)}")
+        for name in ("iter_time_s", "demand_cpus_per_gpu", "demand_mem_gb_per_gpu", "dataset_gb_per_gpu",
+                     "read_mb_s_at_fair"):
+            object.__setattr__(self, name, check_positive(f"{where}: {name}", getattr(self, name)))
+        for name in ("cpu_grid", "mem_grid"):
+            grid = _float_array(where, name, getattr(self, name))
+            if not (grid.ndim == 1 and grid.size and np.all(np.isfinite(grid)) and grid[0] > 0
+                    and np.all(np.diff(grid) > 0)):
+                got = grid.tolist() if grid.ndim else grid.item()
+                raise ConfigError(f"{where}: {name} must be finite, positive and strictly increasing levels "
+                                  f"(a 1-D array), got {shown(got)}")
+            object.__setattr__(self, name, grid)
+        tput = _float_array(where, "tput", self.tput)
+        if tput.ndim != 2:
+            raise ConfigError(f"{where}: tput must be a 2-D array (cpu levels × memory levels), got shape {tput.shape}")
+        bad = ~(np.isfinite(tput) & (tput >= 0))
+        if bad.any():
+            i, j = (int(k) for k in np.argwhere(bad)[0])
+            raise ConfigError(f"{where}: tput[{i}, {j}] is {float(tput[i, j])!r}; a throughput must be finite and ≥ 0")
+        object.__setattr__(self, "tput", tput)
+
     def throughput(self, cpus_per_gpu: float, mem_gb_per_gpu: float) -> float:
         """Normalised throughput at an allocation (largest grid point not above it)."""
         return float(self.tput[grid_level(self.cpu_grid, cpus_per_gpu), grid_level(self.mem_grid, mem_gb_per_gpu)])
@@ -67,6 +99,23 @@ class ModelProfile:
     def speedup(self) -> float:
         """Throughput at the best-case demand, relative to the fair share."""
         return self.throughput(self.demand_cpus_per_gpu, self.demand_mem_gb_per_gpu)
+
+
+def _float_array(where: str, name: str, value: Any) -> np.ndarray:
+    """``value`` as a read-only float64 array (the same array if it is one already) if it holds only numbers."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float64 and not value.flags.writeable:
+        return value
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # a ragged nesting of lists
+        arr = np.asarray(None)
+    if arr.dtype.kind == "O" and arr.ndim and all(is_number(v) for v in arr.ravel().tolist()):
+        arr = arr.astype(np.float64)
+    if arr.dtype.kind not in "iuf":
+        raise ConfigError(f"{where}: {name} must be an array of numbers, got {shown(value)}")
+    arr = np.array(arr, dtype=np.float64)
+    arr.setflags(write=False)
+    return arr
 
 
 def grid_level(grid: np.ndarray, amount):
@@ -86,8 +135,14 @@ class ModelZoo:
     _mem_grid_list: list = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.models is not None and not isinstance(self.models, (tuple, list)):
+            raise ConfigError(f"a model zoo's models must be a tuple of ModelProfile, got {shown(self.models)}")
         if not self.models:
             raise ConfigError(f"a model zoo needs at least one model, got {self.models!r}")
+        for i, m in enumerate(self.models):
+            if not isinstance(m, ModelProfile):
+                raise ConfigError(f"a model zoo's models must be ModelProfile objects, got {shown(m)} at position {i}")
+        object.__setattr__(self, "models", tuple(self.models))
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
             dup = next(name for name in names if names.count(name) > 1)

@@ -26,6 +26,12 @@ import numpy as np
 from synergy_gym.errors import ConfigError, SynergyGymError
 
 
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` on one line, cut to ``limit`` characters (a NumPy array's repr spans lines), for messages."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def is_number(value: Any) -> bool:
     """An int or float (NumPy's included), not a bool."""
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
@@ -57,6 +63,11 @@ def check_positive(
     name: str, value: Any, *, integer: Literal[True], allow_zero: bool = ..., allow_none: Literal[False] = ...,
     unit: str | None = ..., error: type[SynergyGymError] = ...,
 ) -> int: ...
+@overload
+def check_positive(
+    name: str, value: Any, *, integer: Literal[True], allow_zero: bool = ..., allow_none: bool,
+    unit: str | None = ..., error: type[SynergyGymError] = ...,
+) -> int | None: ...
 @overload
 def check_positive(
     name: str, value: Any, *, integer: Literal[False] = ..., allow_zero: bool = ..., allow_none: Literal[False] = ...,

@@ -133,6 +133,7 @@ class Workload:
         measured = _flags(source, "measured", col("measured", measured, bool, True), job_id)
 
         _check(source, job_id, "gpus", gpus, (gpus >= 1) & (gpus == np.floor(gpus)), "must be a positive integer")
+        _check(source, job_id, "gpus", gpus, gpus <= MAX_INTEGER, "must be at most 2**53")  # (int64 holds it exactly)
         _check(source, job_id, "arrival_s", arrival_s, np.isfinite(arrival_s) & (arrival_s >= 0), "must be ≥ 0")
         _check(
             source, job_id, "total_iters", total_iters,
@@ -228,10 +229,15 @@ class Workload:
 
 def _whole(source: str, field: str, values: np.ndarray, job_id: np.ndarray | None = None) -> np.ndarray:
     """``values`` as int64 if every one is a whole number within int64's range (job ids, model indices)."""
-    if values.dtype.kind in "iu":
+    if values.dtype.kind == "i":
         return values.astype(np.int64)
     i = 0  # (not numbers at all: the first is named)
-    if values.dtype.kind == "f":
+    if values.dtype.kind == "u":  # unsigned: only values below 2**63 fit int64 (2**64 - 1 would become -1)
+        ok = values <= np.iinfo(np.int64).max
+        if np.all(ok):
+            return values.astype(np.int64)
+        i = int(np.flatnonzero(~ok)[0])
+    elif values.dtype.kind == "f":
         ok = np.isfinite(values) & (values == np.floor(values)) & (np.abs(values) < 2.0**63)
         if np.all(ok):
             return values.astype(np.int64)

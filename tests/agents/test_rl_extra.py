@@ -38,7 +38,7 @@ def test_the_check_finds_modules_without_importing_them(tmp_path):
     assert loaded(tmp_path, "from synergy_gym.agents.extras import missing_extra\nmissing_extra('rl')", ALL) == []
 
 
-@pytest.mark.parametrize("hidden", [ALL, ("stable_baselines3", "sb3_contrib"), ("sb3_contrib",)])
+@pytest.mark.parametrize("hidden", [ALL, ("stable_baselines3", "sb3_contrib"), ("sb3_contrib",), ("tensorboard",)])
 def test_train_without_the_rl_extra_is_one_line_and_writes_nothing(hidden, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # the default run folder would be runs/… here
     hide(monkeypatch, *hidden)

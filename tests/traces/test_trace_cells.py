@@ -187,3 +187,26 @@ def test_a_workload_file_given_as_a_trace_and_a_trace_given_as_a_workload_say_wh
     trace = _write(tmp_path / "t.csv", PHILLY + "\n".join(PHILLY_ROWS) + "\n")
     assert _error(read_workload_csv, trace).endswith(
         "these are the columns of a philly-csv trace: read it with compare --trace, or the environment's trace=")
+
+
+def test_an_alibaba_task_start_time_that_is_text_skips_its_job_not_times_it_from_another_task(tmp_path):
+    tasks = TASKS + "j1,worker,2,T,soon,8200,600,30,100,V100\nj1,ps,1,T,1000,8200,400,10,,\n" + TASK_ROWS[1] + "\n"
+    with pytest.warns(TraceWarning, match="skipped 1 malformed row\\(s\\): 1 bad or missing time$"):
+        trace = read_alibaba(_alibaba(tmp_path, tasks=tasks))
+    assert trace.duration_s.tolist() == [10800.0]  # j2 alone
+
+
+def test_a_trace_warning_is_shown_once_a_command_and_is_one_line_when_warnings_are_errors(tmp_path, capsys):
+    from synergy_gym.cli import main
+
+    trace = _write(tmp_path / "t.csv", "timestamp,duration,num_gpus\n0,600,1\n60,3600,1\n120,7200,1\n180,900000,1\n")
+    args = ["evaluate", "--env", "Synergy-small-v0", "--env-kwargs", f"trace={trace}", "num_jobs=2", "--seeds", "0",
+            "--baselines", "env:fifo+tune,env:srtf+tune,sim:fifo+tune", "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", TraceWarning)  # every environment built reads the trace, and warns
+        assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert capsys.readouterr().err.count("left out 2 of 4 job(s)") == 1
+    # python -W error (as pytest runs here): the warning raised is the command's one-line error, not a traceback
+    assert main(["compare", "--trace", str(trace), "--quiet", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("synergy-gym compare: error: ") and "left out 2 of 4" in err and err.count("\n") == 1
