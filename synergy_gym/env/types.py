@@ -76,7 +76,7 @@ class EpisodeState:
     #: Slots whose job's GPUs fit now (all of them but with ``redecide="changes"``).
     n_slots_fit: int = 0
     #: ``redecide="changes"``: ``n_kept`` of the held jobs ran before this event (the others were
-    #: admitted in it); the last ``n_preemptable`` of those in admission order (at most
+    #: admitted in it); the last ``n_preemptable`` of those in planning order (at most
     #: ``max_running``) are the running rows, shown and preemptable.
     n_kept: int = 0
     n_preemptable: int = 0

@@ -35,15 +35,22 @@ def round_release_s(arrival_s: np.ndarray, round_s: float) -> np.ndarray:
     """The earliest time the simulator may first run each job under ``timing="round"``: the round boundary at or
     after its arrival, never later than any clock value at which the simulator could admit it.
 
-    An arrival within :data:`BOUNDARY_TOLERANCE` rounds of a boundary (above or below) is released at the earlier of
-    the two: ``3 * 123.4`` is ``370.20000000000005`` and ``370.20000000000005 / 123.4`` a hair above 3, yet the
-    simulator's clock reaches that arrival after three rounds. A release a hair early keeps the bounds below.
+    As the simulator jumps to an arrival (:meth:`~synergy_gym.sim.simulator.Simulator.run`): boundary ``k`` with
+    ``k = ceil(arrival / round_s − BOUNDARY_TOLERANCE)`` (``3 * 123.4`` is ``370.20000000000005``, and that over
+    ``123.4`` a hair above 3), or the next one where the arrival lies after ``k · round_s``'s value. With a whole-number
+    ``round_s`` every clock value is exactly ``k · round_s``, so that is the simulator's start. With another, the
+    clock stepping round by round is a running sum, which may drift off ``k · round_s`` either way: an arrival within
+    :data:`BOUNDARY_TOLERANCE` rounds of a boundary is released at the earlier of the two (a hair early keeps the
+    bounds below it; a job arriving that close after a boundary's value may then be credited a round early).
     """
     round_s = check_positive("round_s", round_s, unit="seconds")
     arrival_s = np.asarray(arrival_s, dtype=float)
-    release = np.ceil(arrival_s / round_s - BOUNDARY_TOLERANCE) * round_s
-    near = release <= arrival_s + BOUNDARY_TOLERANCE * round_s
-    return np.where(near, np.minimum(release, arrival_s), release)
+    boundary = np.ceil(arrival_s / round_s - BOUNDARY_TOLERANCE) * round_s
+    release = np.where(boundary >= arrival_s, boundary, boundary + round_s)
+    if float(round_s).is_integer():
+        return release
+    near = np.abs(boundary - arrival_s) <= BOUNDARY_TOLERANCE * round_s
+    return np.where(near, np.minimum(boundary, arrival_s), release)
 
 
 def no_wait_start_s(arrival_s: np.ndarray, round_s: float = 300.0, timing: str = "round") -> np.ndarray:

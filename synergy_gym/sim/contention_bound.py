@@ -28,9 +28,9 @@ finishes every job, and read ``x``, ``f`` and ``C`` off it; every constraint hol
 is the run's:
 
 * *Release.* With ``timing="round"`` time moves from round boundary to round boundary, so a job
-  starts at the first boundary at or after its arrival (``r_j``) or later; an arrival within 1e-9
-  rounds of a boundary is released at the earlier of the two (:func:`~synergy_gym.sim.bounds.round_release_s`:
-  the simulator's clock is a running sum of rounds, and may reach ``3 · 123.4`` a few ulps off). With
+  starts at the first boundary at or after its arrival (``r_j``) or later, as the simulator finds it
+  (:func:`~synergy_gym.sim.bounds.round_release_s`: with a round length that is not a whole number,
+  an arrival within 1e-9 rounds of a boundary is released at the earlier of the two). With
   ``"exact"`` it starts at its arrival or later.
 * *Levels and rates.* The job's speed and its least CPUs and memory at each grid point are what the
   simulator credits and what any policy grants (:mod:`synergy_gym.sim.contention_levels`): a

@@ -60,6 +60,21 @@ def test_no_simulator_policy_beats_the_bounds_with_a_fractional_round(two_jobs):
         assert mean >= bound * (1 - REL) and mean >= no_wait * (1 - REL), (policy, mean, bound, no_wait)
 
 
+def test_with_a_whole_number_round_the_bounds_start_a_job_when_the_simulator_does(make_workload):
+    """An arrival a hair after a boundary's exact value (3000 * 1.1 = 3300.0000000000005) waits for the next round
+    in the simulator, whose clock is exactly k * 300: the bounds release it there too (not a round early: an idle
+    cluster reaches them)."""
+    arrival = 3000 * 1.1
+    assert arrival > 3300.0
+    w = make_workload(["lstm"], arrivals=[arrival], iters=[100])
+    sim = Simulator(CLUSTER, w, make_policy("fifo+tune"), SimulationConfig(record_rounds=False))
+    sim.run()
+    assert float(sim.jobs.start_s[0]) == 3600.0 == float(no_wait_start_s(np.array([arrival]))[0])
+    jct = float(sim.jobs.finish_s[0] - arrival)
+    assert float(no_wait_jct_s(w, CLUSTER)[0]) == pytest.approx(jct, rel=REL)
+    assert contention_bound(w, CLUSTER).mean_jct_s == pytest.approx(jct, rel=1e-6)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: no_wait_start_s([0.0, 10.0], timing="bogus"), "unknown timing 'bogus'; valid: round, exact"),
     (lambda: no_wait_start_s([0.0, 10.0], round_s=0), "round_s must be a positive number of seconds, got 0"),
