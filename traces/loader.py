@@ -11,7 +11,7 @@ from synergy_gym.sim.validation import check_flag, check_positive
 from synergy_gym.sim.workload import Workload
 from synergy_gym.traces.alibaba import read_alibaba
 from synergy_gym.traces.csv_table import first_line, plain_suffix
-from synergy_gym.traces.formats import FORMATS
+from synergy_gym.traces.formats import FORMATS, trace_format_of
 from synergy_gym.traces.helios import read_helios
 from synergy_gym.traces.philly import read_philly_csv, read_philly_json
 from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, path_argument, to_workload
@@ -44,17 +44,6 @@ def detect_format(path: Path) -> str:
         f"{', '.join(FORMATS[1:])} – with compare --trace-format, trace-stats --format or load_trace(path, fmt=...) "
         "(for the environment: workload=to_workload(load_trace(path, fmt=...)))"
     )
-
-
-def trace_format_of(columns: set[str]) -> str | None:
-    """The trace format whose columns a header has, or None."""
-    if {"timestamp", "duration", "num_gpus"} <= columns:
-        return "philly-csv"
-    if {"submit_time", "gpu_num"} <= columns:
-        return "helios"
-    if "job_name" in columns or "inst_id" in columns:
-        return "alibaba"
-    return None
 
 
 def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool = True) -> TraceJobs:

@@ -38,6 +38,7 @@ from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.workload import RunUntil, Workload
 from synergy_gym.traces.csv_table import parse_csv, read_file, refuse_a_longer_first_row
+from synergy_gym.traces.formats import trace_format_of
 from synergy_gym.traces.plain_csv import plain_columns
 from synergy_gym.traces.trace_jobs import path_argument
 from synergy_gym.traces.workload_columns import Rows, check_columns, number_text
@@ -215,8 +216,6 @@ def _check_header(path: Path, header: list[str], line: int) -> None:
     missing = [c for c in REQUIRED if c not in header]
     unknown = ", ".join(repr(c) for c in header if c not in COLUMNS)
     if missing:
-        from synergy_gym.traces.loader import trace_format_of  # the trace readers use pandas
-
         also = f"; unknown column(s) {unknown}" if unknown else ""
         fmt = trace_format_of(set(header))
         hint = f"; these are the columns of a {fmt} trace: read it with compare --trace, or the environment's trace=" \

@@ -62,6 +62,10 @@ class TraceWarning(UserWarning):
     """Rows of a trace were skipped; the message counts them by reason."""
 
 
+class FilteredJobsWarning(TraceWarning):
+    """Jobs of a trace were left out by a duration filter; the message counts them."""
+
+
 @dataclass(frozen=True)
 class TraceJobs:
     """Usable jobs of a trace, sorted by submit time."""
@@ -139,15 +143,15 @@ class TraceJobs:
         if skipped:
             warnings.warn(f"{source}: {skipped_text}", TraceWarning, stacklevel=3)
         if filtered:
-            shortest, longest = (f"{x / 60:.1f} min" if x < 86400 else f"{x / 86400:.1f} days"
-                                 for x in duration_range or (0, 0))
+            assert duration_range is not None  # only a duration filter leaves jobs out
+            shortest, longest = (f"{x / 60:.1f} min" if x < 86400 else f"{x / 86400:.1f} days" for x in duration_range)
             papers = duration_range == REFERENCE_DURATION_RANGE_S
             which = "the paper's range" if papers else "the range"
             keep_them = (" (compare and trace-stats --all-durations, or load_trace(path, philly_duration_filter=False), "
                          "keep them)") if papers else ""
             warnings.warn(
                 f"{source}: left out {filtered:,} of {filtered + int(keep.sum()):,} job(s) lasting outside {which} of "
-                f"{shortest} to {longest}{keep_them}", TraceWarning, stacklevel=3,
+                f"{shortest} to {longest}{keep_them}", FilteredJobsWarning, stacklevel=3,
             )
         return cls(
             source=source,

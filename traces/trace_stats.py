@@ -22,7 +22,7 @@ from synergy_gym.cli.guards import BASE_BYTES, Estimate, check_size, format_byte
 from synergy_gym.cli.plots import figure_png, label_log_axis, pyplot
 from synergy_gym.cli.staging import staged_outputs
 from synergy_gym.traces.loader import load_trace
-from synergy_gym.traces.trace_jobs import TraceJobs, TraceWarning
+from synergy_gym.traces.trace_jobs import FilteredJobsWarning, TraceJobs
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -114,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"synergy-gym trace-stats: reading {estimate.what} (about {format_duration(estimate.seconds)})…",
               file=sys.stderr, flush=True)
     with warnings.catch_warnings():  # the summary counts the jobs the duration filter left out
-        warnings.filterwarnings("ignore", ".*: left out .* lasting outside the paper's range", TraceWarning)
+        warnings.simplefilter("ignore", FilteredJobsWarning)
         trace = load_trace(args.path, args.fmt, philly_duration_filter=not args.all_durations)
     print(summary(trace))
     with staged_outputs(out) as staging:  # the folder appears with its file, or not at all

@@ -30,7 +30,7 @@ from typing import Any
 import gymnasium
 
 from synergy_gym.errors import ConfigError
-from synergy_gym.sim.validation import is_integer, whole_number  # noqa: F401  (the env's checks, re-exported)
+from synergy_gym.sim.validation import is_integer, shown, whole_number  # noqa: F401  (the env's checks, re-exported)
 
 #: The keys of ``reset(options=...)``.
 RESET_OPTIONS: tuple[str, ...] = ("workload_seed",)
@@ -55,12 +55,6 @@ def episode_ended(call: str) -> ResetNeeded:
     return ResetNeeded(
         f"Cannot call {call}: the episode has ended (terminated or truncated); call env.reset() to start a new one"
     )
-
-
-def shown(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` on one line, cut to ``limit`` characters (a NumPy array's repr spans lines)."""
-    text = " ".join(repr(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_seed(seed: Any) -> int | None:

@@ -21,14 +21,10 @@ import numpy as np
 
 from synergy_gym.errors import UnknownNameError, WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
-from synergy_gym.sim.config import TIMINGS
+from synergy_gym.sim.config import BOUNDARY_TOLERANCE, TIMINGS
 from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.validation import check_positive
 from synergy_gym.sim.workload import Workload
-
-#: An arrival within this many rounds of a round boundary is taken to be at it (the boundary's floating value and
-#: the simulator's clock, a running sum of rounds, may each differ from ``k · round_s`` by a few ulps).
-BOUNDARY_TOLERANCE = 1e-9
 
 
 def round_release_s(arrival_s: np.ndarray, round_s: float) -> np.ndarray:
@@ -40,8 +36,9 @@ def round_release_s(arrival_s: np.ndarray, round_s: float) -> np.ndarray:
     ``123.4`` a hair above 3), or the next one where the arrival lies after ``k · round_s``'s value. With a whole-number
     ``round_s`` every clock value is exactly ``k · round_s``, so that is the simulator's start. With another, the
     clock stepping round by round is a running sum, which may drift off ``k · round_s`` either way: an arrival within
-    :data:`BOUNDARY_TOLERANCE` rounds of a boundary is released at the earlier of the two (a hair early keeps the
-    bounds below it; a job arriving that close after a boundary's value may then be credited a round early).
+    :data:`~synergy_gym.sim.config.BOUNDARY_TOLERANCE` rounds of a boundary is released at the earlier of the two (a
+    hair early keeps the bounds below it; a job arriving that close after a boundary's value may then be credited a
+    round early).
     """
     round_s = check_positive("round_s", round_s, unit="seconds")
     arrival_s = np.asarray(arrival_s, dtype=float)

@@ -10,6 +10,11 @@ from synergy_gym.sim.ledger import PLACEMENTS, Placement
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
 from synergy_gym.sim.validation import check_flag, check_positive
 
+#: A time within this many rounds of a round boundary is taken to be at it (the boundary's floating value and the
+#: simulator's clock, a running sum of rounds, may each differ from ``k · round_s`` by a few ulps): the simulator's
+#: boundaries and the bounds' release times (:func:`~synergy_gym.sim.bounds.round_release_s`) use it alike.
+BOUNDARY_TOLERANCE = 1e-9
+
 Timing = Literal["round", "exact"]
 TIMINGS: tuple[str, ...] = ("round", "exact")
 

@@ -72,7 +72,7 @@ import numpy as np
 from scipy.optimize import OptimizeResult, linprog
 
 from synergy_gym.errors import ConfigError, WorkloadError
-from synergy_gym.sim.bounds import round_release_s
+from synergy_gym.sim.bounds import no_wait_start_s
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import TIMINGS
 from synergy_gym.sim.contention_levels import JobLevels, job_levels
@@ -259,10 +259,7 @@ def period_grid(start_s: float, uniform_end_s: float, horizon_s: float, round_s:
 
 def release_s(arrival_s: np.ndarray, round_s: float, timing: str) -> np.ndarray:
     """When each job can first run: the round boundary at or after its arrival (``"round"``), or its arrival."""
-    arrival_s = np.asarray(arrival_s, dtype=float)
-    if timing != "round":
-        return arrival_s.copy()
-    return round_release_s(arrival_s, round_s)  # an arrival a hair off a boundary released no later than the simulator
+    return no_wait_start_s(arrival_s, round_s, timing)  # the no-waiting bound's start: the same release
 
 
 def busy_span_s(jobs: JobTable, cluster: ClusterSpec, levels: JobLevels, release: np.ndarray) -> tuple[float, float]:

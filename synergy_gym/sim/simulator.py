@@ -39,7 +39,7 @@ from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import AllocationMechanism
 from synergy_gym.sim.arguments import check_simulator_arguments
 from synergy_gym.sim.cluster import ClusterSpec
-from synergy_gym.sim.config import SimulationConfig
+from synergy_gym.sim.config import BOUNDARY_TOLERANCE, SimulationConfig
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
 from synergy_gym.sim.ledger import ClusterLedger
 from synergy_gym.sim.metrics import RoundLog, SimulationResult, build_result
@@ -219,7 +219,7 @@ class Simulator:
         placed = ledger.jobs.copy()
         if placed.size == 0:
             if allow_idle:
-                self.now = (math.floor(self.now / self.config.round_s + 1e-9) + 1) * self.config.round_s
+                self.now = (math.floor(self.now / self.config.round_s + BOUNDARY_TOLERANCE) + 1) * self.config.round_s
                 return placed
             if ledger.free_gpus_total == self.cluster.total_gpus and self._queue.size:
                 j = int(self.runnable[0])
@@ -242,7 +242,7 @@ class Simulator:
     def _boundary_at_or_after(self, t: float) -> float:
         # As the clock stepping round by round admits t: at boundary k = 3 for t = 3 * 123.4, though t / 123.4 > 3.
         r = self.config.round_s
-        b = math.ceil(t / r - 1e-9) * r
+        b = math.ceil(t / r - BOUNDARY_TOLERANCE) * r
         return b if b >= t else b + r  # t after the boundary's value: the clock there would not admit it
 
     def admit_arrivals(self) -> None:
@@ -346,7 +346,7 @@ class Simulator:
         state = self.jobs.progress.take(placed, axis=0)  # one gather, one scatter below
         rate = tput / state[:, ITER]
         t_finish = (state[:, TOTAL] - state[:, EXECUTED]) / rate
-        next_boundary = (math.floor(self.now / r + 1e-9) + 1) * r
+        next_boundary = (math.floor(self.now / r + BOUNDARY_TOLERANCE) + 1) * r
         horizon = next_boundary - self.now
         if self._skippable():
             horizon = max(horizon, self.seconds_until_admissible_arrival(self.ledger.free_gpus_total))
