@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -181,7 +181,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
         self.obs_builder = ObservationBuilder(
             self.cluster, self.zoo, cfg.max_queue, self.levels.n_levels, self.layout.n, n_running, cfg.with_fit_features
         )
-        self.observation_space = self.obs_builder.space
+        # (a spaces.Dict is a Space of dict[str, Any] to Gymnasium ≥ 1.4's types; its values are arrays)
+        self.observation_space = cast("spaces.Space[dict[str, np.ndarray]]", self.obs_builder.space)
         self._picture: ClusterPicture | None = None
         self._state: EpisodeState | None = None
 

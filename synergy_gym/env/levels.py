@@ -3,7 +3,9 @@
 ``kind="default"`` gives five levels per job type (model, GPU count), in this order:
 
 0. the fair share;
-1. the job's best-case demand (capped at one server, as the simulator caps it);
+1. the job's best-case demand (capped at one server, as the simulator caps it; a
+   request slower than its fallback – below the fair share, as a trace's can be – is
+   the fallback, the fair share, which is what Tune gives such a job);
 2.–4. for p = 0.9, 0.75 and 0.5, the cheapest grid point whose throughput is at
    least ``fair + p · (demand − fair)``, where cost = CPUs / server CPUs + GB /
    server GB (ties: the faster point, then fewer CPUs).
@@ -188,7 +190,8 @@ class LevelTable:
     Built from what the scheduler believes about each job (the measured matrix,
     or its profiled estimate); the demand level is the job's own demand target
     (``jobs.target_cpu`` / ``target_mem`` when the table is built), so that
-    choosing it asks for exactly what Synergy-Tune asks for.
+    choosing it asks for exactly what Synergy-Tune asks for – or, for a target
+    Tune never tries, its fallback (:func:`granted_demand`).
     """
 
     def __init__(self, zoo: ModelZoo, cluster: ClusterSpec, kind: str = "default") -> None:
@@ -205,8 +208,7 @@ class LevelTable:
             cpu, mem, tput = np.empty((n, L)), np.empty((n, L)), np.empty((n, L))
             valid = np.empty((n, L), dtype=bool)
             for j in range(n):
-                demand = Level(jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j])
-                cpu[j], mem[j], tput[j], valid[j] = self._levels(jobs, j, demand)
+                cpu[j], mem[j], tput[j], valid[j] = self._levels(jobs, j, granted_demand(jobs, j))
             return cpu, mem, tput, valid
         # Jobs of one (model, GPUs, demand) have the same levels: a row per distinct one, then gathered.
         keys = list(zip(jobs.model.tolist(), jobs.gpus_l, jobs.target_cpu_l, jobs.target_mem_l))
@@ -217,8 +219,7 @@ class LevelTable:
         for key, j in first.items():
             cached = self._cache.get(key)
             if cached is None:
-                demand = Level(jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j])
-                cached = self._cache[key] = self._levels(jobs, j, demand)
+                cached = self._cache[key] = self._levels(jobs, j, granted_demand(jobs, j))
             rows.append(cached)
         row_of = {key: r for r, key in enumerate(first)}
         at = np.fromiter((row_of[key] for key in keys), dtype=np.int64, count=n)
@@ -242,3 +243,12 @@ class LevelTable:
             np.array([lv.tput for lv in levels]),
             valid,
         )
+
+
+def granted_demand(jobs: JobTable, j: int) -> Level:
+    """Job ``j``'s demand level: its target, or – for a target slower than its fallback (a request below the fair
+    share that the job's profile punishes, as trace requests can be) – the fallback, which is what Tune grants it
+    then (it never tries such a target), so that the level shows what admitting at it gives."""
+    if jobs.tput_target_l[j] < jobs.tput_fallback_l[j]:
+        return Level(jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j])
+    return Level(jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j])

@@ -112,10 +112,12 @@ class Simulator:
 
     @property
     def rounds_elapsed(self) -> int:
-        """Whole rounds simulated since the first round boundary."""
+        """Whole rounds simulated since the first round boundary (a round under way, with ``timing="exact"``, not
+        counted; a clock a few ulps short of a boundary is on it)."""
         now = self.now
         if now != self._rounds_at[0]:
-            self._rounds_at = (now, int(round((now - self.first_round_s) / self.config.round_s)))
+            rounds = math.floor((now - self.first_round_s) / self.config.round_s + BOUNDARY_TOLERANCE)
+            self._rounds_at = (now, max(0, rounds))
         return self._rounds_at[1]
 
     @property

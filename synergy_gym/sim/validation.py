@@ -19,6 +19,7 @@ names the file and the line.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -100,8 +101,8 @@ def check_positive(
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         ok = False
-    elif isinstance(value, (int, np.integer)):
-        ok = bool(value >= 0 if allow_zero else value > 0)
+    elif isinstance(value, (int, np.integer)):  # (as a float it must be finite too: 10**400 is not)
+        ok = bool((value >= 0 if allow_zero else value > 0) and (integer or value <= sys.float_info.max))
     else:
         ok = bool(
             math.isfinite(value) and (value >= 0 if allow_zero else value > 0) and (not integer or float(value).is_integer())

@@ -206,13 +206,18 @@ class Workload:
             )
 
     def concat(self, more: Workload) -> Workload:
-        """This workload followed by ``more`` (whose jobs must arrive no earlier)."""
+        """This workload followed by ``more`` (whose jobs must arrive no earlier; a job arriving with this one's last
+        must have a larger job id, as :class:`Workload`'s order is by arrival, ties by job id)."""
         if not isinstance(more, Workload):
             raise WorkloadError(f"a workload extension must be a Workload, got {type(more).__name__}")
         if more.zoo is not self.zoo and more.zoo.names != self.zoo.names:
             raise WorkloadError("cannot join workloads over different model zoos")
         if len(more) and len(self) and more.arrival_s[0] < self.arrival_s[-1]:
             raise WorkloadError("a workload extension must arrive after the jobs it extends")
+        if len(more) and len(self) and more.arrival_s[0] == self.arrival_s[-1] and more.job_id[0] < self.job_id[-1]:
+            raise WorkloadError(  # the joined jobs would not be in Workload's order (arrival, ties by job id)
+                f"a workload extension's first job (job_id {more.job_id[0]}) arrives with the last job it extends "
+                f"(job_id {self.job_id[-1]}, at {self.arrival_s[-1]:g} s) and must have a larger job_id")
         if len(more) and len(self) and more.job_id.min() <= self.job_id.max():  # (ids that grow need no search)
             shared = np.intersect1d(self.job_id, more.job_id)
             if shared.size:

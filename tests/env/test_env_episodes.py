@@ -185,3 +185,23 @@ def test_reset_on_a_workload_seed_runs_workload_for_seed():
     a = run_episode(SynergyEnv(**SMALL), seed=1, options={"workload_seed": 9})[1]
     b = run_episode(SynergyEnv(**SMALL), seed=2, options={"workload_seed": 9}, rng_seed=0)[1]
     assert a == b
+
+
+@pytest.mark.parametrize("seed", [5, 7])
+def test_exact_timing_truncates_after_max_rounds_not_before(seed):
+    # With timing="exact" the clock stops mid-round at completions; a round under way counted as whole
+    # (rounded to the nearest) ended these episodes about 0.4 rounds before max_rounds.
+    import gymnasium as gym
+
+    from synergy_gym.baselines.env_heuristics import env_heuristics
+
+    policy = env_heuristics()["fifo+tune"]
+    env = gym.make("Synergy-small-v0", num_jobs=60, timing="exact", max_rounds=15, jobs_per_hour=20)
+    obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action, _ = policy.predict(obs, action_masks=env.unwrapped.action_masks())
+        obs, _, terminated, truncated, info = env.step(int(action))
+    sim = env.unwrapped.sim
+    elapsed = (sim.now - sim.first_round_s) / sim.config.round_s
+    assert truncated and elapsed >= 15 - 1e-9 and info["episode_rounds"] == int(np.floor(elapsed + 1e-9)) == 15

@@ -195,3 +195,25 @@ def test_a_job_no_grid_level_fits_is_refused_when_the_env_is_made_not_left_waiti
     assert not isinstance(env.unwrapped.source, (FixedWorkload, GeneratedWorkloads))
     with pytest.raises(ConfigError, match=rf"^env kwarg levels='grid': job 8 \(gnmt, 8 GPUs\) {where}"):
         env.reset(seed=0)
+
+
+def test_a_demand_slower_than_the_fair_share_shows_as_what_tune_grants():
+    # A trace's request below the fair share (0.5 CPUs per GPU): Tune never tries a target slower than its
+    # fallback and grants the fair share, so the demand level shows the fair share (it showed 0.5 CPUs and
+    # speed-up 0.1), and admitting at it grants exactly what it shows.
+    from synergy_gym import Workload
+    from synergy_gym.env import SynergyEnv
+    from synergy_gym.env.observation import LEVEL_FEATURES, slot_arrays
+
+    w = Workload.build(ZOO, job_id=[0, 1], model=[0, 0], gpus=[1, 1], arrival_s=[0, 0], total_iters=[10**5, 10**5],
+                       cpu_demand_per_gpu=[0.5, np.nan], mem_demand_per_gpu=[10, np.nan], run_until="all")
+    env = SynergyEnv(cluster="small", workload=w, max_queue=2)
+    obs, _ = env.reset(seed=0)
+    _, levels = slot_arrays(obs)
+    speedup = LEVEL_FEATURES.index("speedup")
+    assert levels[0, DEMAND_LEVEL].tolist() == levels[0, FAIR_LEVEL].tolist() == [1.0, 1.0, 1.0]
+    assert (levels[0, :, speedup] >= 1.0 - 1e-9).all()  # no level slower than the fair share
+    env.step(DEMAND_LEVEL)  # slot 0 at its demand level
+    ledger, c = env.sim.ledger, env.sim.cluster
+    slot = int(np.flatnonzero(np.asarray(ledger.jobs[: ledger.n_slots]) == 0)[0])
+    assert (ledger.cpu[slot], ledger.mem[slot]) == (c.fair_cpus_per_gpu, c.fair_mem_gb_per_gpu)

@@ -23,6 +23,9 @@ def test_integers_allow_zero_none_unit_and_error_class():
     assert type(check_positive("n", np.int64(4), integer=True)) is int
     assert check_positive("x", np.float32(0.5)) == 0.5 and type(check_positive("x", 2)) is float
     assert check_positive("n", 10**30, integer=True) == 10**30  # no overflow through float()
+    with pytest.raises(ConfigError, match="^round_s must be a positive number, got 1000"):
+        check_positive("round_s", 10**400)  # as a float it is not finite (it was an OverflowError)
+    assert check_positive("x", 10**300) == 1e300
     with pytest.raises(ConfigError, match=r"^n must be a positive integer, got 1\.5$"):
         check_positive("n", 1.5, integer=True)
     assert check_positive("seed", 0, integer=True, allow_zero=True) == 0

@@ -78,3 +78,8 @@ def test_an_extension_may_not_repeat_job_ids(zoo):
     with pytest.raises(WorkloadError, match="a workload extension repeats job_id 0 of the jobs it extends"):
         jobs([0, 1], [0, 10]).concat(jobs([7, 0], [20, 30]))
     assert jobs([5, 9], [0, 10]).concat(jobs([2, 7], [20, 30])).job_id.tolist() == [5, 9, 2, 7]  # ids need not grow
+    # A tie in arrival with a smaller id would break Workload's order (arrival, ties by job id): refused.
+    with pytest.raises(WorkloadError, match=r"first job \(job_id 1\) arrives with the last job it extends "
+                                            r"\(job_id 6, at 10 s\) and must have a larger job_id"):
+        jobs([5, 6], [0, 10]).concat(jobs([1, 8], [10, 30]))
+    assert jobs([5, 6], [0, 10]).concat(jobs([7, 1], [10, 30])).job_id.tolist() == [5, 6, 7, 1]
