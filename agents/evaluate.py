@@ -117,11 +117,12 @@ from synergy_gym.agents.models import check_model_zip, inference_threads, load_a
 from synergy_gym.agents.normalization import resolve_stats
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
-from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.cli.args import MAX_LISTED_SEEDS, parse_seed_list
 from synergy_gym.cli.files import atomic_write_text, check_output_dir, check_output_file, require_file
 from synergy_gym.cli.guards import check_size, quiet_notice
 from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
+from synergy_gym.env.config import EnvConfig
 from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.evaluation import evaluate
 
@@ -164,15 +165,7 @@ def run_policies(
         if source == "sim":
             df = simulate_on_env(name, env_id, seeds, keep_jcts=True, keep_jobs=keep_jobs, on_episode=episode,
                                  **env_kwargs)
-        elif source == "env" and name == "random":
-            per_seed = []
-            for i, seed in enumerate(seeds):
-                per_seed.append(evaluate(env_heuristics(seed)["random"], env_id, [seed], name=name, keep_jcts=True,
-                                         keep_jobs=keep_jobs, log_decisions=log_decisions and i == 0, **env_kwargs))
-                if episode is not None:
-                    episode(i + 1, len(seeds))
-            df = pd.concat(per_seed, ignore_index=True)
-        else:
+        else:  # (evaluate reseeds random with each episode's seed)
             policy = policy if policy is not None else env_heuristics(0)[name]
             df = evaluate(policy, env_id, seeds, name=name, keep_jcts=True, keep_jobs=keep_jobs,
                           log_decisions=log_decisions, on_episode=episode, **env_kwargs)
@@ -283,6 +276,8 @@ def _seeds(args: argparse.Namespace, models: list[Path]) -> list[int]:
         n = cfg.eval_episodes if cfg else DEFAULT_EPISODES
     if n < 1:
         raise ConfigError(f"--episodes must be a positive integer, got {n}")
+    if n > MAX_LISTED_SEEDS:  # (before the list is built: a billion seeds ran out of memory)
+        raise ConfigError(f"--episodes {n:,}: at most {MAX_LISTED_SEEDS:,} episodes")
     return [EVAL_SEED_BASE + i for i in range(n)]
 
 
@@ -310,8 +305,12 @@ def main(args: argparse.Namespace) -> int:
     if args.env_id is not None:
         check_env_id(args.env_id)
     device = resolve_device(args.device) if models else check_device(args.device)  # a bad name is refused either way
-    size = evaluation_estimate(effective_env_kwargs(*evaluation_env(models, args.env_id, env_kwargs)), len(seeds),
-                               len(models), env_names, sim_names)
+    if not models and device not in ("auto", "cpu"):
+        raise ConfigError(f"--device {args.device!r}: needs --model (only models run on a device; the heuristics and "
+                          "simulator policies run on the CPU)")
+    effective = effective_env_kwargs(*evaluation_env(models, args.env_id, env_kwargs))
+    EnvConfig.from_kwargs(effective)  # a bad value is its one-line error here, not a traceback in the estimate
+    size = evaluation_estimate(effective, len(seeds), len(models), env_names, sim_names)
     check_size(size, args.allow_large)
     quiet_notice("evaluate", size, args.quiet)
 

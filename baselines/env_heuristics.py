@@ -321,6 +321,10 @@ class RandomValid(EnvHeuristic):
     name = "random"
 
     def __init__(self, seed: int | None = 0) -> None:
+        self.reseed(seed)
+
+    def reseed(self, seed: int | None) -> None:
+        """Draw from ``seed``'s stream from now on (:func:`synergy_gym.evaluate` reseeds with each episode's seed)."""
         self.rng = np.random.default_rng(check_positive("seed", seed, integer=True, allow_zero=True, allow_none=True))
 
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
@@ -337,7 +341,8 @@ def _attained(obs: dict[str, np.ndarray], slots: np.ndarray) -> np.ndarray:
 
 
 def env_heuristics(seed: int | None = 0, price: float = DEFAULT_PRICE) -> dict[str, Any]:
-    """Every environment heuristic by name (``random`` seeded with ``seed``).
+    """Every environment heuristic by name (``random`` seeded with ``seed``; :func:`synergy_gym.evaluate` reseeds it
+    with each episode's seed).
 
     ``seed`` is a whole number ≥ 0 or None (fresh entropy), ``price`` (λ of ``fifo+price`` and ``srtf+price``) a
     finite number ≥ 0; NumPy's numbers count as Python's. Anything else is a one-line

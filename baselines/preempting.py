@@ -13,7 +13,9 @@ time, with :func:`choose_by_target`:
    behind it backfill, as Tune's admission and Synergy-Greedy do).
 2. **One action.** Preempt the lowest-priority running row outside the target set; when there
    is none, admit the highest-priority waiting job of the target set that can be admitted now –
-   *ahead* of the running jobs (placed before them) when it outranks one of them; else stop. A
+   *ahead* of the running jobs (placed before them) when it outranks one of them; else stop (but
+   with nothing running, admit the highest-priority job the mask offers: with ``agent_orders=False``
+   it offers only the first that fits, and stopping would leave the cluster idle for good). A
    job preempted in the event waits for the next one (re-admitting it in the same event, once
    the placement has changed, would cost two decisions for what the next event decides anyway),
    except under ``fifo+tune``, which keeps its placement in arrival order exactly.
@@ -126,6 +128,11 @@ def choose_by_target(
         admissible = admissible & (obs["slots"][:n_wait, _WAS_RUNNING] == 0)
     ready = np.flatnonzero(keep[:n_wait] & admissible)
     if not ready.size:
+        if n_run == 0 and admissible.any():  # nothing runs, and the mask offers none of the jobs the walk keeps
+            # (``agent_orders=False`` offers only the first that fits): the best offered, not an idle cluster until
+            # the end – nothing would change before the next event either.
+            offered = np.flatnonzero(admissible)
+            return admit(int(offered[np.lexsort((-ages[offered], wait_key[offered]))[0]]))
         return stop
     q = int(ready[np.lexsort((-ages[ready], wait_key[ready]))[0]])
     outranked = (run_key > wait_key[q]) | ((run_key == wait_key[q]) & (ages[n_wait:] < ages[q]))

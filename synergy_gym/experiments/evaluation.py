@@ -184,6 +184,9 @@ def evaluate(
     and returns a predictor for it has its episodes run side by side and decided in batches, with the
     same actions and rows but ``wall_s`` (:mod:`synergy_gym.experiments.batched`).
 
+    A policy with a ``reseed(seed)`` method (the ``random`` env heuristic) is reseeded with each episode's seed
+    first, so that a seed's row does not depend on the seeds before it.
+
     With ``deterministic=False`` each episode draws its sampled actions from torch's generator seeded
     with the episode's seed (when torch is loaded, as it is for SB3 models), restored afterwards: the
     same seeds give the same rows, and the caller's torch random state is left as it was.
@@ -204,6 +207,7 @@ def evaluate(
     if predict is not None:
         return pd.DataFrame(run_batched(predict, make, seed_list, label, record, on_episode))
     masks = _accepts_masks(policy)
+    reseed = getattr(policy, "reseed", None)
     rows = []
     env = make()
     base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its mask and simulator)
@@ -211,6 +215,8 @@ def evaluate(
         for i, seed in enumerate(seed_list):
             started = time.perf_counter()
             sampling = contextlib.nullcontext() if deterministic else _seeded_torch(seed)
+            if callable(reseed):  # a policy with a random stream of its own (the random heuristic)
+                reseed(seed)
             obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
             ret, steps, done = 0.0, 0, False
             info: dict[str, Any] = {}

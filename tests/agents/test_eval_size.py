@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import synergy_gym.cli.guards as guards
 from synergy_gym.agents.eval_size import evaluation_estimate
 from synergy_gym.agents.model_checks import effective_env_kwargs
@@ -51,3 +53,24 @@ def test_the_preemptive_estimate_counts_the_decisions_of_its_redecide_mode():
                                       20, 1, ("tetris+greedy",), ()).seconds
     assert default < changes < every_event
     assert every_event / changes > 3
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    # a billion episodes built their seed list first (MemoryError)
+    (["--episodes", "1000000000"], "--episodes 1,000,000,000: at most 1,000,000 episodes"),
+    # a bad num_jobs was a traceback in the estimate, and 1e9 asked for --allow-large
+    (["--seeds", "1", "--env-kwargs", "num_jobs=abc"], "env kwarg num_jobs must be a positive integer, got 'abc'"),
+    (["--seeds", "1", "--env-kwargs", "num_jobs=NaN"], "env kwarg num_jobs must be a positive integer, got nan"),
+    (["--seeds", "1", "--env-kwargs", "num_jobs=1e9"], "env kwarg num_jobs 1000000000 exceeds the maximum of 1,000,000"),
+    # options that did nothing, silently
+    (["--seeds", "1", "--sim-policies", "fifo+opt"], "--sim-policies fifo+opt: has no effect with --baselines "
+                                                      "'env:fifo+tune'"),
+    (["--seeds", "1", "--device", "cuda"], "--device 'cuda': needs --model"),
+])
+def test_evaluate_refuses_in_one_line_before_anything_runs(options, words, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(tmp_path)
+    code, out, err = run_cli(["evaluate", "--baselines", "env:fifo+tune", "--quiet", *options], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("synergy-gym evaluate: error: ") and words in err, err
+    assert snapshot(tmp_path) == before
