@@ -59,8 +59,10 @@ class TrainingProgress(BaseCallback):
 class EntropySchedule(BaseCallback):
     """``ent_coef`` from ``start`` to ``final``, linear over ``total_timesteps`` steps from step ``first``.
 
-    ``first`` None: from the step this ``learn`` call starts at; a run passes 0, so that a resumed run
-    continues the schedule where the checkpoint left it.
+    ``first`` None: from the step this ``learn`` call starts at; a run passes 0 and its ``timesteps``, so that a
+    resumed run is on the line from step 0 to its ``timesteps`` in all: with the same ``timesteps`` it continues the
+    schedule where the checkpoint left it, and a resume that raises ``timesteps`` stretches the line (at the
+    checkpoint's step ``ent_coef`` is then higher than the checkpoint's when it falls).
     """
 
     def __init__(self, start: float, final: float, total_timesteps: int, first: int | None = None) -> None:
@@ -161,16 +163,16 @@ class HeldOutEvaluation(BaseCallback):
             self.best, self.best_step = float(best["mean_jct_h"]), int(best["timesteps"])
 
     def _on_training_start(self) -> None:
-        # A resumed run starts at its checkpoint's step count.
+        # A resumed run starts at its checkpoint's step count. The heuristics' scores and the warm start's fit
+        # are written at the start.
         self.next_eval = (self.num_timesteps // self.cfg.eval_freq + 1) * self.cfg.eval_freq
-        for name, mean in self.means.items():  # the heuristics' scores, at the start
-            self.logger.record(f"baseline/{name}/mean_jct_h", mean)
+        values = {f"baseline/{name}/mean_jct_h": mean for name, mean in self.means.items()}
         if self.bc:  # the warm start's fit
-            self.logger.record("bc/accuracy", self.bc["bc_accuracy"])
-            self.logger.record("bc/final_loss", self.bc["bc_final_loss"])
+            values["bc/accuracy"] = self.bc["bc_accuracy"]
+            values["bc/final_loss"] = self.bc["bc_final_loss"]
             if "dagger_agreement" in self.bc:  # the policy's own actions in the last DAgger round
-                self.logger.record("bc/dagger_agreement", self.bc["dagger_agreement"])
-        self.logger.dump(self.num_timesteps)
+                values["bc/dagger_agreement"] = self.bc["dagger_agreement"]
+        dump_alone(self.logger, self.num_timesteps, values)
         if self.bc:  # the imitation itself is a checkpoint candidate (step 0)
             self.run_evaluation()
 
@@ -210,11 +212,9 @@ class HeldOutEvaluation(BaseCallback):
             row[f"jct_vs_{name}"] = row["mean_jct_h"] / means[name]
         if self.best_name is not None:
             row["jct_vs_best_heuristic"] = row["mean_jct_h"] / means[self.best_name]
-        for key in list(row)[1:]:
-            self.logger.record(f"eval/{key}", row[key])
-        for name, mean in means.items():
-            self.logger.record(f"baseline/{name}/mean_jct_h", mean)
-        self.logger.dump(self.num_timesteps)
+        values = {f"eval/{key}": row[key] for key in list(row)[1:]}
+        values.update({f"baseline/{name}/mean_jct_h": mean for name, mean in means.items()})
+        dump_alone(self.logger, self.num_timesteps, values)
         self.history.append(row)
         self.evaluated_at = self.num_timesteps
         atomic_write_text(self.run_dir / "eval.csv", pd.DataFrame(self.history).to_csv(index=False))
@@ -230,3 +230,18 @@ class HeldOutEvaluation(BaseCallback):
             self.log(f"eval  step {self.num_timesteps:>10,}  mean JCT {row['mean_jct_h']:8.3f} h  {versus}  "
                      f"best so far {self.best:8.3f} h" + ("  (new best: best_model.zip)" if improved else ""))
         return row
+
+
+def dump_alone(logger: Any, step: int, values: dict[str, Any]) -> None:
+    """Write ``values`` to ``logger``'s outputs at ``step``, and only those: what the algorithm has recorded but not
+    written yet (the last update's ``train/*``) stays pending for its own dump at its own step. (Dumping it here
+    too would write it at the evaluation's step, then nothing at the next: two values at one step, none at the
+    next, in TensorBoard.)"""
+    held = [dict(table) for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)]
+    for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
+        table.clear()
+    for key, value in values.items():
+        logger.record(key, value)
+    logger.dump(step)
+    for table, kept in zip((logger.name_to_value, logger.name_to_count, logger.name_to_excluded), held):
+        table.update(kept)

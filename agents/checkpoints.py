@@ -11,7 +11,8 @@ go to ``<run>/checkpoints/`` with Stable-Baselines3's names: ``rl_model_<step>_s
 never exists without its statistics; once a new checkpoint is complete the older ones are removed.
 :func:`latest_checkpoint` finds what ``--resume RUN_DIR`` continues from: the newest of the
 checkpoints and ``last_model.zip`` (by the step count saved in each). A run that continues in its folder first
-removes the temporary files a kill in the middle of a write left there (:func:`remove_partial_files`).
+removes the temporary files a kill in the middle of a write left there (:func:`remove_partial_files`), and
+one resumed there from an earlier checkpoint sets the later ones aside (:func:`set_aside_later_checkpoints`).
 """
 
 from __future__ import annotations
@@ -126,3 +127,51 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     """The checkpoint a run folder continues from: the highest step count (``last_model.zip`` on a tie); None if none."""
     found = run_checkpoints(run_dir)
     return found[-1][1] if found else None
+
+
+#: Where a run resumed in its own folder from an earlier checkpoint puts the checkpoints of the continuation it
+#: replaces (``<run>/superseded/from-step-<step>``), so that ``--resume RUN_DIR`` cannot pick them up again.
+SUPERSEDED_DIR = "superseded"
+
+
+def set_aside_later_checkpoints(run_dir: Path, step: int) -> Path | None:
+    """Move the checkpoints of ``run_dir`` saved past ``step`` (``last_model.zip`` and periodic ones, with their
+    statistics) to ``<run>/superseded/from-step-<step>[-N]`` – a run resumed in place from an earlier checkpoint
+    replaces that continuation, and :func:`latest_checkpoint` would otherwise pick it up after a kill. Nothing is
+    deleted; returns the folder (None: nothing was past ``step``)."""
+    run_dir = Path(run_dir)
+    later = [path for saved, path in run_checkpoints(run_dir) if saved > step]
+    if not later:
+        return None
+    dest = run_dir / SUPERSEDED_DIR / f"from-step-{step}"
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = run_dir / SUPERSEDED_DIR / f"from-step-{step}-{n}"
+    dest.mkdir(parents=True)
+    for path in later:
+        stats = run_dir / LAST_STATS if path.name == LAST_MODEL else checkpoint_stats(path)
+        for moved in (stats, path):  # the statistics first, as they were saved
+            if moved is not None and moved.is_file():
+                moved.rename(dest / moved.name)
+    return dest
+
+
+_EARLIER_CONFIG = re.compile(r"config\.before-step-(?P<step>\d+)(?:-(?P<n>\d+))?\.json")
+
+
+def config_of_step(run_dir: Path, step: int) -> Path:
+    """The config file of the session that trained a run's model up to ``step``: the first kept
+    ``config.before-step-<S>.json`` (:func:`~synergy_gym.agents.run_folder.keep_earlier_config`) with
+    ``step`` ≤ S, else ``config.json``. (A best
+    model kept from a continuation that a resume from an earlier checkpoint replaced is counted as the resumed
+    session's.)"""
+    kept = []
+    for path in Path(run_dir).glob("config.before-step-*.json"):
+        match = _EARLIER_CONFIG.fullmatch(path.name)
+        if match is not None:
+            kept.append((int(match["step"]), int(match["n"] or 1), path))
+    for until, _, path in sorted(kept):
+        if step <= until:
+            return path
+    return Path(run_dir) / "config.json"

@@ -22,7 +22,7 @@ from synergy_gym.agents.config import (
     VEC_ENVS,
     TrainConfig,
 )
-from synergy_gym.cli.args import NonEmptyPath, OnceList
+from synergy_gym.cli.args import NonEmptyPath, OnceFile, OnceList
 from synergy_gym.cli.command import RunLater
 from synergy_gym.env.scenarios import SCENARIOS
 
@@ -57,8 +57,8 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--torch-threads", type=int, default=None, metavar="N",
                    help="PyTorch threads (default: 1 on the CPU – small MLPs are slower with more – and PyTorch's "
                         "own on CUDA)")
-    p.add_argument("--config", type=Path, default=None,
-                   help="TOML or YAML file of any TrainConfig settings (default: none)")
+    p.add_argument("--config", action=OnceFile, default=None,
+                   help="TOML or YAML file of any TrainConfig settings, given once (default: none)")
     p.add_argument("--action-head", default=None, choices=ACTION_HEADS,
                    help=f"linear: SB3's; per_slot: one shared scorer per slot (agents/slot_policy.py) "
                         f"(default: {d.action_head})")

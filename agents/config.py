@@ -34,20 +34,17 @@ DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 CUDA_INDEX = re.compile(r"cuda:\d+")
 #: ``reward`` settings: the environment's own, or relative to an env heuristic on the same workload.
 REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
-#: ``action_head`` settings: SB3's linear layer over the latent vector, or one shared scorer per slot
-#: (:mod:`synergy_gym.agents.slot_policy`).
+#: ``action_head`` settings: SB3's linear layer over the latent vector, or one shared scorer per slot (slot_policy).
 ACTION_HEADS: tuple[str, ...] = ("linear", "per_slot")
 #: ``vec_env`` settings: ``auto`` (worker processes when the process has more cores than environments, else
 #: in this process with exactly the worker processes' numbers), the training environments in worker processes
-#: (SB3's SubprocVecEnv) or stepped
-#: one after another in the trainer's process (DummyVecEnv).
+#: (SB3's SubprocVecEnv) or stepped one after another in the trainer's process (DummyVecEnv).
 VEC_ENVS: tuple[str, ...] = ("auto", "subproc", "dummy")
 #: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT
 #: on the evaluation seeds, scored at the start of the run (``random`` excluded).
 BEST = "best"
-#: Evaluation episodes use env seeds from here on; training envs use ``seed + rank``,
-#: far below, so evaluation workloads are never training workloads.
-#: Held-out workload seeds (1,000,000 on): results are reported on these only (``synergy-gym evaluate``).
+#: Held-out workload seeds (1,000,000 on): results are reported on these only (``synergy-gym evaluate``); training
+#: envs use ``seed + rank``, far below, so evaluation workloads are never training workloads.
 HELD_OUT_SEED_BASE = 1_000_000
 EVAL_SEED_BASE = HELD_OUT_SEED_BASE
 #: Held-out seeds ``synergy-gym evaluate`` runs when neither ``--episodes`` nor the run's config says.
@@ -56,6 +53,8 @@ DEFAULT_EPISODES = 5
 VALIDATION_SEED_BASE = 2_000_000
 #: The env heuristics a run is compared with by default.
 REFERENCE_BASELINES: tuple[str, ...] = ("fifo+tune", "srtf+tune")
+#: The most PyTorch threads a run may ask for.
+MAX_TORCH_THREADS = 1024
 
 
 @dataclass
@@ -77,8 +76,8 @@ class TrainConfig:
     gamma: float = 0.995
     gae_lambda: float = 0.95
     ent_coef: float = 0.01
-    # Entropy schedule: ent_coef falls (or rises) linearly to ent_coef_final over the run's
-    # timesteps, updated before every policy update (TensorBoard train/ent_coef); None: constant.
+    # Entropy schedule: ent_coef to ent_coef_final, linear over the run's timesteps from step 0 (a resume raising
+    # timesteps stretches it), set before every policy update (TensorBoard train/ent_coef); None: constant.
     ent_coef_final: float | None = None
     clip_range: float = 0.2
     # PPO: stop an update's epochs early once the approximate KL divergence to the rollout's
@@ -219,6 +218,8 @@ class TrainConfig:
             check_positive("bc_learning_rate", self.bc_learning_rate)
         if self.torch_threads is not None:
             self.torch_threads = check_positive("torch_threads", self.torch_threads, integer=True)
+            if self.torch_threads > MAX_TORCH_THREADS:  # (a billion made OpenMP fail after the run folder was made)
+                raise ConfigError(f"torch_threads must be at most {MAX_TORCH_THREADS:,}, got {self.torch_threads:,}")
         if self.stop_on_stall_after is not None:
             self.stop_on_stall_after = check_positive("stop_on_stall_after", self.stop_on_stall_after, integer=True)
         if self.target_kl is not None:
@@ -312,8 +313,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return yaml_numbers(data) if suffix in (".yaml", ".yml") else data
 
 
-#: A number written as text: what YAML 1.1 (PyYAML) reads ``3e-4`` and ``1e5`` as (its floats need a dot and a sign
-#: in the exponent, ``3.0e-4``).
+#: A number written as text: what YAML 1.1 (PyYAML) reads ``3e-4`` and ``1e5`` as (its floats need ``3.0e-4``).
 NUMBER_TEXT = re.compile(r"[-+]?(\d[\d_]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 
 

@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synergy_gym.agents.checkpoints import config_of_step, saved_timesteps
 from synergy_gym.agents.config import TrainConfig, first_line, load_run_config, read_text_file
 from synergy_gym.agents.models import load_agent, load_model
 from synergy_gym.agents.normalization import find_stats, stats_candidates
@@ -118,13 +119,21 @@ def export_sources(model_zip: Path) -> tuple[Path, Path | None, TrainConfig]:
     model_zip = require_file(model_zip, "export: model file", ConfigError)
     run = run_folder(model_zip)
     require_file(run / "config.json", "export: the run's config", ConfigError)
-    cfg = load_run_config(run / "config.json")
+    cfg = load_run_config(export_config(model_zip))
     stats = find_stats(model_zip)
     if stats is None and cfg.normalize_obs:
         raise ConfigError(f"export: {model_zip}: its normalisation statistics are missing (looked for "
                           f"{', '.join(map(str, stats_candidates(model_zip)))}); its run normalised observations "
                           "(normalize_obs), so the policy cannot act without them")
     return run, stats, cfg
+
+
+def export_config(model_zip: Path) -> Path:
+    """The config file an export ships: the run's settings for the steps that trained ``model_zip`` (a run resumed
+    in its own folder with other settings keeps the earlier ones, :func:`~synergy_gym.agents.run_folder.config_of_step`)."""
+    step = saved_timesteps(model_zip)
+    run = run_folder(model_zip)
+    return config_of_step(run, step) if step is not None else run / "config.json"
 
 
 def check_export_dest(dest: Path) -> Path:
@@ -163,7 +172,7 @@ def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path
     policy.optimizer = optimizer_class(policy.parameters(), lr=cfg.learning_rate, **policy.optimizer_kwargs)
     buffer = io.BytesIO()
     model.save(buffer)
-    files = {MODEL_FILE: buffer.getvalue(), "config.json": (run / "config.json").read_bytes(),
+    files = {MODEL_FILE: buffer.getvalue(), "config.json": export_config(model_zip).read_bytes(),
              "card.json": (json.dumps(card, indent=2) + "\n").encode("utf-8")}
     if stats is not None:
         files[STATS_FILE] = stats.read_bytes()

@@ -123,3 +123,18 @@ def write_baselines(run_dir: Path, cfg: TrainConfig, means: dict[str, float], re
     atomic_write_text(run_dir / "baselines.json", json.dumps(
         {"eval_seeds": cfg.eval_seeds, "mean_jct_h": means, "best": best_heuristic(means),
          "relative_to": relative_to}, indent=2) + "\n")
+
+
+def keep_earlier_config(run_dir: Path, cfg: TrainConfig, step: int) -> Path | None:
+    """Before a run resumed in its own folder at ``step`` rewrites ``config.json`` with other settings, keep the
+    earlier one as ``config.before-step-<step>.json`` (``-2``, … when there is one): the settings that trained the
+    steps up to ``step`` (:func:`config_of_step`). Returns it (None: the settings are the same, or there are none)."""
+    current = Path(run_dir) / "config.json"
+    if not current.is_file() or current.read_text(encoding="utf-8") == config_json(cfg):
+        return None
+    kept, n = Path(run_dir) / f"config.before-step-{step}.json", 1
+    while kept.exists():
+        n += 1
+        kept = Path(run_dir) / f"config.before-step-{step}-{n}.json"
+    atomic_write_text(kept, current.read_text(encoding="utf-8"))
+    return kept

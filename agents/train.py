@@ -94,7 +94,13 @@ import gymnasium as gym
 import pandas as pd
 
 from synergy_gym.agents.baseline_scores import best_heuristic, describe_baselines, evaluate_baselines, heuristic_means
-from synergy_gym.agents.checkpoints import remove_partial_files, save_model, save_stats, saved_count
+from synergy_gym.agents.checkpoints import (
+    remove_partial_files,
+    save_model,
+    save_stats,
+    saved_count,
+    set_aside_later_checkpoints,
+)
 from synergy_gym.agents.config import (
     BEST,
     TrainConfig,
@@ -111,7 +117,14 @@ from synergy_gym.agents.resume import (
     resume_target,
     resumes_in_place,
 )
-from synergy_gym.agents.run_folder import RUN_FILES, check_no_other_run, default_run_dir, write_baselines, write_run_records
+from synergy_gym.agents.run_folder import (
+    RUN_FILES,
+    check_no_other_run,
+    default_run_dir,
+    keep_earlier_config,
+    write_baselines,
+    write_run_records,
+)
 from synergy_gym.agents.shared_workload import resumed_episode
 from synergy_gym.agents.train_options import config_from_args
 from synergy_gym.agents.train_size import check_train_size
@@ -161,6 +174,8 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
         first_episode = resumed_episode(start, saved_count(checkpoint, "n_envs") or cfg.n_envs)
     say = log or (lambda line: None)
     remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
+    superseded = set_aside_later_checkpoints(run_dir, start) if in_place else None
+    earlier_config = keep_earlier_config(run_dir, cfg, start) if in_place else None
     write_run_records(run_dir, cfg, device)
     with torch_training_settings(torch_threads(cfg, device)):
         say(f"run folder: {run_dir}")
@@ -169,6 +184,11 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
             say(f"resuming at step {start:,} of {cfg.timesteps:,} from {checkpoint}")
         for note in notes:
             say(f"note: {note}")
+        if superseded is not None:
+            say(f"note: the run's checkpoints past step {start:,} are kept in {superseded} (this run replaces them)")
+        if earlier_config is not None:
+            say(f"note: config.json now holds this session's settings; those of the steps up to {start:,} are kept in "
+                f"{earlier_config}")
         _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history,
                         first_episode)
     return run_dir
@@ -315,7 +335,8 @@ def main(args: argparse.Namespace) -> int:
     require_extra(modules=TRAIN_MODULES)  # before any file is read or written: one line naming the missing rl extra
     checkpoint = resume_target(args.resume) if args.resume is not None else None
     cfg = config_from_args(args, checkpoint)
-    check_train_size(cfg, args.allow_large)
+    # (a run resumed past step 0 does not imitate again)
+    check_train_size(cfg, args.allow_large, warm_start=checkpoint is None or saved_count(checkpoint, "num_timesteps") == 0)
     in_place = args.out is None and args.resume is not None and Path(args.resume).is_dir()  # --resume RUN_DIR
     out = args.resume if in_place else args.out  # None: train() makes the default runs/… folder (and runs/ itself)
     started = time.perf_counter()

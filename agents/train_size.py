@@ -10,6 +10,10 @@ the run is refused with the estimate unless ``--allow-large``.
   the next one, as Stable-Baselines3 stores them);
 * **time**: ``timesteps`` at :data:`STEP_S` a step, plus the held-out evaluations (``eval_episodes``
   episodes every ``eval_freq`` steps, :mod:`synergy_gym.agents.eval_size`'s cost per decision).
+* **the warm start** (a run that imitates from step 0): every imitated step's observation is kept
+  (``bc_steps`` and ``dagger_steps`` per DAgger round), as a rollout keeps its own; collecting a step
+  and each of the ``bc_epochs`` passes over it count as a training step (a PPO step includes several
+  passes over its sample, so this is on the high side).
 
 MaskablePPO on ``Synergy-small-scarce-v0`` with 4 environments trained at 699 steps/s on one core of a
 2-core AMD EPYC VM, start-up included; :data:`STEP_S` rounds that up.
@@ -32,8 +36,16 @@ FLOAT_BYTES, ROLLOUT_ARRAYS = 4, 2.0
 ENV_BYTES = 8 * 1024**2
 
 
-def train_estimate(cfg: Any, observation_floats: int, env_kwargs: dict[str, Any]) -> Estimate:
-    """The estimate for ``cfg`` (a TrainConfig); ``observation_floats``: one observation's size, mask included."""
+def imitated_steps(cfg: Any) -> int:
+    """The steps a warm start from step 0 imitates: ``bc_steps``, and ``dagger_steps`` (default ``bc_steps``) a round."""
+    if not cfg.imitates:
+        return 0
+    return int(cfg.bc_steps + cfg.dagger_rounds * (cfg.dagger_steps or cfg.bc_steps))
+
+
+def train_estimate(cfg: Any, observation_floats: int, env_kwargs: dict[str, Any], warm_start: bool = True) -> Estimate:
+    """The estimate for ``cfg`` (a TrainConfig); ``observation_floats``: one observation's size, mask included;
+    ``warm_start``: the run imitates first (not a run resumed past step 0)."""
     from synergy_gym.cli.guards import simulation_bytes
     from synergy_gym.env.config import as_cluster
 
@@ -43,15 +55,20 @@ def train_estimate(cfg: Any, observation_floats: int, env_kwargs: dict[str, Any]
         buffer = 2.0 * cfg.buffer_size * observation_floats * FLOAT_BYTES
     else:
         buffer = ROLLOUT_ARRAYS * cfg.n_steps * cfg.n_envs * observation_floats * FLOAT_BYTES
+    imitated = imitated_steps(cfg) if warm_start else 0
+    buffer = max(buffer, ROLLOUT_ARRAYS * imitated * observation_floats * FLOAT_BYTES)
     memory = BASE_BYTES + TORCH_BYTES + cfg.n_envs * (ENV_BYTES + simulation_bytes(servers, jobs)) + buffer
     decisions = jobs * decisions_per_job(env_kwargs)
     evaluations = cfg.timesteps // cfg.eval_freq + 1
-    seconds = cfg.timesteps * STEP_S + evaluations * cfg.eval_episodes * decisions * (ENV_STEP_S + AGENT_DECISION_S)
+    seconds = ((cfg.timesteps + imitated * (1 + cfg.bc_epochs)) * STEP_S
+               + evaluations * cfg.eval_episodes * decisions * (ENV_STEP_S + AGENT_DECISION_S))
     what = f"{cfg.timesteps:,} steps of {cfg.algo} with {cfg.n_envs} environment{'s' if cfg.n_envs != 1 else ''}"
+    if imitated:
+        what += f" after imitating {imitated:,} steps"
     return Estimate(what, memory, seconds)
 
 
-def check_train_size(cfg: Any, allow_large: bool) -> None:
+def check_train_size(cfg: Any, allow_large: bool, warm_start: bool = True) -> None:
     """Refuse a run past the memory limit or :data:`TIME_LIMIT_S` unless ``allow_large`` (one line, the estimate)."""
     import gymnasium as gym
     from gymnasium import spaces
@@ -64,7 +81,7 @@ def check_train_size(cfg: Any, allow_large: bool) -> None:
         floats = int(spaces.flatdim(env.observation_space))
     finally:
         env.close()
-    estimate = train_estimate(cfg, floats, effective_env_kwargs(cfg.env_id, cfg.env_kwargs))
+    estimate = train_estimate(cfg, floats, effective_env_kwargs(cfg.env_id, cfg.env_kwargs), warm_start)
     limit, limit_text = memory_limit()
     over_memory, over_time = estimate.memory_bytes > limit, estimate.seconds > TIME_LIMIT_S
     if allow_large or not (over_memory or over_time):

@@ -282,11 +282,22 @@ def main(args: argparse.Namespace) -> int:
     stale = [] if args.plots else [name for name in FIGURES if (out_dir / name).is_file()]
     with staged_outputs(out_dir) as staging:  # every file appears together, or none does
         write_outputs(outcome, out_dir, spec.cluster, args.json, meta, stage=staging.file, plots=args.plots)
-        for name in stale:  # an earlier run's figures would disagree with these results
-            staging.remove(out_dir / name)
+        old_workloads = stale_workloads(out_dir, staging.folder, spec.workload_csv)
+        for path in [*(out_dir / name for name in stale), *old_workloads]:  # would disagree with these results
+            staging.remove(path)
+    removed = [*stale, *(f"workloads/{path.name}" for path in old_workloads)]
+    said = f"; removed the earlier run's {', '.join(removed)}" if removed else ""
     if args.plots:
-        print(f"wrote results.csv, jobs.csv, {', '.join(FIGURES)} to {out_dir}")
+        print(f"wrote results.csv, jobs.csv, {', '.join(FIGURES)} to {out_dir}{said}")
     else:
-        removed = f"; removed the earlier run's {', '.join(stale)}" if stale else ""
-        print(f"wrote results.csv, jobs.csv to {out_dir} (--plots also draws {' and '.join(FIGURES)}){removed}")
+        print(f"wrote results.csv, jobs.csv to {out_dir} (--plots also draws {' and '.join(FIGURES)}){said}")
     return 0
+
+
+def stale_workloads(out_dir: Path, staged: Path, workload_csv: Path | None) -> list[Path]:
+    """An earlier run's ``workloads/*.csv`` in ``out_dir`` that this run (staged in ``staged``) does not write again:
+    they would not be the jobs of the results beside them. The ``--workload`` file this run read is kept."""
+    folder = out_dir / "workloads"
+    read = Path(workload_csv).resolve() if workload_csv is not None else None
+    return [path for path in sorted(folder.glob("*.csv")) if path.is_file()
+            and not (staged / "workloads" / path.name).exists() and path.resolve() != read]

@@ -1,8 +1,9 @@
 """Parsers for command-line values shared by the ``synergy-gym`` subcommands.
 
-Two argparse actions keep a user's intent from being lost silently: :class:`OnceList` refuses a list
-option given twice (``--seeds 1 --seeds 2`` would otherwise run seed 2 alone), and
-:class:`NonEmptyPath` refuses an empty path (``--out ""`` is ``Path(".")``, the current folder).
+Three argparse actions keep a user's intent from being lost silently: :class:`OnceList` refuses a list
+option given twice (``--seeds 1 --seeds 2`` would otherwise run seed 2 alone), :class:`OnceFile` a
+file option given twice (``--config``), and :class:`NonEmptyPath` refuses an empty path (``--out ""`` is
+``Path(".")``, the current folder).
 """
 
 from __future__ import annotations
@@ -182,4 +183,21 @@ class NonEmptyPath(argparse.Action):
         if not str(values).strip():
             flag = option_string or (self.option_strings[-1] if self.option_strings else self.dest)  # as typed
             parser.error(f"{flag} {values!r}: the value is empty; give a path (. is the current folder)")
+        setattr(namespace, self.dest, Path(values))
+
+
+class OnceFile(argparse.Action):
+    """A file option taken once (``--config``): a second one is a one-line usage error naming both files.
+
+    argparse keeps only the last, so ``--config a.toml --config b.toml`` would drop ``a.toml``'s settings silently.
+    """
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        flag = option_string or self.option_strings[-1]  # as typed
+        given: dict[str, str] = namespace.__dict__.setdefault(_GIVEN, {})
+        if self.dest in given:
+            parser.error(f"{flag} given twice ({given[self.dest]!r}, {values!r}); the second would replace the first: "
+                         f"put the settings in one file")
+        given[self.dest] = str(values)
         setattr(namespace, self.dest, Path(values))

@@ -86,6 +86,18 @@ def test_a_config_that_is_no_file_is_one_line(tmp_path, capsys, refused):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.toml"]
 
 
+def test_a_second_config_file_is_one_line_not_a_silent_replacement(tmp_path, capsys, refused):
+    # argparse kept the last --config only: the first file's settings were dropped without a word.
+    first, second = tiny_config(tmp_path), tmp_path / "b.toml"
+    second.write_text("reference_baselines = []\n")
+    with pytest.raises(SystemExit) as exited:  # a usage error: argparse exits
+        run_cli(["train", "--config", str(first), "--config", str(second), "--out", str(tmp_path / "run")], capsys)
+    out, err = capsys.readouterr()
+    code = exited.value.code
+    one_line_error(code, out, err, f"--config given twice ({str(first)!r}, {str(second)!r})", "put the settings in one file")
+    assert not (tmp_path / "run").exists()
+
+
 def test_an_option_that_causes_the_error_is_not_blamed_on_the_file(tmp_path, capsys, refused):
     """The file alone is valid: the error comes from the option over it, and names no file."""
     config = tiny_config(tmp_path)  # n_steps 8, batch_size 8: fine with one environment

@@ -229,6 +229,59 @@ def test_resuming_in_place_from_before_the_best_keeps_the_best_model_and_its_row
     assert replaced == bool(history["mean_jct_h"].iloc[2] < history["mean_jct_h"].iloc[1])  # only by a better one
 
 
+def test_resuming_in_place_from_an_earlier_checkpoint_sets_the_later_ones_aside(run64, tmp_path):
+    """The old last_model.zip (step 64) belongs to the continuation the resumed run replaces: killed before saving
+    its own, ``--resume RUN_DIR`` went back to it. It is kept in superseded/, out of latest_checkpoint's way."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from synergy_gym.agents.config import load_run_config
+    from synergy_gym.agents.train import train
+
+    class Killed(BaseCallback):  # the run dies at its first step, as SIGKILL would leave it
+        def _on_step(self) -> bool:
+            self.seen = latest_checkpoint(run)
+            raise RuntimeError("killed")
+
+    run = shutil.copytree(run64, tmp_path / "run")
+    old_last = (run / "last_model.zip").read_bytes()
+    killed, lines = Killed(), []
+    with pytest.raises(RuntimeError, match="killed"):
+        train(load_run_config(run / "config.json"), out=run, resume=run / "checkpoints" / "rl_model_48_steps.zip",
+              log=lines.append, callbacks=[killed])
+    aside = run / "superseded" / "from-step-48"
+    assert killed.seen == latest_checkpoint(run) == run / "checkpoints" / "rl_model_48_steps.zip"
+    assert sorted(p.name for p in aside.iterdir()) == ["last_model.zip", "vecnormalize.pkl"]
+    assert (aside / "last_model.zip").read_bytes() == old_last  # nothing lost
+    assert f"note: the run's checkpoints past step 48 are kept in {aside} (this run replaces them)" in lines
+
+
+def test_resuming_in_place_with_other_settings_keeps_the_earlier_ones_for_the_earlier_steps(run64, tmp_path, capsys):
+    """config.json was rewritten with the resumed session's settings, and an export of a model trained before the
+    resume shipped them as the settings it was trained with."""
+    from synergy_gym.agents.checkpoints import config_of_step
+    from synergy_gym.agents.pretrained_policies import export_config
+
+    run = shutil.copytree(run64, tmp_path / "run")
+    before = (run / "config.json").read_text()
+    slower = tmp_path / "slower.toml"
+    slower.write_text("learning_rate = 3e-5\n")
+    code, out, err = run_cli(["train", "--resume", str(run), "--config", str(slower), "--timesteps", "96"], capsys)
+    assert code == 0, err
+    kept = run / "config.before-step-64.json"
+    assert kept.read_text() == before and json.loads(before)["learning_rate"] != 3e-5
+    assert json.loads((run / "config.json").read_text())["learning_rate"] == 3e-5
+    assert ("note: config.json now holds this session's settings; those of the steps up to 64 are kept in "
+            f"{kept}") in out.splitlines()
+    assert [config_of_step(run, step).name for step in (0, 48, 64, 65, 96)] == [kept.name] * 3 + ["config.json"] * 2
+    assert export_config(run / "checkpoints" / "rl_model_80_steps.zip") == run / "config.json"
+    assert export_config(run64 / "checkpoints" / "rl_model_48_steps.zip") == run64 / "config.json"  # never resumed
+    # Resumed again with the same settings (run folder's own): nothing more kept.
+    (run / "last_model.zip").unlink()  # continue from the periodic checkpoint at step 80 (its steps past it set aside)
+    code, _, err = run_cli(["train", "--resume", str(run), "--timesteps", "96"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in run.glob("config*.json")) == ["config.before-step-64.json", "config.json"]
+
+
 def test_a_lone_checkpoint_resumes_with_its_network_given(run64, tmp_path, capsys):
     """Without its run's config.json, the network settings given (--config) are checked against the model and recorded."""
     lone = tmp_path / "lone"

@@ -72,6 +72,23 @@ def test_tensorboard_has_every_heuristic_and_the_ratio_to_the_best(short_run):
     assert [v for _, v in scalars["train/ent_coef"]] == pytest.approx([0.02 * 2 / 3, 0.02 / 3, 0.0])
 
 
+def test_tensorboard_has_one_value_per_tag_and_step(tmp_path):
+    # An evaluation every second update wrote the pending update's train/* at its step too: two values at one
+    # step (SB3's dump at the end of the rollout, then the evaluation's), none at the next rollout's end.
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY.replace("n_steps = 64", "n_steps = 32").replace("batch_size = 64", "batch_size = 32"))
+    out = tmp_path / "run"
+    code = main(["train", "--env", ENV, "--timesteps", "128", "--n-envs", "1", "--eval-freq", "64", "--config",
+                 str(config), "--out", str(out), *FAST])
+    assert code == 0
+    scalars = tensorboard_scalars(out, with_steps=True)
+    for tag, points in scalars.items():
+        steps = [step for step, _ in points]
+        assert len(steps) == len(set(steps)), (tag, steps)
+    assert [step for step, _ in scalars["train/loss"]] == [64, 96, 128]  # each update's, at SB3's next dump
+    assert [step for step, _ in scalars["eval/mean_jct_h"]] == [64, 128]
+
+
 def test_console_shows_the_run_folder_first_and_one_line_per_evaluation(short_run):
     out, printed = short_run
     lines = printed.splitlines()

@@ -70,6 +70,23 @@ def test_compare_without_plots_removes_an_earlier_run_s_figures_from_its_folder(
     assert stdout.rstrip().endswith("; removed the earlier run's avg_jct.png, jct_cdf.png")
 
 
+def test_compare_removes_an_earlier_run_s_workloads_it_does_not_write_again(tmp_path, capsys):
+    # Left beside the new results.csv, they were not "the jobs each synthetic case ran".
+    out = tmp_path / "c"
+    assert run_cli([*COMPARE, "--out", str(out), "--seed", "1,2"], capsys)[0] == 0
+    assert sorted(p.name for p in (out / "workloads").iterdir()) == ["load9_seed1.csv", "load9_seed2.csv"]
+    code, stdout, err = run_cli([*COMPARE, "--out", str(out), "--seed", "2"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in (out / "workloads").iterdir()) == ["load9_seed2.csv"]
+    assert stdout.rstrip().endswith("; removed the earlier run's workloads/load9_seed1.csv")
+    # A replay writes no workloads; the file it read stays.
+    replay = [a for a in COMPARE if a not in ("--jobs", "20")]
+    code, stdout, err = run_cli([*replay, "--out", str(out), "--workload", str(out / "workloads" / "load9_seed2.csv")],
+                                capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in (out / "workloads").iterdir()) == ["load9_seed2.csv"]
+
+
 def test_compare_interrupted_keeps_an_earlier_run_s_figures(tmp_path, monkeypatch, capsys):
     out = tmp_path / "c"
     assert run_cli([*COMPARE, "--out", str(out), "--plots"], capsys)[0] == 0
