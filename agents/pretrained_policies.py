@@ -130,7 +130,7 @@ def export_sources(model_zip: Path) -> tuple[Path, Path | None, TrainConfig]:
 
 def export_config(model_zip: Path) -> Path:
     """The config file an export ships: the run's settings for the steps that trained ``model_zip`` (a run resumed
-    in its own folder with other settings keeps the earlier ones, :func:`~synergy_gym.agents.run_folder.config_of_step`)."""
+    in its own folder with other settings keeps the earlier ones, :func:`~synergy_gym.agents.checkpoints.config_of_step`)."""
     step = saved_timesteps(model_zip)
     run = run_folder(model_zip)
     return config_of_step(run, step) if step is not None else run / "config.json"

@@ -1,14 +1,18 @@
 """One-line errors for realistic slips in :class:`~synergy_gym.sim.simulator.Simulator`'s arguments.
 
 A preset's name for the cluster, a workload's spec not yet built, a policy's name, a dict of settings:
-each is refused at construction with the call that makes the right object, before anything runs.
+each is refused at construction with the call that makes the right object, before anything runs; so is a
+job that could never finish (:func:`check_job_progress`).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from synergy_gym.errors import ConfigError, WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import SimulationConfig
+from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.policy import SchedulingPolicy
 from synergy_gym.sim.workload import Workload
 
@@ -32,3 +36,26 @@ def check_simulator_arguments(cluster: object, workload: object, policy: object,
 def _shown(value: object) -> str:
     """``'small'`` for a string (and ``None``), else the type: ``a SyntheticWorkload``."""
     return repr(value) if value is None or isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def check_job_progress(jobs: JobTable, config: SimulationConfig, first: int) -> None:
+    """Reject the jobs from index ``first`` on that could never finish: throughput 0, or (round timing) no whole
+    iteration in a round."""
+    sl = slice(first, jobs.n)
+    slowest = np.minimum(np.minimum(jobs.tput_fair[sl], jobs.tput_fallback[sl]), jobs.tput_target[sl])
+    if not np.all(slowest > 0):
+        i = first + int(np.flatnonzero(~(slowest > 0))[0])
+        raise WorkloadError(
+            f"job {jobs.job_id[i]}: model {jobs.zoo[int(jobs.model[i])].name!r} has throughput 0 at its slowest "
+            "allocation (fair share, fallback or target), so it could never finish; check the model's tput matrix"
+        )
+    if config.timing != "round":
+        return
+    per_round = np.floor(config.round_s / (jobs.iter_time_s[sl] / slowest))
+    if np.any(per_round < 1):
+        i = first + int(np.flatnonzero(per_round < 1)[0])
+        raise WorkloadError(
+            f"job {jobs.job_id[i]}: iter_time_s={jobs.iter_time_s[i]:g} is too long to finish an "
+            f"iteration in a {config.round_s:g} s round at its slowest allocation; use timing='exact' "
+            f"or a longer round_s (now {config.round_s:g})"
+        )

@@ -326,17 +326,41 @@ def rollback(L, mark):
         rebuild(free_gpu, free_cpu, free_mem, index)
 
 
+#: Requests that found no room, remembered within one :func:`grant_in_order` call.
+_FAILED_KEPT = 32
+
+
 @kernel
 def grant_in_order(L, order, gpus, cpu, mem, tput, per_job):
     """Grant the jobs of ``order`` in turn where they fit, at (cpu[j], mem[j]) per GPU – or (cpu[0], mem[0]) for
-    every job when not ``per_job`` – and throughput ``tput[j]``; stops when no GPU is free (Fair, Greedy)."""
+    every job when not ``per_job`` – and throughput ``tput[j]``; stops when no GPU is free (Fair, Greedy).
+
+    Grants only take room, so a request that found none fails again, and so does any asking for at least as
+    much of everything: up to :data:`_FAILED_KEPT` failed requests are remembered and such jobs skipped without
+    a search (under Greedy, CPUs or memory often run out before GPUs, and every waiting job was searched for).
+    """
     count = L[10]
+    failed = np.empty((_FAILED_KEPT, 3))
+    n_failed = 0
     for i in range(order.size):
         if count[FREE_TOTAL] == 0:
             break
         j = order[i]
+        g = gpus[j]
         c = cpu[j] if per_job else cpu[0]
         m = mem[j] if per_job else mem[0]
-        n = find(L, gpus[j], c, m)
+        hopeless = False
+        for k in range(n_failed):
+            if failed[k, 0] <= g and failed[k, 1] <= c and failed[k, 2] <= m:
+                hopeless = True
+                break
+        if hopeless:
+            continue
+        n = find(L, g, c, m)
         if n:
             grant(L, j, n, c, m, tput[j], c, m, tput[j])
+        elif n_failed < _FAILED_KEPT:
+            failed[n_failed, 0] = g
+            failed[n_failed, 1] = c
+            failed[n_failed, 2] = m
+            n_failed += 1

@@ -23,7 +23,9 @@ the model zoo's measured matrix gives their allocation.
 Rounds in which nothing can change are skipped in one step: with an ordering
 whose order only changes when jobs arrive or finish (FIFO), the allocation stays
 the same until the next completion or the next arrival that could be admitted,
-so the simulator advances every running job over all those rounds at once.
+so the simulator advances every running job over all those rounds at once; under
+any other ordering the same holds with one job in the system, until the next
+arrival (which may outrank it).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import AllocationMechanism
-from synergy_gym.sim.arguments import check_simulator_arguments
+from synergy_gym.sim.arguments import check_job_progress, check_simulator_arguments
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import BOUNDARY_TOLERANCE, SimulationConfig
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
@@ -86,7 +88,7 @@ class Simulator:
         self.run_until = workload.run_until
         profiler = self.config.profiler if self.config.sensitivity == "profiled" else None
         self.jobs = JobTable(cluster, workload, profiler)
-        self._check_progress(0)
+        check_job_progress(self.jobs, self.config, 0)
         self.ledger = ClusterLedger(cluster, self.config.placement)
         #: Every round is planned through one persistent planner, which (under Tune) keeps the
         #: unchanged start of the last round's placement (see :mod:`synergy_gym.sim.planner`).
@@ -266,7 +268,7 @@ class Simulator:
                 return
             first = self.jobs.n
             self.jobs.extend(chunk)
-            self._check_progress(first)
+            check_job_progress(self.jobs, self.config, first)
             measured = int(chunk.measured.sum())
             self._measured_left += measured
             self._measured_loaded += measured
@@ -306,35 +308,20 @@ class Simulator:
         return ordering.order(jobs, self.runnable, self.now, self.policy.mechanism.uses_targets)
 
     # -- progress -----------------------------------------------------------
-    def _check_progress(self, first: int) -> None:
-        """Reject jobs that could never finish: throughput 0, or (round timing) no whole iteration in a round."""
-        jobs = self.jobs
-        sl = slice(first, jobs.n)
-        slowest = np.minimum(np.minimum(jobs.tput_fair[sl], jobs.tput_fallback[sl]), jobs.tput_target[sl])
-        if not np.all(slowest > 0):
-            i = first + int(np.flatnonzero(~(slowest > 0))[0])
-            raise WorkloadError(
-                f"job {jobs.job_id[i]}: model {jobs.zoo[int(jobs.model[i])].name!r} has throughput 0 at its slowest "
-                "allocation (fair share, fallback or target), so it could never finish; check the model's tput matrix"
-            )
-        if self.config.timing != "round":
-            return
-        per_round = np.floor(self.config.round_s / (jobs.iter_time_s[sl] / slowest))
-        if np.any(per_round < 1):
-            i = first + int(np.flatnonzero(per_round < 1)[0])
-            raise WorkloadError(
-                f"job {jobs.job_id[i]}: iter_time_s={jobs.iter_time_s[i]:g} is too long to finish an "
-                f"iteration in a {self.config.round_s:g} s round at its slowest allocation; use timing='exact' "
-                f"or a longer round_s (now {self.config.round_s:g})"
-            )
-
     def _skippable(self) -> bool:
-        return self.policy.ordering.static
+        """Whether the plan stays the same until the next completion or admissible arrival (:meth:`_skip_free_gpus`):
+        under a static ordering (FIFO), or with one job in the system under any (its order cannot change)."""
+        return self.policy.ordering.static or self.runnable.size <= 1
+
+    def _skip_free_gpus(self) -> int:
+        """The free GPUs an arrival must fit to end a skip: the free ones under a static ordering, where a job that
+        does not fit waits; under another (one job in the system) any arrival may outrank and preempt it."""
+        return self.ledger.free_gpus_total if self.policy.ordering.static else self.cluster.total_gpus
 
     def _advance_rounds(self, placed: np.ndarray, tput: np.ndarray, max_rounds: int | None) -> np.ndarray:
         r = self.config.round_s
         skippable = self._skippable()
-        wait = self.seconds_until_admissible_arrival(self.ledger.free_gpus_total) if skippable else math.inf
+        wait = self.seconds_until_admissible_arrival(self._skip_free_gpus()) if skippable else math.inf
         start = self.now
         has_wait, has_max = wait < math.inf, max_rounds is not None
         finished, n = kernels.run_rounds(
@@ -351,7 +338,7 @@ class Simulator:
         next_boundary = (math.floor(self.now / r + BOUNDARY_TOLERANCE) + 1) * r
         horizon = next_boundary - self.now
         if self._skippable():
-            horizon = max(horizon, self.seconds_until_admissible_arrival(self.ledger.free_gpus_total))
+            horizon = max(horizon, self.seconds_until_admissible_arrival(self._skip_free_gpus()))
             if max_rounds is not None:
                 horizon = min(horizon, next_boundary + (max(max_rounds, 1) - 1) * r - self.now)
         dt = min(float(t_finish.min()), horizon)

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from synergy_gym import ClusterSpec
@@ -158,3 +158,30 @@ def test_a_tiny_amount_per_gpu_fits_as_many_gpus_as_are_free():
     assert ledger.find(3, 1e-18, 1e-300) == [(0, 2), (1, 1)]  # quotients far past any integer type
     assert ClusterLedger(ClusterSpec(num_servers=2, gpus_per_server=2), "consolidate").find(3, 1e-18, 10.0) == [
         (0, 2), (1, 1)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(servers=st.integers(1, 8), gpus_per_server=st.sampled_from([1, 2, 4, 8]),
+       jobs=st.lists(st.tuples(st.integers(1, 8), st.sampled_from([0.5, 1.0, 2.5, 3.0, 4.0, 6.0, 9.0]),
+                               st.sampled_from([10.0, 31.25, 62.5, 100.0, 125.0])), min_size=1, max_size=60),
+       placement=st.sampled_from(["first_fit", "consolidate"]))
+@example(servers=1, gpus_per_server=2, jobs=[(1, 0.5, 100.0), (1, 0.5, 62.5), (1, 1.0, 10.0)], placement="first_fit")
+def test_granting_in_order_grants_what_a_search_for_every_job_grants(servers, gpus_per_server, jobs, placement):
+    # grant_in_order skips a job whose request is at least one that found no room (grants only take room):
+    # the grants must be those of searching for every job in turn.
+    cluster = ClusterSpec(num_servers=servers, gpus_per_server=gpus_per_server, cpus_per_server=3.0 * gpus_per_server,
+                          mem_gb_per_server=62.5 * gpus_per_server)
+    gpus = np.array([g for g, _, _ in jobs], dtype=np.int64)
+    cpu, mem = np.array([c for _, c, _ in jobs]), np.array([m for _, _, m in jobs])
+    tput = np.ones(len(jobs))
+    fast = ClusterLedger(cluster, placement)
+    lk.grant_in_order(fast.state, np.arange(len(jobs), dtype=np.int64), gpus, cpu, mem, tput, True)
+    slow = ClusterLedger(cluster, placement)
+    for j in range(len(jobs)):
+        if slow.free_gpus_total == 0:
+            break
+        parts = slow.find(int(gpus[j]), float(cpu[j]), float(mem[j]))
+        if parts is not None:
+            slow.grant(j, parts, float(cpu[j]), float(mem[j]), 1.0)
+    assert fast.jobs.tolist() == slow.jobs.tolist() and fast.parts == slow.parts
+    assert fast.free_cpu.tolist() == slow.free_cpu.tolist() and fast.free_mem.tolist() == slow.free_mem.tolist()

@@ -107,6 +107,26 @@ def test_skipping_identical_rounds_changes_nothing(make_workload, zoo):
             assert skipped.rounds_planned < every.rounds_planned
 
 
+@pytest.mark.parametrize("ordering", ["srtf", "las"])
+def test_one_job_in_the_system_is_skipped_under_any_ordering(make_workload, zoo, ordering):
+    # Sparse arrivals: most rounds hold one job, whose order cannot change; they were planned one by one.
+    from synergy_gym.baselines import make_policy
+
+    rng = np.random.default_rng(5)
+    n = 40
+    names = list(zoo.names)
+    w = make_workload([names[i] for i in rng.integers(0, len(names), n)], arrivals=np.sort(rng.uniform(0, 4000 * 3600, n)),
+                      iters=rng.integers(1000, 200000, n), gpus=rng.choice([1, 2, 8], n))
+    cluster = ClusterSpec(num_servers=1)
+    for timing in ("round", "exact"):
+        policy = make_policy(f"{ordering}+tune")
+        skipped = Simulator(cluster, w, policy, SimulationConfig(timing=timing))
+        every = EveryRound(cluster, w, policy, SimulationConfig(timing=timing))
+        a, b = skipped.run(), every.run()
+        np.testing.assert_allclose(a.jobs["finish_s"], b.jobs["finish_s"], rtol=1e-9)
+        assert skipped.rounds_planned < every.rounds_planned / 2
+
+
 def test_same_input_gives_identical_results(make_workload):
     w = make_workload(["res18", "gnmt", "m5", "alexnet"] * 5, arrivals=np.arange(20) * 500.0, iters=[20000] * 20)
     cluster = ClusterSpec(num_servers=1)
