@@ -97,7 +97,8 @@ def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> t
     """``--baselines`` → (env heuristic names, simulator policy names), each de-duplicated in order.
 
     ``all``: every env heuristic and ``sim_policies`` (default :data:`synergy_gym.baselines.sim_on_env.SIM_POLICIES`,
-    which include the bounds; given with neither ``all`` nor ``sim``, a one-line error: it would do nothing);
+    which include the bounds; a non-empty one given with neither ``all`` nor ``sim``, a one-line error: it
+    would do nothing);
     ``env``, ``sim``, ``none``; ``env:NAME``, ``sim:NAME``; a bare NAME selects the env
     heuristic and/or the simulator policy of that name (or the bound: ``no-wait-bound``, ``contention-bound``).
     """
@@ -107,7 +108,7 @@ def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> t
 
     sims = default_sim_policies() if sim_policies is None else tuple(sim_policies)
     items = [raw.strip().lower() for raw in text.split(",")]
-    if sim_policies is not None and not {"all", "sim"} & set(items):
+    if sim_policies and not {"all", "sim"} & set(items):  # (``none`` asks for nothing: it is accepted)
         raise ConfigError(f"--sim-policies {','.join(sim_policies)}: has no effect with --baselines {text!r}, which "
                           "runs no simulator policies by that list (it applies to --baselines all or sim)")
     env: list[str] = []

@@ -169,8 +169,18 @@ def run_compare(spec: CompareSpec, show_progress: bool = True, cases: list[Workl
 
     runs = []
     for config in spec.configs():
-        runs += run_cases(cases, policies, spec.cluster, config, progress=progress, on_done=finished)
+        for case in cases:  # each case with the profiling noise of its own seed (the same for all its policies)
+            runs += run_cases([case], policies, spec.cluster, profiled_for(config, case), progress=progress,
+                              on_done=finished)
     return CompareOutcome(runs=runs, results=results_table(runs))
+
+
+def profiled_for(config: SimulationConfig, case: WorkloadCase) -> SimulationConfig:
+    """``config`` for ``case``: with profiling noise, the profiler seeded with the case's workload seed, so that
+    seeds replicate the noise too (every seed drew the same noise); a fixed workload (no seed) keeps the config's."""
+    if config.sensitivity != "profiled" or config.profiler.noise == 0 or case.seed is None:
+        return config
+    return replace(config, profiler=replace(config.profiler, seed=int(case.seed)))
 
 
 def results_table(runs: Sequence[CaseResult]) -> list[dict[str, Any]]:

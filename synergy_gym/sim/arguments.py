@@ -40,9 +40,15 @@ def _shown(value: object) -> str:
 
 def check_job_progress(jobs: JobTable, config: SimulationConfig, first: int) -> None:
     """Reject the jobs from index ``first`` on that could never finish: throughput 0, or (round timing) no whole
-    iteration in a round."""
+    iteration in a round, at the slowest allocation a policy may grant (fair share, fallback or target) – as
+    the policies believe it and as the jobs progress (with profiled sensitivity the two differ)."""
     sl = slice(first, jobs.n)
     slowest = np.minimum(np.minimum(jobs.tput_fair[sl], jobs.tput_fallback[sl]), jobs.tput_target[sl])
+    if jobs.belief is not None:  # progress is at the true throughput of what is granted
+        idx = np.arange(first, jobs.n)
+        for cpu, mem in ((np.full(idx.size, jobs.fair_cpu), np.full(idx.size, jobs.fair_mem)),
+                         (jobs.fallback_cpu[sl], jobs.fallback_mem[sl]), (jobs.target_cpu[sl], jobs.target_mem[sl])):
+            slowest = np.minimum(slowest, jobs.true_throughput_many(idx, cpu, mem))
     if not np.all(slowest > 0):
         i = first + int(np.flatnonzero(~(slowest > 0))[0])
         raise WorkloadError(

@@ -125,7 +125,8 @@ def profile_jobs(
         matrices[i] = est
         c_star = int(np.argmax(cpu_bound >= (1 - config.saturation) * cpu_bound.max()))
         row = est[c_star]
-        m_star = int(np.argmax(row >= (1 - config.saturation) * cpu_bound[c_star]))
+        near = row >= (1 - config.saturation) * cpu_bound[c_star]
+        m_star = int(np.argmax(near)) if near.any() else int(np.argmax(row))  # (storage-bound everywhere: the fastest)
         demand_cpu[i] = cpu_grid[c_star]
         demand_mem[i] = profile.mem_grid[m_star]
     cost = len(points) * config.repeats * config.seconds_per_point * np.asarray(gpus, dtype=float) / 60.0

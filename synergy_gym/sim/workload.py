@@ -114,6 +114,9 @@ class Workload:
             return arr
 
         job_id = _whole(source, "job_id", col("job_id", job_id, np.int64, 0))
+        if np.any(job_id < 0):  # as the CSV reader refuses them (a job's profiling noise is seeded with its id)
+            raise WorkloadError(f"{source}: job_id={int(job_id[np.flatnonzero(job_id < 0)[0]])} must be a non-negative "
+                                "integer")
         model = _whole(source, "model index", model, job_id)
 
         def numbers(name, value, dtype, default):

@@ -83,3 +83,27 @@ def test_the_table_keeps_wide_numbers_apart_and_ordinary_rows_as_they_were(outco
             "makespan_h": 31997769061.3, "mean_jct_h": 1e12}
     assert format_table([wide]).splitlines()[2].split()[:7] == [
         "ftf_ref+opt_lp", "9.0000001", "1", "1000000000000.00", f"{wide['median_jct_h']:.2f}", "88.52", "31997769061.3"]
+
+
+def test_each_seed_draws_its_own_profiling_noise():
+    # Every case used the profiler's seed 0: job k had the same noise under every seed, so seeds did not replicate it.
+    from dataclasses import replace
+
+    from synergy_gym import SimulationConfig, Simulator
+    from synergy_gym.baselines.registry import make_policy
+    from synergy_gym.sim.profiling import ProfilerConfig
+
+    cluster = load_cluster("small")
+    spec = CompareSpec(policies=("fifo+tune",), loads=(3.0,), seeds=(1, 2), num_jobs=40, cluster=cluster,
+                       sensitivities=("profiled",), profile_noise=0.3)
+    cases = spec.cases()
+    got = [run.result.summary.mean_jct_h for run in run_compare(spec, show_progress=False, cases=cases).runs]
+    config = SimulationConfig(sensitivity="profiled")
+
+    def alone(case, seed):
+        workload, more = case.make()
+        sim_config = replace(config, profiler=ProfilerConfig(noise=0.3, seed=seed))
+        return Simulator(cluster, workload, make_policy("fifo+tune"), sim_config, more_jobs=more).run().summary.mean_jct_h
+
+    assert got == [alone(cases[0], 1), alone(cases[1], 2)]
+    assert got[0] != alone(cases[0], 0)  # (what it was)

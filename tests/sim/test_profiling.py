@@ -104,3 +104,34 @@ def test_compare_reports_true_and_profiled_side_by_side(tmp_path):
         (p, s) for p in ("fifo+tune", "fifo+opt") for s in ("true", "profiled")
     }
     assert all((r["profiling_gpu_min_per_job"] > 0) == (r["sensitivity"] == "profiled") for r in rows)
+
+
+def test_a_model_storage_bound_at_every_memory_level_asks_for_the_fastest(zoo):
+    # Nothing reached 95 % of the CPU-bound throughput: argmax of all-False chose the lowest (slowest) memory level.
+    import dataclasses
+
+    from synergy_gym import ModelZoo
+
+    big = dataclasses.replace(zoo["res50"], name="bigdata", dataset_gb_per_gpu=400.0)
+    custom = ModelZoo((*zoo.models, big))
+    profiles = profile_jobs(custom, np.array([len(custom) - 1]), np.array([1]), np.array([0]), ClusterSpec(),
+                            ProfilerConfig())
+    row = profiles.matrices[0][list(custom.cpu_grid).index(profiles.demand_cpu[0])]
+    assert profiles.demand_mem[0] == custom.mem_grid[int(np.argmax(row))] == custom.mem_grid[-1]
+
+
+def test_a_job_that_could_never_progress_at_what_profiling_asks_for_is_refused(zoo):
+    # Believed fine at 20.83 GB (its dataset fits), truly at throughput 0 there: a ZeroDivisionError deep inside.
+    import dataclasses
+
+    from synergy_gym import ModelZoo, WorkloadError
+    from synergy_gym.sim.workload import Workload
+
+    tput = zoo["gnmt"].tput.copy()
+    tput[:, 0] = 0.0
+    custom = ModelZoo((*zoo.models, dataclasses.replace(zoo["gnmt"], name="needs_mem", tput=tput,
+                                                        demand_mem_gb_per_gpu=62.5)))
+    w = Workload.build(custom, job_id=[0], model=[len(custom) - 1], gpus=[1], arrival_s=[0], total_iters=[3000])
+    assert Simulator(ClusterSpec(), w, make_policy("fifo+tune")).run().summary.mean_jct_h > 0  # true: it runs
+    with pytest.raises(WorkloadError, match="job 0: model 'needs_mem' has throughput 0 at its slowest allocation"):
+        Simulator(ClusterSpec(), w, make_policy("fifo+tune"), SimulationConfig(sensitivity="profiled"))

@@ -83,3 +83,9 @@ def test_an_extension_may_not_repeat_job_ids(zoo):
                                             r"\(job_id 6, at 10 s\) and must have a larger job_id"):
         jobs([5, 6], [0, 10]).concat(jobs([1, 8], [10, 30]))
     assert jobs([5, 6], [0, 10]).concat(jobs([7, 1], [10, 30])).job_id.tolist() == [5, 6, 7, 1]
+
+
+def test_negative_job_ids_are_refused_as_the_csv_reader_refuses_them(zoo):
+    # They crashed profiling with noise (numpy seeds must be non-negative).
+    with pytest.raises(WorkloadError, match=r"^workload: job_id=-5 must be a non-negative integer$"):
+        Workload.build(zoo, job_id=[-5], model=[0], gpus=[1], arrival_s=[0], total_iters=[3])
