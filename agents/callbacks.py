@@ -237,11 +237,12 @@ def dump_alone(logger: Any, step: int, values: dict[str, Any]) -> None:
     written yet (the last update's ``train/*``) stays pending for its own dump at its own step. (Dumping it here
     too would write it at the evaluation's step, then nothing at the next: two values at one step, none at the
     next, in TensorBoard.)"""
-    held = [dict(table) for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)]
-    for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
+    tables = (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)
+    held = [dict(table) for table in tables]
+    for table in tables:
         table.clear()
     for key, value in values.items():
         logger.record(key, value)
     logger.dump(step)
-    for table, kept in zip((logger.name_to_value, logger.name_to_count, logger.name_to_excluded), held):
+    for table, kept in zip(tables, held):
         table.update(kept)

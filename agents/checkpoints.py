@@ -25,7 +25,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from synergy_gym.cli.files import atomic_write_bytes
+from synergy_gym.cli.files import atomic_write_bytes, unused_path
 
 #: The sub-folder of a run that holds its periodic checkpoints.
 CHECKPOINT_DIR = "checkpoints"
@@ -137,18 +137,19 @@ SUPERSEDED_DIR = "superseded"
 def set_aside_later_checkpoints(run_dir: Path, step: int) -> Path | None:
     """Move the checkpoints of ``run_dir`` saved past ``step`` (``last_model.zip`` and periodic ones, with their
     statistics) to ``<run>/superseded/from-step-<step>[-N]`` – a run resumed in place from an earlier checkpoint
-    replaces that continuation, and :func:`latest_checkpoint` would otherwise pick it up after a kill. Nothing is
-    deleted; returns the folder (None: nothing was past ``step``)."""
+    replaces that continuation, and :func:`latest_checkpoint` would otherwise pick it up after a kill – with a copy
+    of the run's records that say how they were trained (``config.json``, ``versions.json``), so that they still
+    evaluate on their environment and export. Nothing is deleted; returns the folder (None: nothing was past
+    ``step``)."""
     run_dir = Path(run_dir)
     later = [path for saved, path in run_checkpoints(run_dir) if saved > step]
     if not later:
         return None
-    dest = run_dir / SUPERSEDED_DIR / f"from-step-{step}"
-    n = 1
-    while dest.exists():
-        n += 1
-        dest = run_dir / SUPERSEDED_DIR / f"from-step-{step}-{n}"
+    dest = unused_path(run_dir / SUPERSEDED_DIR, f"from-step-{step}")
     dest.mkdir(parents=True)
+    for record in ("config.json", "versions.json"):  # (before the resumed session rewrites them)
+        if (run_dir / record).is_file():
+            atomic_write_bytes(dest / record, (run_dir / record).read_bytes())
     for path in later:
         stats = run_dir / LAST_STATS if path.name == LAST_MODEL else checkpoint_stats(path)
         for moved in (stats, path):  # the statistics first, as they were saved

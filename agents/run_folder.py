@@ -22,7 +22,7 @@ from synergy_gym.agents.baseline_scores import best_heuristic
 from synergy_gym.agents.checkpoints import latest_checkpoint
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.agents.config_values import config_json
-from synergy_gym.cli.files import atomic_write_text
+from synergy_gym.cli.files import atomic_write_text, unused_path
 from synergy_gym.errors import PathError
 
 if sys.version_info >= (3, 11):
@@ -132,9 +132,6 @@ def keep_earlier_config(run_dir: Path, cfg: TrainConfig, step: int) -> Path | No
     current = Path(run_dir) / "config.json"
     if not current.is_file() or current.read_text(encoding="utf-8") == config_json(cfg):
         return None
-    kept, n = Path(run_dir) / f"config.before-step-{step}.json", 1
-    while kept.exists():
-        n += 1
-        kept = Path(run_dir) / f"config.before-step-{step}-{n}.json"
+    kept = unused_path(Path(run_dir), f"config.before-step-{step}", ".json")
     atomic_write_text(kept, current.read_text(encoding="utf-8"))
     return kept

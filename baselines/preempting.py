@@ -131,10 +131,9 @@ def choose_by_target(
         if n_run == 0 and admissible.any():  # nothing runs, and the mask offers none of the jobs the walk keeps
             # (``agent_orders=False`` offers only the first that fits): the best offered, not an idle cluster until
             # the end – nothing would change before the next event either.
-            offered = np.flatnonzero(admissible)
-            return admit(int(offered[np.lexsort((-ages[offered], wait_key[offered]))[0]]))
+            return admit(first_by_key(np.flatnonzero(admissible), wait_key, ages))
         return stop
-    q = int(ready[np.lexsort((-ages[ready], wait_key[ready]))[0]])
+    q = first_by_key(ready, wait_key, ages)
     outranked = (run_key > wait_key[q]) | ((run_key == wait_key[q]) & (ages[n_wait:] < ages[q]))
     if exact_order and outranked.any() and not outranked.all():
         # Placed ahead of every running job it would be placed before all of them; so first the
@@ -146,6 +145,11 @@ def choose_by_target(
     # Ahead of the running jobs when it outranks one of them (Tune then places it first, as a
     # round planned from scratch in priority order would).
     return admit(q) + (ahead_offset(obs) if outranked.any() else 0)
+
+
+def first_by_key(slots: np.ndarray, wait_key: np.ndarray, ages: np.ndarray) -> int:
+    """The slot of ``slots`` with the lowest key (ties: the earlier arrival, the larger age)."""
+    return int(slots[np.lexsort((-ages[slots], wait_key[slots]))[0]])
 
 
 def ahead_offset(obs: dict[str, np.ndarray]) -> int:

@@ -188,3 +188,12 @@ def check_input_file(path: str | os.PathLike, flag: str) -> Path:
     if not os.access(path, os.R_OK):
         raise PathError(f"{flag} {str(path)!r} is not readable")
     return path
+
+
+def unused_path(folder: Path, stem: str, suffix: str = "") -> Path:
+    """``folder/<stem><suffix>``, or the first of ``<stem>-2<suffix>``, ``<stem>-3<suffix>``, … that does not exist."""
+    path, n = Path(folder) / f"{stem}{suffix}", 1
+    while path.exists():
+        n += 1
+        path = Path(folder) / f"{stem}-{n}{suffix}"
+    return path

@@ -250,8 +250,13 @@ def test_resuming_in_place_from_an_earlier_checkpoint_sets_the_later_ones_aside(
               log=lines.append, callbacks=[killed])
     aside = run / "superseded" / "from-step-48"
     assert killed.seen == latest_checkpoint(run) == run / "checkpoints" / "rl_model_48_steps.zip"
-    assert sorted(p.name for p in aside.iterdir()) == ["last_model.zip", "vecnormalize.pkl"]
+    assert sorted(p.name for p in aside.iterdir()) == ["config.json", "last_model.zip", "vecnormalize.pkl",
+                                                       "versions.json"]
     assert (aside / "last_model.zip").read_bytes() == old_last  # nothing lost
+    # With the run's records beside them, they still evaluate on their environment (they fell back to the default).
+    from synergy_gym.agents.provenance import run_config
+
+    assert run_config(aside / "last_model.zip") == load_run_config(run64 / "config.json")
     assert f"note: the run's checkpoints past step 48 are kept in {aside} (this run replaces them)" in lines
 
 
