@@ -29,7 +29,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,7 @@ from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
 from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.files import check_output_dir, check_output_file, require_file
+from synergy_gym.cli.files import check_output_dir, check_output_file, require_file, timestamped_dir
 from synergy_gym.cli.guards import check_size, format_duration, quiet_notice
 from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
@@ -151,7 +150,7 @@ def main(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     if args.model:  # agents need the rl extra; the heuristics and bounds run without it
         require_extra()
-    out = check_output_dir(args.out or Path("runs") / f"benchmark-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES,
+    out = check_output_dir(args.out or timestamped_dir("benchmark"), "--out", OUTPUT_FILES,
                            create_parents=args.out is None)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES)

@@ -84,7 +84,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,7 +117,7 @@ from synergy_gym.agents.normalization import resolve_stats
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
 from synergy_gym.cli.args import MAX_LISTED_SEEDS, parse_seed_list
-from synergy_gym.cli.files import atomic_write_text, check_output_dir, check_output_file, require_file
+from synergy_gym.cli.files import atomic_write_text, check_output_dir, check_output_file, require_file, timestamped_dir
 from synergy_gym.cli.guards import check_size, quiet_notice
 from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
@@ -286,7 +285,7 @@ def main(args: argparse.Namespace) -> int:
     if args.model:  # agents need the rl extra; the heuristics and simulator policies run without it
         require_extra()
     out = check_output_dir(
-        args.out or Path("runs") / f"evaluate-{datetime.now():%Y%m%d-%H%M%S}", "--out", OUTPUT_FILES,
+        args.out or timestamped_dir("evaluate"), "--out", OUTPUT_FILES,
         create_parents=args.out is None,
     )
     if args.json is not None:

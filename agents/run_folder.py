@@ -47,7 +47,7 @@ def check_no_other_run(run_dir: Path, flag: str = "--out") -> None:
 
 def default_run_dir(cfg: TrainConfig) -> Path:
     """``runs/<env>__<algo>__<seed>__<time>``."""
-    return Path("runs") / f"{cfg.env_id}__{cfg.algo}__{cfg.seed}__{datetime.now():%Y%m%d-%H%M%S}"
+    return unused_path(Path("runs"), f"{cfg.env_id}__{cfg.algo}__{cfg.seed}__{datetime.now():%Y%m%d-%H%M%S}")
 
 
 def versions() -> dict[str, Any]:

@@ -129,7 +129,7 @@ from synergy_gym.agents.shared_workload import resumed_episode
 from synergy_gym.agents.train_options import config_from_args
 from synergy_gym.agents.train_size import check_train_size
 from synergy_gym.agents.vec_envs import check_env_kwargs, close_vec_env, make_vec_env
-from synergy_gym.cli.files import check_output_dir
+from synergy_gym.cli.files import check_output_dir, claim_folder
 from synergy_gym.cli.staging import interrupt_of
 from synergy_gym.errors import Interrupted, SynergyGymError
 
@@ -176,6 +176,8 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
     superseded = set_aside_later_checkpoints(run_dir, start) if in_place else None
     earlier_config = keep_earlier_config(run_dir, cfg, start) if in_place else None
+    if out is None:  # a default folder: this run's alone, though another chose the same name in the same second
+        run_dir = claim_folder(run_dir)
     write_run_records(run_dir, cfg, device)
     with torch_training_settings(torch_threads(cfg, device)):
         say(f"run folder: {run_dir}")

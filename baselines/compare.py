@@ -31,7 +31,6 @@ import argparse
 import math
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from synergy_gym.cli.files import (
     atomic_write_text,
     check_output_dir,
     check_output_file,
+    timestamped_dir,
 )
 from synergy_gym.cli.guards import Estimate, check_size, compare_estimate, format_duration, quiet_notice
 from synergy_gym.cli.plots import jct_cdf_png
@@ -258,7 +258,7 @@ ANNOUNCE_ROWS = 200_000
 
 
 def main(args: argparse.Namespace) -> int:
-    out_dir = args.out or Path("runs") / f"compare-{datetime.now():%Y%m%d-%H%M%S}"
+    out_dir = args.out or timestamped_dir("compare")
     written = OUTPUT_FILES if args.plots else tuple(name for name in OUTPUT_FILES if name not in FIGURES)
     check_output_dir(out_dir, "--out", written, create_parents=args.out is None)
     if args.json is not None:

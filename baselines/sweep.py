@@ -48,7 +48,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -77,6 +76,7 @@ from synergy_gym.cli.files import (
     atomic_write_text,
     check_output_dir,
     check_output_file,
+    timestamped_dir,
 )
 from synergy_gym.cli.guards import (
     Estimate,
@@ -287,7 +287,7 @@ def _workers(ray_module: ModuleType | None, on_ray: bool) -> tuple[int, str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    out = args.out or Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
+    out = args.out or timestamped_dir("sweep")
     check_output_dir(out, "--out", OUTPUT_FILES, create_parents=args.out is None)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES)

@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from synergy_gym.cli.files import atomic_write_bytes, check_output_dir
+from synergy_gym.cli.files import atomic_write_bytes, check_output_dir, timestamped_dir
 from synergy_gym.cli.guards import BASE_BYTES, Estimate, check_size, format_bytes, format_duration
 from synergy_gym.cli.plots import figure_png, label_log_axis, pyplot
 from synergy_gym.cli.staging import staged_outputs
@@ -106,7 +105,7 @@ def trace_estimate(path: Path) -> Estimate:
 
 
 def main(args: argparse.Namespace) -> int:
-    out = args.out or Path("runs") / f"trace-stats-{datetime.now():%Y%m%d-%H%M%S}"
+    out = args.out or timestamped_dir("trace-stats")
     check_output_dir(out, "--out", ("trace_stats.png",), create_parents=args.out is None)
     estimate = trace_estimate(args.path)
     check_size(estimate, args.allow_large)

@@ -6,6 +6,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 from synergy_gym.errors import PathError, SynergyGymError
@@ -197,3 +198,23 @@ def unused_path(folder: Path, stem: str, suffix: str = "") -> Path:
         n += 1
         path = Path(folder) / f"{stem}-{n}{suffix}"
     return path
+
+
+def timestamped_dir(stem: str, parent: Path = Path("runs")) -> Path:
+    """A command's default output folder, ``runs/<stem>-<YYYYmmdd-HHMMSS>`` – with ``-2``, ``-3``, … when that name
+    is taken: a command run again within the same second (a loop) gets a folder of its own, not the last one's."""
+    return unused_path(parent, f"{stem}-{datetime.now():%Y%m%d-%H%M%S}")
+
+
+def claim_folder(path: Path) -> Path:
+    """Create the folder ``path`` for this process alone – or, when another has made it meanwhile (the same default
+    name chosen in the same second), the first free ``path-2``, ``path-3``, …; returns the folder made."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    candidate = path
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            candidate = unused_path(path.parent, path.name)

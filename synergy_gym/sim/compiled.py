@@ -7,7 +7,8 @@ then too, not when the kernels' module is (:class:`LazyKernel`): a process that 
 installed package (an installed tree stays exactly as pip wrote it):
 
 * ``NUMBA_CACHE_DIR`` set: numba's own setting is used, with numba's checks only (after a change
-  of the kernels' code, empty that folder);
+  of the kernels' code, empty that folder); one that cannot be created or written turns caching off
+  (numba would cache beside the package's modules instead);
 * otherwise ``SYNERGY_GYM_CACHE_DIR`` if set, else the per-user cache folder
   (``platformdirs.user_cache_dir("synergy-gym")``, e.g. ``~/.cache/synergy-gym`` on Linux), in
   its ``numba`` sub-folder, under a hash of the kernels' modules (:func:`kernel_sources_digest`:
@@ -59,6 +60,15 @@ def cache_dir() -> Path | None:
     except OSError:
         return None
     return folder if os.access(folder, os.W_OK | os.X_OK) else None
+
+
+def _usable_folder(folder: Path) -> bool:
+    """Whether ``folder`` is (or can be made) a folder this process can write in."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
 #: The packages whose modules define kernels (their ``*.py`` files make the cache's digest).
@@ -163,8 +173,8 @@ def _dispatcher(function: Callable[..., Any], inline: bool = False) -> Any:
     if numba is None:  # pragma: no cover - numba is a dependency; a test runs this path in a subprocess
         return function
     options: dict[str, Any] = {"inline": "always"} if inline else {}
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return numba.njit(cache=True, **options)(function)
+    if os.environ.get("NUMBA_CACHE_DIR"):  # numba's own folder; one it cannot use it would swap for the package's
+        return numba.njit(cache=_usable_folder(Path(os.environ["NUMBA_CACHE_DIR"])), **options)(function)
     folder = cache_dir()
     if folder is None:
         return numba.njit(cache=False, **options)(function)

@@ -130,6 +130,26 @@ def test_the_kernel_cache_folder_follows_the_kernels_source(tmp_path):
     assert len(kernel_sources_digest()) == 16
 
 
+def test_a_numba_cache_dir_that_cannot_be_used_turns_caching_off(tmp_path, monkeypatch):
+    # numba swapped an unusable NUMBA_CACHE_DIR for a folder beside the package's modules (17 index files in it).
+    from synergy_gym.sim import compiled
+
+    asked = []
+
+    class FakeNumba:
+        @staticmethod
+        def njit(**options):
+            asked.append(options["cache"])
+            return lambda function: function
+
+    monkeypatch.setattr(compiled, "_import_numba", lambda: FakeNumba)
+    (tmp_path / "afile").write_text("x")
+    for folder, cached in ((tmp_path / "afile" / "n", False), (tmp_path / "numba", True)):
+        monkeypatch.setenv("NUMBA_CACHE_DIR", str(folder))
+        compiled._dispatcher(lambda: None)
+        assert asked[-1] is cached
+
+
 def test_resizing_one_grant_again_and_again_grows_the_undo_log_and_rolls_back_exactly():
     cluster = ClusterSpec(num_servers=1, gpus_per_server=1, cpus_per_server=8, mem_gb_per_server=100)
     ledger = ClusterLedger(cluster, undo=True)
