@@ -6,7 +6,9 @@ error, Ctrl-C or SIGTERM (:func:`sigterm_as_interrupt` turns SIGTERM into Ctrl-C
 of a command) the temporary folder is removed, so "nothing written" is true:
 
 * an output folder that does not exist yet is created by renaming the temporary folder (one
-  atomic step);
+  atomic step); if another command made it meanwhile (two commands choosing the same default
+  name in the same second), the files go to a folder of their own (``-2``, …) and a one-line
+  error says where, rather than mixing with the other command's;
 * into an existing output folder (``--out`` naming an empty or reused folder) each file moves by
   an atomic rename, after everything has been written: the window in which only some of them are
   there is a handful of renames, not the run.
@@ -33,7 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from synergy_gym.cli.files import current_umask
+from synergy_gym.cli.files import current_umask, unused_path
+from synergy_gym.errors import PathError
 
 
 class Staging:
@@ -41,6 +44,8 @@ class Staging:
 
     def __init__(self, target: Path) -> None:
         self.target = Path(target)
+        #: Whether the output folder is this command's to create (it did not exist when the command began).
+        self.new = not self.target.exists()
         self._made: list[Path] = []  # parent folders created here, removed again by discard()
         self._make_parents(self.target.parent)
         #: The temporary folder standing in for ``target``.
@@ -78,8 +83,13 @@ class Staging:
 
     def commit(self) -> None:
         """Move every staged file into place, and remove the files given to :meth:`remove`."""
-        if not self.target.exists():
-            os.replace(self.folder, self.target)
+        if self.new:
+            try:
+                os.rename(self.folder, self.target)
+            except OSError:  # made meanwhile (with files: an empty folder is replaced)
+                if not self.target.exists():
+                    raise
+                self._lost_the_race()
         else:
             for path in sorted(self.folder.rglob("*")):
                 if path.is_file():
@@ -91,6 +101,23 @@ class Staging:
             os.replace(staged, final)
         for path in self._removed:
             path.unlink(missing_ok=True)
+
+    def _lost_the_race(self) -> None:
+        """The new output folder was made by another command while this one ran (the same default name, chosen in
+        the same second by two processes): this command's files go to a folder of their own, and a one-line error
+        says where – they are not mixed into the other command's."""
+        while True:
+            alt = unused_path(self.target.parent, self.target.name)
+            try:
+                os.rename(self.folder, alt)
+                break
+            except OSError:
+                if not alt.exists():
+                    raise
+        for staged, _ in self._extra:
+            staged.unlink(missing_ok=True)
+        raise PathError(f"{self.target} was made by another command while this one ran; this one's outputs are in "
+                        f"{alt}" + (" (its files outside the folder were not written)" if self._extra else ""))
 
     def discard(self) -> None:
         """Remove everything staged."""

@@ -76,3 +76,20 @@ def test_a_new_output_folder_gets_the_mode_mkdir_would_give_not_a_private_one(tm
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == stat.S_IMODE((tmp_path / "made").stat().st_mode) \
         == 0o777 & ~umask
+
+
+def test_a_new_folder_another_command_made_meanwhile_is_not_mixed_into(tmp_path):
+    # Two commands with the same default folder, finishing together: the second merged its files into the first's
+    # (or lost the rename race with a traceback and left its .partial folder).
+    from synergy_gym.errors import PathError
+
+    target = tmp_path / "runs" / "compare-20261206-090000"
+    with pytest.raises(PathError, match=r"was made by another command while this one ran; this one's outputs are in "
+                                        r".*compare-20261206-090000-2$"):
+        with staged_outputs(target) as staging:
+            staging.file(target / "results.csv").write_text("mine\n")
+            target.mkdir(parents=True)  # the other command, done first
+            (target / "results.csv").write_text("theirs\n")
+    assert (target / "results.csv").read_text() == "theirs\n"
+    assert (tmp_path / "runs" / "compare-20261206-090000-2" / "results.csv").read_text() == "mine\n"
+    assert not list((tmp_path / "runs").glob(".*.partial"))
