@@ -10,9 +10,13 @@ of :data:`RUN_FILES` comes from training (``synergy_gym.agents.train``).
 from __future__ import annotations
 
 import json
+import os
 import platform
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -135,3 +139,43 @@ def keep_earlier_config(run_dir: Path, cfg: TrainConfig, step: int) -> Path | No
     kept = unused_path(Path(run_dir), f"config.before-step-{step}", ".json")
     atomic_write_text(kept, current.read_text(encoding="utf-8"))
     return kept
+
+
+#: The file that marks a run folder in use by a training process (``<host> <pid>``), removed when it ends.
+LOCK_FILE = ".train.lock"
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir`` for this training process: a second one (``train --resume RUN_DIR`` started twice, two runs
+    into one ``--out``) is refused in one line while this one runs. A lock left by a process of this machine that
+    no longer runs (killed) is taken over; one of another machine is respected (the message says how to remove it)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path, mine = run_dir / LOCK_FILE, f"{socket.gethostname()} {os.getpid()}"
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        holder = path.read_text(encoding="utf-8", errors="replace").strip()
+        host, _, pid = holder.partition(" ")
+        if not (host == socket.gethostname() and pid.isdigit() and not _running(int(pid))):
+            raise PathError(f"--out {str(run_dir)!r}: another training process ({holder or 'unknown'}) is using this run "
+                            f"folder; wait for it to end, or remove {path} if none is") from None
+        atomic_write_text(path, mine + "\n")  # (a killed run's: taken over)
+    else:
+        with os.fdopen(fd, "w", encoding="utf-8") as lock:
+            lock.write(mine + "\n")
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` of this machine runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it runs, as another user
+        return True
+    return True

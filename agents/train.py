@@ -122,6 +122,7 @@ from synergy_gym.agents.run_folder import (
     check_no_other_run,
     default_run_dir,
     keep_earlier_config,
+    run_lock,
     write_baselines,
     write_run_records,
 )
@@ -165,34 +166,35 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     device = resolve_device(cfg.device)
     check_env_kwargs(cfg)
     start = check_resume(checkpoint, cfg, in_place) if checkpoint is not None else 0
-    history = kept_history(run_dir, start) if in_place else None
-    # The notes compare with the checkpoint's run as it was: before its config.json is rewritten (in place).
-    notes = [*inert_settings(cfg), *(resume_notes(checkpoint, cfg, start) if checkpoint is not None else [])]
-    first_episode = 0
-    if checkpoint is not None:
-        cfg = kept_warm_start(checkpoint, cfg, start)  # past step 0 the warm start the model had, not one given now
-        first_episode = resumed_episode(start, saved_count(checkpoint, "n_envs") or cfg.n_envs)
-    say = log or (lambda line: None)
-    remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
-    superseded = set_aside_later_checkpoints(run_dir, start) if in_place else None
-    earlier_config = keep_earlier_config(run_dir, cfg, start) if in_place else None
     if out is None:  # a default folder: this run's alone, though another chose the same name in the same second
         run_dir = claim_folder(run_dir)
-    write_run_records(run_dir, cfg, device)
-    with torch_training_settings(torch_threads(cfg, device)):
-        say(f"run folder: {run_dir}")
-        baselines, relative_to = _score_baselines(cfg, run_dir, device, say)
+    with run_lock(run_dir):  # one training process in a run folder at a time (two resumes would mix their files)
+        history = kept_history(run_dir, start) if in_place else None
+        # The notes compare with the checkpoint's run as it was: before its config.json is rewritten (in place).
+        notes = [*inert_settings(cfg), *(resume_notes(checkpoint, cfg, start) if checkpoint is not None else [])]
+        first_episode = 0
         if checkpoint is not None:
-            say(f"resuming at step {start:,} of {cfg.timesteps:,} from {checkpoint}")
-        for note in notes:
-            say(f"note: {note}")
-        if superseded is not None:
-            say(f"note: the run's checkpoints past step {start:,} are kept in {superseded} (this run replaces them)")
-        if earlier_config is not None:
-            say(f"note: config.json now holds this session's settings; those of the steps up to {start:,} are kept in "
-                f"{earlier_config}")
-        _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history,
-                        first_episode)
+            cfg = kept_warm_start(checkpoint, cfg, start)  # past step 0 the warm start the model had, not one given now
+            first_episode = resumed_episode(start, saved_count(checkpoint, "n_envs") or cfg.n_envs)
+        say = log or (lambda line: None)
+        remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
+        superseded = set_aside_later_checkpoints(run_dir, start) if in_place else None
+        earlier_config = keep_earlier_config(run_dir, cfg, start) if in_place else None
+        write_run_records(run_dir, cfg, device)
+        with torch_training_settings(torch_threads(cfg, device)):
+            say(f"run folder: {run_dir}")
+            baselines, relative_to = _score_baselines(cfg, run_dir, device, say)
+            if checkpoint is not None:
+                say(f"resuming at step {start:,} of {cfg.timesteps:,} from {checkpoint}")
+            for note in notes:
+                say(f"note: {note}")
+            if superseded is not None:
+                say(f"note: the run's checkpoints past step {start:,} are kept in {superseded} (this run replaces them)")
+            if earlier_config is not None:
+                say(f"note: config.json now holds this session's settings; those of the steps up to {start:,} are kept in "
+                    f"{earlier_config}")
+            _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history,
+                            first_episode)
     return run_dir
 
 

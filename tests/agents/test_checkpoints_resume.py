@@ -287,6 +287,28 @@ def test_resuming_in_place_with_other_settings_keeps_the_earlier_ones_for_the_ea
     assert sorted(p.name for p in run.glob("config*.json")) == ["config.before-step-64.json", "config.json"]
 
 
+def test_a_run_folder_in_use_by_another_training_process_is_refused(run64, tmp_path, capsys):
+    """Two resumes of one run folder at once mixed their files (one session's model lost, config and eval.csv of
+    different sessions). The lock of a process that no longer runs is taken over."""
+    import os
+    import socket
+
+    from synergy_gym.agents.run_folder import LOCK_FILE, run_lock
+
+    run = shutil.copytree(run64, tmp_path / "run")
+    before = snapshot(run)
+    with run_lock(run):  # another training process, running
+        code, out, err = run_cli(["train", "--resume", str(run), "--timesteps", "80"], capsys)
+        one_line_error(code, out, err, f"--out {str(run)!r}: another training process ({socket.gethostname()} "
+                                       f"{os.getpid()}) is using this run folder")
+        assert snapshot(run) == {**before, LOCK_FILE: snapshot(run)[LOCK_FILE]}
+    assert not (run / LOCK_FILE).exists()  # released
+    (run / LOCK_FILE).write_text(f"{socket.gethostname()} 999999999\n")  # killed, no longer running
+    code, _, err = run_cli(["train", "--resume", str(run), "--timesteps", "80"], capsys)
+    assert code == 0, err
+    assert not (run / LOCK_FILE).exists()
+
+
 def test_a_lone_checkpoint_resumes_with_its_network_given(run64, tmp_path, capsys):
     """Without its run's config.json, the network settings given (--config) are checked against the model and recorded."""
     lone = tmp_path / "lone"
