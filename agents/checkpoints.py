@@ -150,6 +150,10 @@ def set_aside_later_checkpoints(run_dir: Path, step: int) -> Path | None:
     for record in ("config.json", "versions.json"):  # (before the resumed session rewrites them)
         if (run_dir / record).is_file():
             atomic_write_bytes(dest / record, (run_dir / record).read_bytes())
+    for path in run_dir.glob("config.before-step-*.json"):  # the settings of steps past ``step``: of that continuation
+        match = _EARLIER_CONFIG.fullmatch(path.name)
+        if match is not None and int(match["step"]) > step:
+            path.rename(dest / path.name)
     for path in later:
         stats = run_dir / LAST_STATS if path.name == LAST_MODEL else checkpoint_stats(path)
         for moved in (stats, path):  # the statistics first, as they were saved

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from synergy_gym.agents.baseline_scores import best_heuristic
-from synergy_gym.agents.checkpoints import latest_checkpoint
+from synergy_gym.agents.checkpoints import config_of_step, latest_checkpoint
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.agents.config_values import config_json
 from synergy_gym.cli.files import atomic_write_text, unused_path
@@ -131,9 +131,10 @@ def write_baselines(run_dir: Path, cfg: TrainConfig, means: dict[str, float], re
 
 def keep_earlier_config(run_dir: Path, cfg: TrainConfig, step: int) -> Path | None:
     """Before a run resumed in its own folder at ``step`` rewrites ``config.json`` with other settings, keep the
-    earlier one as ``config.before-step-<step>.json`` (``-2``, … when there is one): the settings that trained the
-    steps up to ``step`` (:func:`config_of_step`). Returns it (None: the settings are the same, or there are none)."""
-    current = Path(run_dir) / "config.json"
+    settings that trained the steps up to ``step`` (:func:`config_of_step`) as ``config.before-step-<step>.json``
+    (``-2``, … when there is one). Returns it (None: the settings are the same, or there are none). Called before
+    :func:`set_aside_later_checkpoints` moves the kept settings of later steps away."""
+    current = config_of_step(Path(run_dir), step)  # (after resumes from earlier checkpoints: not config.json)
     if not current.is_file() or current.read_text(encoding="utf-8") == config_json(cfg):
         return None
     kept = unused_path(Path(run_dir), f"config.before-step-{step}", ".json")
@@ -158,7 +159,7 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         holder = path.read_text(encoding="utf-8", errors="replace").strip()
         host, _, pid = holder.partition(" ")
         if not (host == socket.gethostname() and pid.isdigit() and not _running(int(pid))):
-            raise PathError(f"--out {str(run_dir)!r}: another training process ({holder or 'unknown'}) is using this run "
+            raise PathError(f"{str(run_dir)!r}: another training process ({holder or 'unknown'}) is using this run "
                             f"folder; wait for it to end, or remove {path} if none is") from None
         atomic_write_text(path, mine + "\n")  # (a killed run's: taken over)
     else:

@@ -178,8 +178,8 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
             first_episode = resumed_episode(start, saved_count(checkpoint, "n_envs") or cfg.n_envs)
         say = log or (lambda line: None)
         remove_partial_files(run_dir, RUN_FILES)  # a killed run's half-written files (when it continues here)
-        superseded = set_aside_later_checkpoints(run_dir, start) if in_place else None
         earlier_config = keep_earlier_config(run_dir, cfg, start) if in_place else None
+        superseded = set_aside_later_checkpoints(run_dir, start) if in_place else None
         write_run_records(run_dir, cfg, device)
         with torch_training_settings(torch_threads(cfg, device)):
             say(f"run folder: {run_dir}")

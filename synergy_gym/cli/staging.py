@@ -6,9 +6,8 @@ error, Ctrl-C or SIGTERM (:func:`sigterm_as_interrupt` turns SIGTERM into Ctrl-C
 of a command) the temporary folder is removed, so "nothing written" is true:
 
 * an output folder that does not exist yet is created by renaming the temporary folder (one
-  atomic step); if another command made it meanwhile (two commands choosing the same default
-  name in the same second), the files go to a folder of their own (``-2``, …) and a one-line
-  error says where, rather than mixing with the other command's;
+  atomic step); if another command makes it in the instant between the check and the rename,
+  the files go to a folder of their own (``-2``, …) and a one-line error says where;
 * into an existing output folder (``--out`` naming an empty or reused folder) each file moves by
   an atomic rename, after everything has been written: the window in which only some of them are
   there is a handful of renames, not the run.
@@ -44,8 +43,6 @@ class Staging:
 
     def __init__(self, target: Path) -> None:
         self.target = Path(target)
-        #: Whether the output folder is this command's to create (it did not exist when the command began).
-        self.new = not self.target.exists()
         self._made: list[Path] = []  # parent folders created here, removed again by discard()
         self._make_parents(self.target.parent)
         #: The temporary folder standing in for ``target``.
@@ -83,7 +80,7 @@ class Staging:
 
     def commit(self) -> None:
         """Move every staged file into place, and remove the files given to :meth:`remove`."""
-        if self.new:
+        if not self.target.exists():
             try:
                 os.rename(self.folder, self.target)
             except OSError:  # made meanwhile (with files: an empty folder is replaced)
@@ -103,9 +100,9 @@ class Staging:
             path.unlink(missing_ok=True)
 
     def _lost_the_race(self) -> None:
-        """The new output folder was made by another command while this one ran (the same default name, chosen in
-        the same second by two processes): this command's files go to a folder of their own, and a one-line error
-        says where – they are not mixed into the other command's."""
+        """The new output folder was made by another command between the check and the rename (the same default
+        name, chosen in the same second by two processes that finish together): this command's files go to a
+        folder of their own, and a one-line error says where (not a traceback and a ``.partial`` folder left)."""
         while True:
             alt = unused_path(self.target.parent, self.target.name)
             try:

@@ -299,7 +299,7 @@ def test_a_run_folder_in_use_by_another_training_process_is_refused(run64, tmp_p
     before = snapshot(run)
     with run_lock(run):  # another training process, running
         code, out, err = run_cli(["train", "--resume", str(run), "--timesteps", "80"], capsys)
-        one_line_error(code, out, err, f"--out {str(run)!r}: another training process ({socket.gethostname()} "
+        one_line_error(code, out, err, f"{str(run)!r}: another training process ({socket.gethostname()} "
                                        f"{os.getpid()}) is using this run folder")
         assert snapshot(run) == {**before, LOCK_FILE: snapshot(run)[LOCK_FILE]}
     assert not (run / LOCK_FILE).exists()  # released
@@ -447,3 +447,25 @@ def test_a_run_killed_with_sigkill_resumes_from_its_latest_checkpoint(tmp_path, 
     assert pd.read_csv(run / "eval.csv")["timesteps"].tolist() == [total]
     assert sorted(p.name for p in run.rglob(".*")) == []  # the temporary files of the killed run are gone
     _all_whole(run)
+
+
+def test_settings_kept_across_resumes_from_earlier_checkpoints_follow_the_steps(tmp_path):
+    """S1 trained to 1024 (gamma 0.99), S2 resumed there to 1536 (0.98), S3 resumed from S1's step-512 best model
+    (0.97): S3 kept S2's settings as those of the steps up to 512, and S1's file mapped S3's steps to S1."""
+    from synergy_gym.agents.checkpoints import config_of_step, set_aside_later_checkpoints
+    from synergy_gym.agents.config import TrainConfig
+    from synergy_gym.agents.config_values import config_json
+    from synergy_gym.agents.run_folder import keep_earlier_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    s1, s2, s3 = (TrainConfig(gamma=g) for g in (0.99, 0.98, 0.97))
+    (run / "config.before-step-1024.json").write_text(config_json(s1))
+    (run / "config.json").write_text(config_json(s2))
+    _zip_of(run / "last_model.zip", {"data": json.dumps({"num_timesteps": 1536}).encode()})
+    kept = keep_earlier_config(run, s3, 512)
+    aside = set_aside_later_checkpoints(run, 512)
+    assert kept == run / "config.before-step-512.json" and kept.read_text() == config_json(s1)
+    assert sorted(p.name for p in aside.iterdir()) == ["config.before-step-1024.json", "config.json", "last_model.zip"]
+    (run / "config.json").write_text(config_json(s3))  # the resumed session's
+    assert [config_of_step(run, step).name for step in (512, 513, 1024)] == [kept.name, "config.json", "config.json"]

@@ -74,3 +74,15 @@ def test_evaluate_refuses_in_one_line_before_anything_runs(options, words, tmp_p
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith("synergy-gym evaluate: error: ") and words in err, err
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("decisions", ["O", "."])
+def test_decisions_in_or_above_a_new_out_folder_write_both(decisions, tmp_path, capsys, monkeypatch):
+    # The decisions' staging made the new --out folder first; --out's then took it for another command's.
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "O" if decisions == "O" else tmp_path / "sub"
+    code, _, err = run_cli(["evaluate", "--baselines", "env:fifo+tune", "--sim-policies", "none", "--seeds", "1",
+                            "--env-kwargs", "num_jobs=10", "--quiet", "--decisions", decisions, "--out", str(out)],
+                           capsys)
+    assert code == 0, err
+    assert (out / "results.csv").is_file() and not list(tmp_path.glob("*-2"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -78,9 +79,9 @@ def test_a_new_output_folder_gets_the_mode_mkdir_would_give_not_a_private_one(tm
         == 0o777 & ~umask
 
 
-def test_a_new_folder_another_command_made_meanwhile_is_not_mixed_into(tmp_path):
-    # Two commands with the same default folder, finishing together: the second merged its files into the first's
-    # (or lost the rename race with a traceback and left its .partial folder).
+def test_a_new_folder_another_command_made_meanwhile_is_not_mixed_into(tmp_path, monkeypatch):
+    # Two commands with the same default folder, finishing together: the one that lost the rename race failed with
+    # a traceback and left its .partial folder.
     from synergy_gym.errors import PathError
 
     target = tmp_path / "runs" / "compare-20261206-090000"
@@ -88,8 +89,17 @@ def test_a_new_folder_another_command_made_meanwhile_is_not_mixed_into(tmp_path)
                                         r".*compare-20261206-090000-2$"):
         with staged_outputs(target) as staging:
             staging.file(target / "results.csv").write_text("mine\n")
-            target.mkdir(parents=True)  # the other command, done first
-            (target / "results.csv").write_text("theirs\n")
+            real_exists = Path.exists
+
+            def made_just_after_the_check(path):  # the other command renames its folder into place just then
+                found = real_exists(path)
+                if path == target and not found:
+                    target.mkdir(parents=True)
+                    (target / "results.csv").write_text("theirs\n")
+                return found
+
+            monkeypatch.setattr(Path, "exists", made_just_after_the_check)
+    monkeypatch.undo()
     assert (target / "results.csv").read_text() == "theirs\n"
     assert (tmp_path / "runs" / "compare-20261206-090000-2" / "results.csv").read_text() == "mine\n"
     assert not list((tmp_path / "runs").glob(".*.partial"))
