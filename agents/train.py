@@ -105,6 +105,7 @@ from synergy_gym.agents.config import (
     BEST,
     TrainConfig,
 )
+from synergy_gym.agents.config_values import config_json
 from synergy_gym.agents.extras import TRAIN_MODULES, require_extra
 from synergy_gym.agents.hyperparameters import inert_settings
 from synergy_gym.agents.imitation import behaviour_clone
@@ -166,6 +167,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     device = resolve_device(cfg.device)
     check_env_kwargs(cfg)
     start = check_resume(checkpoint, cfg, in_place) if checkpoint is not None else 0
+    config_json(cfg)  # a setting config.json cannot hold is refused here, before the run folder is made (and locked)
     if out is None:  # a default folder: this run's alone, though another chose the same name in the same second
         run_dir = claim_folder(run_dir)
     with run_lock(run_dir):  # one training process in a run folder at a time (two resumes would mix their files)
