@@ -48,7 +48,13 @@ from synergy_gym.agents.eval_outputs import staged_writer
 from synergy_gym.agents.eval_policies import agent_labels
 from synergy_gym.agents.evaluate import PolicyProgress
 from synergy_gym.agents.extras import require_extra
-from synergy_gym.agents.models import check_model_zip, inference_threads, load_agent, resolve_device
+from synergy_gym.agents.models import (
+    check_model_zip,
+    device_without_models,
+    inference_threads,
+    load_agent,
+    resolve_device,
+)
 from synergy_gym.agents.normalization import resolve_stats
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
@@ -86,10 +92,7 @@ def check_models(arguments: list[str]) -> list[tuple[Path, Path | None]]:
 def check_device_flag(device: str, models: list[str]) -> str:
     """``--device``: only models run on one, so without ``--model`` anything but the default is refused."""
     if not models:
-        if device != "auto":
-            raise ConfigError(f"--device {device!r}: needs --model (only models run on a device; the heuristics and "
-                              "bounds run on the CPU)")
-        return device
+        return device_without_models(device, allowed=("auto",))
     try:
         return resolve_device(device)
     except UnknownNameError as exc:

@@ -150,9 +150,8 @@ def set_aside_later_checkpoints(run_dir: Path, step: int) -> Path | None:
     for record in ("config.json", "versions.json"):  # (before the resumed session rewrites them)
         if (run_dir / record).is_file():
             atomic_write_bytes(dest / record, (run_dir / record).read_bytes())
-    for path in run_dir.glob("config.before-step-*.json"):  # the settings of steps past ``step``: of that continuation
-        match = _EARLIER_CONFIG.fullmatch(path.name)
-        if match is not None and int(match["step"]) > step:
+    for until, _, path in kept_configs(run_dir):  # the settings of steps past ``step``: of that continuation
+        if until > step:
             path.rename(dest / path.name)
     for path in later:
         stats = run_dir / LAST_STATS if path.name == LAST_MODEL else checkpoint_stats(path)
@@ -168,15 +167,19 @@ _EARLIER_CONFIG = re.compile(r"config\.before-step-(?P<step>\d+)(?:-(?P<n>\d+))?
 def config_of_step(run_dir: Path, step: int) -> Path:
     """The config file of the session that trained a run's model up to ``step``: the first kept
     ``config.before-step-<S>.json`` (:func:`~synergy_gym.agents.run_folder.keep_earlier_config`) with
-    ``step`` ≤ S, else ``config.json``. (A best
-    model kept from a continuation that a resume from an earlier checkpoint replaced is counted as the resumed
-    session's.)"""
+    ``step`` ≤ S, else ``config.json``. (A best model kept from a continuation that a resume from an earlier
+    checkpoint replaced is counted as the resumed session's.)"""
+    for until, _, path in kept_configs(run_dir):
+        if step <= until:
+            return path
+    return Path(run_dir) / "config.json"
+
+
+def kept_configs(run_dir: Path) -> list[tuple[int, int, Path]]:
+    """A run's kept ``config.before-step-<S>[-N].json`` files as (S, N, path), in that order."""
     kept = []
     for path in Path(run_dir).glob("config.before-step-*.json"):
         match = _EARLIER_CONFIG.fullmatch(path.name)
         if match is not None:
             kept.append((int(match["step"]), int(match["n"] or 1), path))
-    for until, _, path in sorted(kept):
-        if step <= until:
-            return path
-    return Path(run_dir) / "config.json"
+    return sorted(kept)

@@ -112,7 +112,13 @@ from synergy_gym.agents.model_checks import (
     effective_env_kwargs,
     env_space_parts,
 )
-from synergy_gym.agents.models import check_model_zip, inference_threads, load_agent, resolve_device
+from synergy_gym.agents.models import (
+    check_model_zip,
+    device_without_models,
+    inference_threads,
+    load_agent,
+    resolve_device,
+)
 from synergy_gym.agents.normalization import resolve_stats
 from synergy_gym.agents.pretrained_policies import resolve_model_argument
 from synergy_gym.agents.provenance import run_config, trained_on
@@ -303,10 +309,8 @@ def main(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else None
     if args.env_id is not None:
         check_env_id(args.env_id)
-    device = resolve_device(args.device) if models else check_device(args.device)  # a bad name is refused either way
-    if not models and device not in ("auto", "cpu"):
-        raise ConfigError(f"--device {args.device!r}: needs --model (only models run on a device; the heuristics and "
-                          "simulator policies run on the CPU)")
+    # a bad name is refused either way; without a model, a device other than the CPU would do nothing
+    device = resolve_device(args.device) if models else device_without_models(check_device(args.device), ("auto", "cpu"))
     effective = effective_env_kwargs(*evaluation_env(models, args.env_id, env_kwargs))
     EnvConfig.from_kwargs(effective)  # a bad value is its one-line error here, not a traceback in the estimate
     size = evaluation_estimate(effective, len(seeds), len(models), env_names, sim_names)

@@ -42,6 +42,15 @@ def algorithm_class(algo: str) -> type[BaseAlgorithm]:
     return classes[algo]
 
 
+def device_without_models(device: str, allowed: tuple[str, ...]) -> str:
+    """``--device`` of a command given no ``--model``: only models run on a device, so anything but ``allowed`` is
+    refused in one line (what would it do?)."""
+    if device not in allowed:
+        raise ConfigError(f"--device {device!r}: needs --model (only models run on a device; the heuristics, "
+                          "simulator policies and bounds run on the CPU)")
+    return device
+
+
 def resolve_device(device: str, flag: str = "--device") -> str:
     """``auto`` → ``cuda`` where PyTorch sees a CUDA device, else ``cpu``; a name that is no device, or a CUDA
     device PyTorch does not see, is a one-line error (checked before any model is loaded)."""
