@@ -64,6 +64,7 @@ from synergy_gym.cli.files import check_output_dir, check_output_file, require_f
 from synergy_gym.cli.guards import check_size, format_duration, quiet_notice
 from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
+from synergy_gym.cli.staging import is_new
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 
 #: What to do about a model's missing statistics: ``benchmark`` has no ``--vecnormalize`` or ``--no-normalize``.
@@ -155,6 +156,7 @@ def main(args: argparse.Namespace) -> int:
         require_extra()
     out = check_output_dir(args.out or timestamped_dir("benchmark"), "--out", OUTPUT_FILES,
                            create_parents=args.out is None)
+    new = is_new(out)  # a folder made by another command while this one runs is not written into
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES)
     started = utc_now()
@@ -189,11 +191,11 @@ def main(args: argparse.Namespace) -> int:
                                "trained_on": None if a.trained is None else {"env_id": a.trained.env_id,
                                                                              "env_kwargs": a.trained.env_kwargs}}
                               for a in agents])
-    with staged_writer(out) as stage:  # every file appears together, or none does
+    with staged_writer(out, default_name=args.out is None, new=new) as stage:  # every file appears together, or none does
         write_outputs(scored, out, args.json, meta, stage)
     ran = sum(run.results is not None for run, _ in scored)
     extra = f"; {args.json}" if args.json is not None else ""
-    print(f"wrote {', '.join(OUTPUT_FILES)} to {out}{extra} ({ran} of {len(scored)} cells run, "
+    print(f"wrote {', '.join(OUTPUT_FILES)} to {stage.folder}{extra} ({ran} of {len(scored)} cells run, "
           f"{format_duration(time.perf_counter() - began)})")
     return 0
 

@@ -31,7 +31,7 @@ from synergy_gym.agents.eval_summary import best_env_row, summary_records
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.cli.results_json import write_results_json
-from synergy_gym.cli.staging import staged_outputs
+from synergy_gym.cli.staging import Staging, staged_outputs
 from synergy_gym.errors import PathError
 
 #: One row per policy and seed in ``results.csv``.
@@ -180,27 +180,47 @@ def _inside(path: Path, folder: Path) -> bool:
     return os.path.abspath(path).startswith(os.path.abspath(folder) + os.sep)
 
 
+def _same_or_inside(path: Path, folder: Path) -> bool:
+    return os.path.abspath(path) == os.path.abspath(folder) or _inside(path, folder)
+
+
+class StagedFiles:
+    """The :data:`Stage` of :func:`staged_writer`; after the block, :attr:`folder` is where ``out``'s files went."""
+
+    def __init__(self, main: Staging, logs: Staging | None, decisions: Path | None) -> None:
+        self._main, self._logs, self._decisions = main, logs, decisions
+
+    def __call__(self, path: Path) -> Path:
+        # a decision log goes with --decisions; anything else (and everything when --decisions holds --out) with --out
+        log = self._decisions is not None and _inside(path, self._decisions) and not _inside(path, self._main.target)
+        staged = (self._logs if self._logs is not None and log else self._main).file(path)
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        return staged
+
+    @property
+    def folder(self) -> Path:
+        """``out``, or for a default folder another command took meanwhile, the free ``out-2``, … used instead."""
+        return self._main.final
+
+
 @contextmanager
-def staged_writer(out: Path, decisions: Path | None = None) -> Iterator[Stage]:
+def staged_writer(out: Path, decisions: Path | None = None, default_name: bool = False,
+                  new: bool | None = None) -> Iterator[StagedFiles]:
     """A :data:`Stage` for the files of one evaluation: they move into place together when the block ends.
 
-    ``out`` is staged as a folder; the ``decisions`` folder too, when it is not inside ``out`` (a folder
-    that did not exist is then not left behind empty); other files (``--json``, ``--jobs-csv``) are
-    staged beside their place. A file that cannot be written (a full disk) is one line saying that nothing was.
+    ``out`` is staged as a folder (``default_name``: the command's default one, see
+    :func:`~synergy_gym.cli.staging.staged_outputs`); the ``decisions`` folder too, when it is neither ``out`` nor
+    inside it (a folder that did not exist is then not left behind empty); other files (``--json``, ``--jobs-csv``)
+    are staged beside their place. ``new``: ``out`` did not exist when the command checked its paths
+    (:func:`~synergy_gym.cli.staging.is_new`). A file that cannot be written (a full disk) is one line
+    saying that nothing was.
     """
     try:
         with ExitStack() as stack:
-            main = stack.enter_context(staged_outputs(out))
+            main = stack.enter_context(staged_outputs(out, default_name, new))
             logs = (stack.enter_context(staged_outputs(decisions))
-                    if decisions is not None and not _inside(decisions, out) else None)
-
-            def stage(path: Path) -> Path:
-                staging = logs if logs is not None and decisions is not None and _inside(path, decisions) else main
-                staged = staging.file(path)
-                staged.parent.mkdir(parents=True, exist_ok=True)
-                return staged
-
-            yield stage
+                    if decisions is not None and not _same_or_inside(decisions, out) else None)
+            yield StagedFiles(main, logs, decisions)
     except OSError as exc:  # the staged files are gone already
         where = f" ({exc.filename})" if exc.filename else ""
         raise PathError(f"writing the results failed: {exc.strerror or exc}{where}; nothing written") from None

@@ -127,6 +127,7 @@ from synergy_gym.cli.files import atomic_write_text, check_output_dir, check_out
 from synergy_gym.cli.guards import check_size, quiet_notice
 from synergy_gym.cli.progress import Progress
 from synergy_gym.cli.results_json import build_meta, utc_now
+from synergy_gym.cli.staging import is_new
 from synergy_gym.env.config import EnvConfig
 from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.evaluation import evaluate
@@ -294,6 +295,7 @@ def main(args: argparse.Namespace) -> int:
         args.out or timestamped_dir("evaluate"), "--out", OUTPUT_FILES,
         create_parents=args.out is None,
     )
+    new = is_new(out)  # a folder made by another command while this one runs is not written into
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),))
     started = utc_now()
@@ -337,11 +339,11 @@ def main(args: argparse.Namespace) -> int:
     print(format_summary(summary, seeds, str(results["env"].iloc[0]), kwargs))
     meta = build_meta(args, seeds, started, env_id, kwargs,
                       agents=[{"label": label, "model": model} for label, model in zip(labels, args.model or [])])
-    with staged_writer(out, args.decisions) as stage:  # every file appears together, or none does
+    with staged_writer(out, args.decisions, args.out is None, new) as stage:  # all files appear, or none
         write_outputs(results, jcts, summary, out, args.json, meta, plot_all=args.plot_all, stage=stage)
         extra = [str(args.json)] if args.json is not None else []
         extra += _write_records(args, results, seeds, stage)
-    print(f"wrote {', '.join(OUTPUT_FILES)} to {out}" + "".join(f"; {e}" for e in extra))
+    print(f"wrote {', '.join(OUTPUT_FILES)} to {stage.folder}" + "".join(f"; {e}" for e in extra))
     return 0
 
 

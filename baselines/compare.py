@@ -52,7 +52,7 @@ from synergy_gym.cli.files import (
 from synergy_gym.cli.guards import Estimate, check_size, compare_estimate, format_duration, quiet_notice
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
-from synergy_gym.cli.staging import staged_outputs
+from synergy_gym.cli.staging import is_new, staged_outputs
 from synergy_gym.errors import SynergyGymError, UnknownNameError
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
@@ -261,6 +261,7 @@ def main(args: argparse.Namespace) -> int:
     out_dir = args.out or timestamped_dir("compare")
     written = OUTPUT_FILES if args.plots else tuple(name for name in OUTPUT_FILES if name not in FIGURES)
     check_output_dir(out_dir, "--out", written, create_parents=args.out is None)
+    new = is_new(out_dir)  # a folder made by another command while this one runs is not written into
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out_dir, "--out"),), outputs=OUTPUT_FILES)
     started = utc_now()
@@ -280,12 +281,14 @@ def main(args: argparse.Namespace) -> int:
         figures = " and the figures" if args.plots else ""
         print(f"writing {rows:,} job rows{figures} to {out_dir}", file=sys.stderr, flush=True)
     stale = [] if args.plots else [name for name in FIGURES if (out_dir / name).is_file()]
-    with staged_outputs(out_dir) as staging:  # every file appears together, or none does
+    with staged_outputs(out_dir, args.out is None, new) as staging:  # every file appears together, or none does
         write_outputs(outcome, out_dir, spec.cluster, args.json, meta, stage=staging.file, plots=args.plots)
         old_workloads = stale_workloads(out_dir, staging.folder, spec.workload_csv)
         for path in [*(out_dir / name for name in stale), *old_workloads]:  # would disagree with these results
             staging.remove(path)
-    removed = [*stale, *(f"workloads/{path.name}" for path in old_workloads)]
+    moved = staging.final != out_dir  # a default folder another command took meanwhile: the free one used instead
+    out_dir = staging.final
+    removed = [] if moved else [*stale, *(f"workloads/{path.name}" for path in old_workloads)]
     said = f"; removed the earlier run's {', '.join(removed)}" if removed else ""
     if args.plots:
         print(f"wrote results.csv, jobs.csv, {', '.join(FIGURES)} to {out_dir}{said}")

@@ -76,6 +76,7 @@ from synergy_gym.cli.files import (
     atomic_write_text,
     check_output_dir,
     check_output_file,
+    claim_folder,
     timestamped_dir,
 )
 from synergy_gym.cli.guards import (
@@ -305,6 +306,8 @@ def main(args: argparse.Namespace) -> int:
     workers, where = _workers(ray_module, on_ray)
     cells, size = checked_cells(plan, out, workers, where, args.allow_large)
     quiet_notice("sweep", size, args.quiet)
+    if args.out is None:  # the cells are written into it as they finish: a sweep started in the same second gets another
+        out = claim_folder(out)
     if on_ray and ray_module is None:
         ray_module = connect_ray(None)
     started = time.perf_counter()

@@ -19,7 +19,7 @@ import numpy as np
 from synergy_gym.cli.files import atomic_write_bytes, check_output_dir, timestamped_dir
 from synergy_gym.cli.guards import BASE_BYTES, Estimate, check_size, format_bytes, format_duration
 from synergy_gym.cli.plots import figure_png, label_log_axis, pyplot
-from synergy_gym.cli.staging import staged_outputs
+from synergy_gym.cli.staging import is_new, staged_outputs
 from synergy_gym.traces.loader import load_trace
 from synergy_gym.traces.trace_jobs import FilteredJobsWarning, TraceJobs
 
@@ -107,6 +107,7 @@ def trace_estimate(path: Path) -> Estimate:
 def main(args: argparse.Namespace) -> int:
     out = args.out or timestamped_dir("trace-stats")
     check_output_dir(out, "--out", ("trace_stats.png",), create_parents=args.out is None)
+    new = is_new(out)  # a folder made by another command while this one runs is not written into
     estimate = trace_estimate(args.path)
     check_size(estimate, args.allow_large)
     if estimate.memory_bytes - BASE_BYTES > MEMORY_PER_BYTE * ANNOUNCE_BYTES:
@@ -116,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", FilteredJobsWarning)
         trace = load_trace(args.path, args.fmt, philly_duration_filter=not args.all_durations)
     print(summary(trace))
-    with staged_outputs(out) as staging:  # the folder appears with its file, or not at all
+    with staged_outputs(out, args.out is None, new) as staging:  # the folder appears with its file, or not at all
         atomic_write_bytes(staging.file(out / "trace_stats.png"), histogram_png(trace))
-    print(f"wrote {out / 'trace_stats.png'}")
+    print(f"wrote {staging.final / 'trace_stats.png'}")
     return 0

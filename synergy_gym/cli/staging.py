@@ -6,8 +6,10 @@ error, Ctrl-C or SIGTERM (:func:`sigterm_as_interrupt` turns SIGTERM into Ctrl-C
 of a command) the temporary folder is removed, so "nothing written" is true:
 
 * an output folder that does not exist yet is created by renaming the temporary folder (one
-  atomic step); if another command makes it in the instant between the check and the rename,
-  the files go to a folder of their own (``-2``, …) and a one-line error says where;
+  atomic step). If another command makes it while this one runs (the same default name, chosen
+  in the same second by two processes), this command's files go to a folder of their own (``-2``,
+  …), not into the other's: a command's default folder (``default_name``) quietly, as
+  :attr:`Staging.final` says; a folder the user named with a one-line error saying where;
 * into an existing output folder (``--out`` naming an empty or reused folder) each file moves by
   an atomic rename, after everything has been written: the window in which only some of them are
   there is a handful of renames, not the run.
@@ -41,8 +43,14 @@ from synergy_gym.errors import PathError
 class Staging:
     """Where a command writes its outputs before they move into place (see :func:`staged_outputs`)."""
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: Path, default_name: bool = False, new: bool | None = None) -> None:
         self.target = Path(target)
+        #: Where the folder's files went (known after :meth:`commit`): ``target``, or for a default name that another
+        #: command took meanwhile, the first free ``target-2``, ``target-3``, ….
+        self.final = self.target
+        self._default_name = default_name
+        # a folder made since the command checked its paths (``new``; by default, now) is not its to write into
+        self._new = not os.path.lexists(self.target) if new is None else new
         self._made: list[Path] = []  # parent folders created here, removed again by discard()
         self._make_parents(self.target.parent)
         #: The temporary folder standing in for ``target``.
@@ -75,7 +83,8 @@ class Staging:
             return Path(staged)
 
     def remove(self, final: Path) -> None:
-        """Remove the file ``final`` (an earlier run's output the command no longer writes) at :meth:`commit`."""
+        """Remove the file ``final`` (an earlier run's output the command no longer writes) at :meth:`commit` – unless
+        the outputs went to a folder of their own (:attr:`final`)."""
         self._removed.append(Path(final))
 
     def commit(self) -> None:
@@ -87,6 +96,8 @@ class Staging:
                 if not self.target.exists():
                     raise
                 self._lost_the_race()
+        elif self._new:  # made by another command while this one ran
+            self._lost_the_race()
         else:
             for path in sorted(self.folder.rglob("*")):
                 if path.is_file():
@@ -96,13 +107,15 @@ class Staging:
             shutil.rmtree(self.folder, ignore_errors=True)
         for staged, final in self._extra:
             os.replace(staged, final)
-        for path in self._removed:
-            path.unlink(missing_ok=True)
+        if self.final == self.target:  # (files of another command's folder are not this one's to remove)
+            for path in self._removed:
+                path.unlink(missing_ok=True)
 
     def _lost_the_race(self) -> None:
-        """The new output folder was made by another command between the check and the rename (the same default
-        name, chosen in the same second by two processes that finish together): this command's files go to a
-        folder of their own, and a one-line error says where (not a traceback and a ``.partial`` folder left)."""
+        """The new output folder was made by another command while this one ran (the same default name, chosen in the
+        same second by two processes): this command's files go to a folder of their own, not into the other's. For a
+        default name that is all (:attr:`final` says where); for a folder the user named, a one-line error says where
+        (not a traceback and a ``.partial`` folder left)."""
         while True:
             alt = unused_path(self.target.parent, self.target.name)
             try:
@@ -111,6 +124,9 @@ class Staging:
             except OSError:
                 if not alt.exists():
                     raise
+        self.final = alt
+        if self._default_name:
+            return
         for staged, _ in self._extra:
             staged.unlink(missing_ok=True)
         raise PathError(f"{self.target} was made by another command while this one ran; this one's outputs are in "
@@ -129,15 +145,25 @@ class Staging:
 
 
 @contextmanager
-def staged_outputs(target: Path) -> Iterator[Staging]:
-    """Stage a command's outputs for the folder ``target``; they move into place only if the block succeeds."""
-    staging = Staging(target)
+def staged_outputs(target: Path, default_name: bool = False, new: bool | None = None) -> Iterator[Staging]:
+    """Stage a command's outputs for the folder ``target``; they move into place only if the block succeeds.
+
+    ``default_name``: ``target`` is the command's default folder, which moves to a free name of its own if another
+    command takes it meanwhile (:attr:`Staging.final`). ``new``: ``target`` did not exist when the command checked
+    its paths (:func:`is_new`; by default: when the block starts), so that one made during the run is not written into.
+    """
+    staging = Staging(target, default_name, new)
     try:
         yield staging
     except BaseException:
         staging.discard()
         raise
     staging.commit()
+
+
+def is_new(folder: Path) -> bool:
+    """``folder`` does not exist yet: what a command notes when it checks its paths, for :func:`staged_outputs`."""
+    return not os.path.lexists(folder)
 
 
 @contextmanager

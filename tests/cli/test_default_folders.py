@@ -1,13 +1,12 @@
-"""Default output folders: a name already taken (the same command again within one second) gets ``-2``, ``-3``, …"""
+"""Default output folders: a name already taken (the same command again within one second) gets ``-2``, ``-3``, …;
+so does one another process takes while the command runs."""
 
 from __future__ import annotations
 
 from tests.support.cli_runs import run_cli
 
 
-def test_commands_run_again_within_a_second_get_folders_of_their_own(tmp_path, capsys, monkeypatch):
-    # Default folders were named to the second: a loop of compares wrote into one folder (the last run's results
-    # only, the earlier runs' workloads removed), and two trains into one run folder.
+def _frozen_clock(monkeypatch):
     import datetime as real
 
     from synergy_gym.cli import files
@@ -18,6 +17,14 @@ def test_commands_run_again_within_a_second_get_folders_of_their_own(tmp_path, c
             return cls(2026, 12, 6, 9, 0, 0)
 
     monkeypatch.setattr(files, "datetime", Frozen)
+
+
+def test_commands_run_again_within_a_second_get_folders_of_their_own(tmp_path, capsys, monkeypatch):
+    # Default folders were named to the second: a loop of compares wrote into one folder (the last run's results
+    # only, the earlier runs' workloads removed), and two trains into one run folder.
+    from synergy_gym.cli import files
+
+    _frozen_clock(monkeypatch)
     monkeypatch.chdir(tmp_path)
     for load in ("2", "3"):
         code, _, err = run_cli(["compare", "--cluster", "small", "--jobs", "10", "--policies", "fifo+tune", "--quiet",
@@ -27,3 +34,73 @@ def test_commands_run_again_within_a_second_get_folders_of_their_own(tmp_path, c
                                                                        "compare-20261206-090000-2"]
     assert files.claim_folder(tmp_path / "runs" / "x") == tmp_path / "runs" / "x"
     assert files.claim_folder(tmp_path / "runs" / "x") == tmp_path / "runs" / "x-2"  # made meanwhile: the next name
+
+
+def test_a_default_folder_another_process_makes_while_the_command_runs_is_left_to_it(tmp_path, capsys, monkeypatch):
+    # Two compares started in the same second in separate processes chose one name; the later one merged its files
+    # into the earlier one's folder.
+    from synergy_gym.baselines import compare
+
+    _frozen_clock(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    theirs = tmp_path / "runs" / "compare-20261206-090000"
+    real_run = compare.run_compare
+
+    def other_process_finishes_first(*args, **kwargs):
+        theirs.mkdir(parents=True)
+        (theirs / "results.csv").write_text("theirs\n")
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(compare, "run_compare", other_process_finishes_first)
+    code, out, err = run_cli(["compare", "--cluster", "small", "--jobs", "10", "--policies", "fifo+tune", "--quiet"],
+                             capsys)
+    assert code == 0, err
+    assert (theirs / "results.csv").read_text() == "theirs\n" and sorted(p.name for p in theirs.iterdir()) == [
+        "results.csv"]
+    mine = tmp_path / "runs" / "compare-20261206-090000-2"
+    assert "fifo+tune" in (mine / "results.csv").read_text() and f"to {mine.relative_to(tmp_path)}" in out
+
+
+def test_a_sweep_claims_its_default_folder_before_its_cells_are_written(tmp_path, capsys, monkeypatch):
+    # A sweep writes its cells into its folder as they finish: two sweeps started in the same second shared it.
+    from synergy_gym.baselines import sweep
+
+    _frozen_clock(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    theirs = tmp_path / "runs" / "sweep-20261206-090000"
+    real_checked = sweep.checked_cells
+
+    def other_sweep_claims_it_meanwhile(*args, **kwargs):
+        theirs.mkdir(parents=True)
+        return real_checked(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "checked_cells", other_sweep_claims_it_meanwhile)
+    code, out, err = run_cli(["sweep", "--no-ray", "--cluster", "small", "--jobs", "10", "--policies", "fifo+tune",
+                              "--load", "2", "--seed", "1", "--quiet"], capsys)
+    assert code == 0, err
+    assert list(theirs.iterdir()) == []
+    assert (tmp_path / "runs" / "sweep-20261206-090000-2" / "results.csv").is_file()
+
+
+def test_an_evaluate_whose_default_folder_another_process_made_meanwhile_writes_its_own(tmp_path, capsys,
+                                                                                         monkeypatch):
+    from synergy_gym.agents import evaluate
+
+    _frozen_clock(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    theirs = tmp_path / "runs" / "evaluate-20261206-090000"
+    real_run = evaluate.run_evaluation
+
+    def other_process_finishes_first(*args, **kwargs):
+        theirs.mkdir(parents=True)
+        (theirs / "results.csv").write_text("theirs\n")
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "run_evaluation", other_process_finishes_first)
+    code, out, err = run_cli(["evaluate", "--baselines", "env:fifo+tune", "--sim-policies", "none", "--seeds", "1",
+                              "--env-kwargs", "num_jobs=10", "--quiet"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in theirs.iterdir()) == ["results.csv"] and (theirs / "results.csv").read_text() == \
+        "theirs\n"
+    mine = tmp_path / "runs" / "evaluate-20261206-090000-2"
+    assert (mine / "results.json").is_file() and f"to {mine.relative_to(tmp_path)}" in out

@@ -103,3 +103,35 @@ def test_a_new_folder_another_command_made_meanwhile_is_not_mixed_into(tmp_path,
     assert (target / "results.csv").read_text() == "theirs\n"
     assert (tmp_path / "runs" / "compare-20261206-090000-2" / "results.csv").read_text() == "mine\n"
     assert not list((tmp_path / "runs").glob(".*.partial"))
+
+
+@pytest.mark.parametrize("default_name", [True, False])
+def test_a_new_folder_another_command_made_while_this_one_ran_is_not_written_into(tmp_path, default_name):
+    # Two commands that chose one default name in the same second: the one finishing later merged its files into the
+    # other's folder (results.csv overwritten) and removed the other's files it took for its own stale ones.
+    from synergy_gym.errors import PathError
+
+    target, extra = tmp_path / "runs" / "compare-20261206-090000", tmp_path / "results.json"
+    alt = target.parent / f"{target.name}-2"
+
+    def run() -> object:
+        with staged_outputs(target, default_name=default_name) as staging:
+            _write(staging, "results.csv", "mine\n")
+            staging.file(extra).write_text("{}")
+            target.mkdir()  # the other command's folder appears with its files
+            (target / "results.csv").write_text("theirs\n")
+            (target / "old.png").write_text("theirs\n")
+            staging.remove(target / "old.png")
+        return staging
+
+    if default_name:
+        assert run().final == alt  # quietly a folder of its own, and the file outside it written
+        assert extra.read_text() == "{}"
+    else:
+        with pytest.raises(PathError, match=r"was made by another command while this one ran; this one's outputs are "
+                                            r"in .*compare-20261206-090000-2 \(its files outside the folder were not"):
+            run()
+        assert not extra.exists()
+    assert (target / "results.csv").read_text() == (target / "old.png").read_text() == "theirs\n"
+    assert (alt / "results.csv").read_text() == "mine\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name, alt.name]
