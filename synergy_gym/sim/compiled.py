@@ -14,7 +14,8 @@ installed package (an installed tree stays exactly as pip wrote it):
   its ``numba`` sub-folder, under a hash of the kernels' modules (:func:`kernel_sources_digest`:
   numba would keep a kernel compiled with an older version of a kernel it calls from another
   file); ``SYNERGY_GYM_CACHE_DIR=""`` turns caching off;
-* a folder that cannot be created or written turns caching off too (each process then compiles).
+* a folder that cannot be created or written turns caching off too (each process then compiles);
+* a cached file that cannot be read (truncated by a crash or a full disk) is compiled and written anew.
 
 Without numba installed, the kernels stay the functions as written: they run as plain Python
 (correct, slow).
@@ -174,12 +175,45 @@ def _dispatcher(function: Callable[..., Any], inline: bool = False) -> Any:
         return function
     options: dict[str, Any] = {"inline": "always"} if inline else {}
     if os.environ.get("NUMBA_CACHE_DIR"):  # numba's own folder; one it cannot use it would swap for the package's
-        return numba.njit(cache=_usable_folder(Path(os.environ["NUMBA_CACHE_DIR"])), **options)(function)
+        if not _usable_folder(Path(os.environ["NUMBA_CACHE_DIR"])):
+            return numba.njit(cache=False, **options)(function)
+        return _recompiling_corrupt_files(numba.njit(cache=True, **options)(function))
     folder = cache_dir()
     if folder is None:
         return numba.njit(cache=False, **options)(function)
     with _numba_cache_dir(folder):  # numba fixes a function's cache path when it is decorated
-        return numba.njit(cache=True, **options)(function)
+        return _recompiling_corrupt_files(numba.njit(cache=True, **options)(function))
+
+
+def _recompiling_corrupt_files(dispatcher: Any) -> Any:
+    """``dispatcher`` with a cache that compiles again where a cached file cannot be read.
+
+    numba fails on a truncated or corrupt cache file (a process killed while writing it, a full disk,
+    a network file system) with an unpickling traceback, and so did every later process until the
+    folder was emptied. Its index is emptied instead, so the kernel is compiled and cached anew.
+    """
+    dispatcher._cache = _tolerant_cache_class()(dispatcher.py_func)
+    return dispatcher
+
+
+@functools.cache
+def _tolerant_cache_class() -> type:
+    """numba's ``FunctionCache`` that takes a cached file it cannot load for a miss (made on first use: numba is
+    imported only then)."""
+    from numba.core.caching import FunctionCache
+
+    class TolerantFunctionCache(FunctionCache):  # numba has no type information: Any
+        def load_overload(self, sig: Any, target_context: Any) -> Any:
+            try:
+                return super().load_overload(sig, target_context)
+            except Exception:  # noqa: BLE001 - any unreadable cached file: a miss; numba compiles and saves anew
+                try:
+                    self.flush()  # an empty index, so that the save does not read the broken one again
+                except OSError:
+                    pass
+                return None
+
+    return TolerantFunctionCache
 
 
 def _import_numba() -> Any:

@@ -130,3 +130,21 @@ def test_compiled_kernels_are_cached_outside_the_package(tmp_path, setting):
         assert _compiled_files(tmp_path / "cache")
     else:
         assert where == "None" and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.slow
+def test_a_truncated_cache_file_is_compiled_again_not_a_traceback_in_every_later_process(tmp_path):
+    # A process killed while numba wrote its cache (or a full disk) left a truncated file: every later process failed
+    # with "pickle data was truncated" until the user found and emptied the cache folder.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR")}
+    env[CACHE_ENV] = str(tmp_path / "cache")
+    runs = []
+    for truncate in (None, "*.nbc", "*.nbi", None):
+        for path in (tmp_path / "cache").rglob(truncate) if truncate else ():
+            path.write_bytes(path.read_bytes()[:40])
+        done = subprocess.run([sys.executable, "-c", COMPILE_ONE], capture_output=True, text=True, cwd=tmp_path,
+                              env=env)
+        assert done.returncode == 0, (truncate, done.stderr[-2000:])
+        runs.append(done.stdout.strip())
+    assert len(set(runs)) == 1 and Path(runs[0]).is_relative_to(tmp_path / "cache")
+    assert all(Path(path).stat().st_size > 40 for path in _compiled_files(tmp_path / "cache"))  # written anew

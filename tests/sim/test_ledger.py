@@ -143,6 +143,7 @@ def test_a_numba_cache_dir_that_cannot_be_used_turns_caching_off(tmp_path, monke
             return lambda function: function
 
     monkeypatch.setattr(compiled, "_import_numba", lambda: FakeNumba)
+    monkeypatch.setattr(compiled, "_recompiling_corrupt_files", lambda dispatcher: dispatcher)
     (tmp_path / "afile").write_text("x")
     for folder, cached in ((tmp_path / "afile" / "n", False), (tmp_path / "numba", True)):
         monkeypatch.setenv("NUMBA_CACHE_DIR", str(folder))
