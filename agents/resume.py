@@ -27,14 +27,17 @@ from synergy_gym.agents.model_checks import check_model_spaces, check_stats_spac
 from synergy_gym.agents.models import load_model
 from synergy_gym.agents.normalization import find_stats, read_stats, stats_candidates
 from synergy_gym.agents.provenance import run_config, run_folder
+from synergy_gym.agents.run_folder import check_not_locked
 from synergy_gym.cli.files import check_input_file
 from synergy_gym.errors import ConfigError, PathError
 
 
 def resume_target(path: Path | str) -> Path:
-    """``--resume``: a checkpoint zip as given, or a run folder's latest checkpoint; one-line errors otherwise."""
+    """``--resume``: a checkpoint zip as given, or a run folder's latest checkpoint (not while another training
+    process holds the folder: it may prune that checkpoint); one-line errors otherwise."""
     path = Path(path)
     if path.is_dir():
+        check_not_locked(path)
         latest = latest_checkpoint(path)
         if latest is None:
             raise PathError(f"--resume {str(path)!r} is a folder with no checkpoint to continue from "

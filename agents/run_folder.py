@@ -146,6 +146,28 @@ def keep_earlier_config(run_dir: Path, cfg: TrainConfig, step: int) -> Path | No
 LOCK_FILE = ".train.lock"
 
 
+def check_not_locked(run_dir: Path) -> None:
+    """Refuse, in one line, a run folder another training process of this machine (or of another one) holds: before
+    ``--resume RUN_DIR`` picks a checkpoint that process may prune meanwhile. A killed process's lock does not count."""
+    holder = _live_holder(Path(run_dir) / LOCK_FILE)
+    if holder is not None:
+        raise PathError(f"{str(run_dir)!r}: another training process ({holder or 'unknown'}) is using this run folder; "
+                        f"wait for it to end, or remove {Path(run_dir) / LOCK_FILE} if none is")
+
+
+def _live_holder(path: Path) -> str | None:
+    """The ``<host> <pid>`` of the lock file ``path`` ('' if unreadable) unless it is gone or a killed process's of
+    this machine (None)."""
+    try:
+        holder = path.read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return ""
+    host, _, pid = holder.partition(" ")
+    return None if host == socket.gethostname() and pid.isdigit() and not _running(int(pid)) else holder
+
+
 @contextmanager
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold ``run_dir`` for this training process: a second one (``train --resume RUN_DIR`` started twice, two runs
@@ -156,11 +178,7 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
-        holder = path.read_text(encoding="utf-8", errors="replace").strip()
-        host, _, pid = holder.partition(" ")
-        if not (host == socket.gethostname() and pid.isdigit() and not _running(int(pid))):
-            raise PathError(f"{str(run_dir)!r}: another training process ({holder or 'unknown'}) is using this run "
-                            f"folder; wait for it to end, or remove {path} if none is") from None
+        check_not_locked(run_dir)
         atomic_write_text(path, mine + "\n")  # (a killed run's: taken over)
     else:
         with os.fdopen(fd, "w", encoding="utf-8") as lock:

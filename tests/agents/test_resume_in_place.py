@@ -102,6 +102,22 @@ def test_a_run_folder_in_use_by_another_training_process_is_refused(run64, tmp_p
     assert not (run / LOCK_FILE).exists()
 
 
+def test_a_held_run_folder_is_refused_before_its_checkpoint_is_chosen(run64, tmp_path, capsys, monkeypatch):
+    """The checkpoint was chosen before the lock was looked at: the running process pruned it meanwhile, and the
+    second resume failed with "model file ... does not exist" instead of saying the folder was in use."""
+    import os
+    import socket
+
+    from synergy_gym.agents import resume
+    from synergy_gym.agents.run_folder import run_lock
+
+    run = shutil.copytree(run64, tmp_path / "run")
+    monkeypatch.setattr(resume, "latest_checkpoint", lambda folder: folder / "checkpoints" / "rl_model_1_steps.zip")
+    with run_lock(run):  # another training process, which prunes the checkpoint as soon as it is chosen
+        code, out, err = run_cli(["train", "--resume", str(run), "--timesteps", "80"], capsys)
+    one_line_error(code, out, err, f"another training process ({socket.gethostname()} {os.getpid()}) is using")
+
+
 def test_settings_kept_across_resumes_from_earlier_checkpoints_follow_the_steps(tmp_path):
     """S1 trained to 1024 (gamma 0.99), S2 resumed there to 1536 (0.98), S3 resumed from S1's step-512 best model
     (0.97): S3 kept S2's settings as those of the steps up to 512, and S1's file mapped S3's steps to S1."""
