@@ -177,15 +177,15 @@ def main(argv=None) -> dict[str, float]:
         torch.set_num_threads(args.torch_threads)
     elif device.type == "cpu":
         torch.set_num_threads(1)  # tiny MLPs: one thread is fastest, and leaves the other cores alone
-    try:
-        return train(args, device)
+    try:  # main() may be called from other code (the tests): the caller's threads and random state are restored
+        with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+            return train(args, device)
     finally:
-        torch.set_num_threads(threads)  # main() may be called from other code (the tests)
+        torch.set_num_threads(threads)
 
 
 def train(args: argparse.Namespace, device: torch.device) -> dict[str, float]:
-    torch.manual_seed(args.seed)
-    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)  # (the environments are seeded by reset; numpy's global generator is not used)
 
     kwargs = env_kwargs(args)
     envs: gym.vector.VectorEnv[dict[str, np.ndarray], np.ndarray, np.ndarray] = gym.vector.SyncVectorEnv(

@@ -45,6 +45,20 @@ def test_torch_threads_option(capsys):
     assert torch.get_num_threads() == threads
 
 
+def test_the_callers_random_state_is_left_as_it_was(capsys):
+    # Training reseeded torch's and numpy's global generators and left them so: the caller's next draws changed.
+    import numpy as np
+
+    np.random.seed(7)
+    torch.manual_seed(7)
+    expected = (np.random.random(), torch.rand(1).item())
+    np.random.seed(7)
+    torch.manual_seed(7)
+    minimal(["--total-timesteps", "4", "--num-envs", "1", "--num-steps", "4", "--num-jobs", "5", "--update-epochs", "1",
+             "--num-minibatches", "1", "--device", "cpu", "--seed", "3"])
+    assert (np.random.random(), torch.rand(1).item()) == expected
+
+
 def test_cuda_devices_are_named_as_elsewhere():
     assert ppo_masked_minimal.parse_args(["--device", "cuda:1"]).device == "cuda:1"
 
