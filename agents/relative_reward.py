@@ -19,6 +19,14 @@ episode is exactly −(ΣJCT_agent − ΣJCT_heuristic) / scale: 0 for an agent 
 schedules as the heuristic does, positive when the agent beats it. A truncated
 episode's return compares the job time of both up to the agent's last instant.
 
+The heuristic runs in a copy of the environment whose round limit is
+:data:`REFERENCE_ROUNDS` times the agent's (a named heuristic does not read the observation's
+``time``, the one feature the limit changes), so that an agent that finishes within its limit is
+compared with the heuristic's whole ΣJCT even when the heuristic would have been cut off there.
+Should the heuristic still be cut off (or a ``reference_env`` given by the user cut it off),
+``info["reference_truncated"]`` says so: its ΣJCT is then a lower bound, and a terminated
+episode's return is the agent's ΣJCT against that bound.
+
 The same episode: before the agent's environment resets, the wrapper copies its
 ``np_random`` state (after seeding it, if a seed is given) into the reference
 environment, and both reset with the same ``options``. They therefore draw the same
@@ -42,7 +50,11 @@ import gymnasium as gym
 import numpy as np
 
 from synergy_gym.env import SynergyEnv
+from synergy_gym.env.config import MAX_ROUNDS
 from synergy_gym.sim.simulator import Simulator
+
+#: How many times the agent's ``max_rounds`` the default reference environment of a named heuristic may run.
+REFERENCE_ROUNDS = 10
 
 
 class JobTimeCurve:
@@ -73,22 +85,21 @@ def heuristic_job_times(env: gym.Env, heuristic: Any, options: dict | None) -> t
 
     Returns each job's arrival and finish time in seconds (a job still in the system
     when the episode was truncated finishes at that instant; one not yet arrived
-    counts nothing) and the final ``info``.
+    counts nothing) and the final ``info``, with ``truncated`` added (whether the run was cut off).
     """
     inner = synergy_env(env)
     obs, _ = inner.reset(options=options)
-    done = False
+    terminated = truncated = False
     info: dict[str, Any] = {}
-    while not done:
+    while not (terminated or truncated):
         action, _ = heuristic.predict(obs, deterministic=True, action_masks=inner.action_masks())
         obs, _, terminated, truncated, info = inner.step(int(np.asarray(action).item()))
-        done = terminated or truncated
     sim = simulator(inner)
     arrival = np.asarray(sim.jobs.arrival_s, dtype=float).copy()
     finish = np.asarray(sim.jobs.finish_s, dtype=float).copy()
     unfinished = ~np.isfinite(finish)
     finish[unfinished] = np.maximum(arrival[unfinished], sim.now)
-    return arrival, finish, info
+    return arrival, finish, {**info, "truncated": bool(truncated)}
 
 
 def synergy_env(env: gym.Env) -> SynergyEnv:
@@ -107,11 +118,14 @@ def simulator(env: SynergyEnv) -> Simulator:
     return sim
 
 
-def _fresh_copy(env: gym.Env) -> SynergyEnv:
-    """A new, unwrapped instance of ``env``'s environment with the same settings."""
+def _fresh_copy(env: gym.Env, rounds_factor: int = 1) -> SynergyEnv:
+    """A new, unwrapped instance of ``env``'s environment with the same settings, but ``rounds_factor`` times its
+    round limit (at most the largest allowed)."""
     inner = synergy_env(env)
     cfg = inner.cfg
-    return type(inner)({f.name: getattr(cfg, f.name) for f in fields(cfg)})
+    settings = {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+    settings["max_rounds"] = min(MAX_ROUNDS, cfg.max_rounds * rounds_factor)
+    return type(inner)(settings)
 
 
 class HeuristicRunCache:
@@ -147,9 +161,11 @@ class HeuristicRelativeReward(gym.Wrapper):
 
     ``heuristic``: a name of :func:`synergy_gym.baselines.env_heuristics.env_heuristics` or a
     policy with SB3's ``predict`` signature. ``reference_env``: the environment the
-    heuristic runs in (default: a fresh instance with ``env``'s settings). At the end of
-    an episode ``info`` holds ``reference_policy``, ``reference_mean_jct_h`` (the
-    heuristic's mean JCT on this workload) and ``reference_jct_sum_h``. ``run_cache``: a
+    heuristic runs in (default: a fresh instance with ``env``'s settings, and for a named heuristic
+    :data:`REFERENCE_ROUNDS` times its round limit). At the end of an episode ``info`` holds
+    ``reference_policy``, ``reference_mean_jct_h`` and ``reference_jct_sum_h`` (the heuristic's mean and total
+    JCT on this workload; for a truncated episode, of its jobs up to the agent's last instant) and
+    ``reference_truncated`` (whether the heuristic's own run was cut off). ``run_cache``: a
     :class:`HeuristicRunCache` shared with the other environments of this process (runs
     of a named heuristic on a seeded workload given by ``options["workload_seed"]`` are
     looked up there first).
@@ -169,7 +185,10 @@ class HeuristicRelativeReward(gym.Wrapper):
             self.heuristic_name, self.heuristic = heuristic, table[heuristic]
         else:
             self.heuristic_name, self.heuristic = getattr(heuristic, "name", type(heuristic).__name__), heuristic
-        self.reference_env = reference_env if reference_env is not None else _fresh_copy(env)
+        own_reference = reference_env is None
+        # (a named heuristic ignores the time feature: its run gets room to finish, for an exact return)
+        self.reference_env = reference_env if reference_env is not None else _fresh_copy(
+            env, REFERENCE_ROUNDS if isinstance(heuristic, str) else 1)
         self.run_cache = run_cache
         inner = synergy_env(env)
         self.scale = float(inner.cfg.reward_scale)
@@ -179,13 +198,14 @@ class HeuristicRelativeReward(gym.Wrapper):
         self._cacheable = seeded is not None and not seeded and deterministic
         # Runs shared through run_cache: a heuristic of the table by name, in the default reference env, on
         # generated jobs (not a given workload); keyed by this and the reset options.
-        shareable = (run_cache is not None and isinstance(heuristic, str) and reference_env is None
+        shareable = (run_cache is not None and isinstance(heuristic, str) and own_reference
                      and bool(seeded) and deterministic and inner.cfg.workload is None)
         self._run_key = (self.heuristic_name, type(inner).__qualname__, repr(inner.cfg)) if shareable else None
         self._cache: tuple[np.ndarray, np.ndarray, dict] | None = None
         self.curve: JobTimeCurve | None = None
         self._charged = 0.0
         self._reference_mean_h: float | None = None
+        self._reference_truncated = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         inner = self.env.unwrapped
@@ -205,8 +225,8 @@ class HeuristicRelativeReward(gym.Wrapper):
                 cache.put(key, (arrival, finish, info))
         obs, env_info = self.env.reset(options=options)
         self.curve = JobTimeCurve(arrival, finish)
-        # The environment's own mean over the jobs that had arrived (a truncated run's later jobs count nothing).
-        self._reference_mean_h = info.get("mean_jct_h")
+        self._reference_mean_h = info.get("mean_jct_h")  # the environment's own, over the whole run
+        self._reference_truncated = bool(info.get("truncated", False))
         self._charged = 0.0
         return obs, env_info
 
@@ -221,15 +241,20 @@ class HeuristicRelativeReward(gym.Wrapper):
         curve = self.curve
         if curve is None:
             raise RuntimeError("step() before reset(): the heuristic's run is made at reset")
-        charged = curve.total if terminated else curve.until(float(simulator(synergy_env(self.env)).now))
+        now = float(simulator(synergy_env(self.env)).now)
+        charged = curve.total if terminated else curve.until(now)
         reward = float(reward) + (charged - self._charged) / self.scale
         self._charged = charged
         if terminated or truncated:
             info = dict(info)
             info["reference_policy"] = self.heuristic_name
-            info["reference_jct_sum_h"] = curve.total / 3600.0
-            info["reference_mean_jct_h"] = (float(self._reference_mean_h) if self._reference_mean_h is not None
-                                            else curve.total / 3600.0 / max(1, curve.arrival.size))
+            info["reference_jct_sum_h"] = charged / 3600.0
+            if terminated and self._reference_mean_h is not None:
+                info["reference_mean_jct_h"] = float(self._reference_mean_h)
+            else:  # the heuristic's jobs arrived by the agent's last instant, as the environment counts a cut-off run
+                arrived = int(curve.arrival.searchsorted(now, side="right")) if truncated else curve.arrival.size
+                info["reference_mean_jct_h"] = charged / 3600.0 / max(1, arrived)
+            info["reference_truncated"] = self._reference_truncated
         return obs, reward, terminated, truncated, info
 
     def close(self) -> None:

@@ -129,6 +129,32 @@ def test_truncated_episode_compares_job_time_so_far():
     assert info["reference_mean_jct_h"] == pytest.approx(info["mean_jct_h"], rel=1e-12)
 
 
+def test_an_agent_that_finishes_where_the_heuristic_is_cut_off_gets_the_whole_difference():
+    # The heuristic ran under the agent's round limit: cut off there, its ΣJCT was a lower bound, and an agent that
+    # beat it by 0.5 job-hours was told it lost by 3.75 (the error falls on the episodes where the agent is better).
+    kwargs = {"num_jobs": 40, "jobs_per_hour": 12.0, "multigpu": True}
+    options = {"workload_seed": 2}
+    agent, heuristic = env_heuristics()["tetris+greedy"], env_heuristics()["fifo+price"]
+    plain, reference = gym.make("Synergy-small-scarce-v0", **kwargs), gym.make("Synergy-small-scarce-v0", **kwargs)
+    _, mine, _ = run_episode(plain, agent, seed=2, options=options)
+    _, theirs, _ = run_episode(reference, heuristic, seed=2, options=options)
+    assert mine["episode_rounds"] < theirs["episode_rounds"]
+    limit = (mine["episode_rounds"] + theirs["episode_rounds"]) // 2  # the agent finishes within it, the heuristic not
+    env = HeuristicRelativeReward(gym.make("Synergy-small-scarce-v0", max_rounds=limit, **kwargs), "fifo+price")
+    rewards, info, terminated = run_episode(env, agent, seed=2, options=options)
+    assert terminated
+    scale = env.unwrapped.cfg.reward_scale
+    assert rewards.sum() == pytest.approx(-(jct_sum_s(plain) - jct_sum_s(reference)) / scale, rel=1e-9, abs=1e-9)
+    assert info["reference_jct_sum_h"] == pytest.approx(jct_sum_s(reference) / 3600.0, rel=1e-12)
+    assert info["reference_mean_jct_h"] == pytest.approx(theirs["mean_jct_h"], rel=1e-12)
+    assert info["reference_truncated"] is False
+    # Cut off in a reference environment of the user's: said, not hidden.
+    env = HeuristicRelativeReward(gym.make("Synergy-small-scarce-v0", max_rounds=limit, **kwargs), "fifo+price",
+                                  reference_env=gym.make("Synergy-small-scarce-v0", max_rounds=limit, **kwargs))
+    _, info, _ = run_episode(env, agent, seed=2, options=options)
+    assert info["reference_truncated"] is True and info["reference_jct_sum_h"] < jct_sum_s(reference) / 3600.0
+
+
 def test_relative_reward_refuses_an_unknown_heuristic():
     from synergy_gym.errors import UnknownNameError
 
