@@ -47,7 +47,7 @@ SCENARIOS: dict[str, Scenario] = {
             "16 × (8 GPUs, 16 CPUs, 500 GB), split 60/20/20, 12 jobs/h, 1,200 jobs",
             {
                 "cluster": {"num_servers": 16, "cpus_per_server": _SCARCE_CPUS_PER_SERVER},
-                "class_split": _SCARCE_SPLIT, "jobs_per_hour": 12.0, "num_jobs": 1200, "max_rounds": 20_000,
+                "class_split": list(_SCARCE_SPLIT), "jobs_per_hour": 12.0, "num_jobs": 1200, "max_rounds": 20_000,
             },
         ),
         Scenario(
@@ -55,7 +55,7 @@ SCENARIOS: dict[str, Scenario] = {
             "4 × (8 GPUs, 16 CPUs, 500 GB), split 60/20/20, 3 jobs/h, 300 jobs",
             {
                 "cluster": {"num_servers": 4, "cpus_per_server": _SCARCE_CPUS_PER_SERVER},
-                "class_split": _SCARCE_SPLIT, "jobs_per_hour": 3.0, "num_jobs": 300, "max_rounds": 8_000,
+                "class_split": list(_SCARCE_SPLIT), "jobs_per_hour": 3.0, "num_jobs": 300, "max_rounds": 8_000,
             },
         ),
     )

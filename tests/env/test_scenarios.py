@@ -20,6 +20,16 @@ def test_every_scenario_is_registered_with_its_kwargs():
         assert env.cfg.num_jobs == scenario.kwargs["num_jobs"]
 
 
+def test_every_scenario_spec_survives_gymnasiums_json_round_trip():
+    # The scarce ids registered their class split as a tuple, which JSON gives back as a list: the spec read back
+    # from env.spec.to_json() was not the environment's (a recorded dataset's spec check would fail).
+    from gymnasium.envs.registration import EnvSpec
+
+    for env_id in SCENARIOS:
+        spec = gym.make(env_id, num_jobs=10).spec
+        assert EnvSpec.from_json(spec.to_json()) == spec, env_id
+
+
 def test_small_scarce_is_the_searched_config():
     env = gym.make("Synergy-small-scarce-v0").unwrapped
     cfg = ScarceConfig(cpus_per_server=16.0, split=(60, 20, 20), jobs_per_hour=3.0)
