@@ -128,3 +128,15 @@ def test_golden_finish_times_differ_between_policies(sim_golden):
     for key in golden.REPLAYS:
         fast = [sim_golden[f"{key}/x{golden.COMPRESS}/{p}"] for p in golden.OPT_POLICIES]
         assert len({a.tobytes() for a in fast}) == len(golden.OPT_POLICIES)
+
+
+def test_the_rewrite_command_refuses_a_mistyped_option_instead_of_rewriting_both_files(capsys):
+    # Any argument but --env-only (--help, --env_only) started rewriting the simulator's goldens too.
+    from tests.support.golden import parse_args
+
+    assert parse_args([]).env_only is False and parse_args(["--env-only"]).env_only is True
+    for argv, code in ((["--help"], 0), (["--env_only"], 2)):
+        with pytest.raises(SystemExit) as exit_info:
+            parse_args(argv)
+        assert exit_info.value.code == code
+    assert "unrecognized arguments: --env_only" in capsys.readouterr().err

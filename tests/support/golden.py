@@ -42,6 +42,7 @@ cannot reproduce is a bug in the refactor, not in the file.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import hashlib
 import json
@@ -247,7 +248,14 @@ def write_sim(shared: Path) -> None:
     np.savez_compressed(SIM_FILE, **arrays)
 
 
-if __name__ == "__main__":
-    import sys
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line of ``python -m tests.support.golden``: ``--help`` and a mistyped option rewrite nothing."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.golden",
+        description="Rewrite the golden files with the current code (only for an intended change of behaviour).")
+    parser.add_argument("--env-only", action="store_true", help="rewrite only the environment's file")
+    return parser.parse_args(argv)
 
-    main(sim="--env-only" not in sys.argv)
+
+if __name__ == "__main__":
+    main(sim=not parse_args().env_only)
