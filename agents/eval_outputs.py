@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from synergy_gym.agents.eval_summary import best_env_row, summary_records
 from synergy_gym.cli.files import atomic_write_bytes, atomic_write_text, check_output_dir, check_output_file
 from synergy_gym.cli.plots import jct_cdf_png
 from synergy_gym.cli.results_json import write_results_json
-from synergy_gym.cli.staging import Staging, staged_outputs
+from synergy_gym.cli.staging import Staging
 from synergy_gym.errors import PathError
 
 #: One row per policy and seed in ``results.csv``.
@@ -215,12 +215,25 @@ def staged_writer(out: Path, decisions: Path | None = None, default_name: bool =
     (:func:`~synergy_gym.cli.staging.is_new`). A file that cannot be written (a full disk) is one line
     saying that nothing was.
     """
+    stagings: list[Staging] = []
     try:
-        with ExitStack() as stack:
-            main = stack.enter_context(staged_outputs(out, default_name, new))
-            logs = (stack.enter_context(staged_outputs(decisions))
-                    if decisions is not None and not _same_or_inside(decisions, out) else None)
-            yield StagedFiles(main, logs, decisions)
+        try:
+            stagings.append(Staging(out, default_name, new))
+            if decisions is not None and not _same_or_inside(decisions, out):
+                stagings.append(Staging(decisions))
+            yield StagedFiles(stagings[0], stagings[1] if len(stagings) > 1 else None, decisions)
+        except BaseException:
+            for staging in stagings:
+                staging.discard()
+            raise
+        # --out first: if another command took its new folder (an error), the decision logs are not written either
+        for i, staging in enumerate(stagings):
+            try:
+                staging.commit()
+            except BaseException:
+                for later in stagings[i + 1:]:
+                    later.discard()
+                raise
     except OSError as exc:  # the staged files are gone already
         where = f" ({exc.filename})" if exc.filename else ""
         raise PathError(f"writing the results failed: {exc.strerror or exc}{where}; nothing written") from None

@@ -23,6 +23,7 @@ from gymnasium import spaces
 
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.agents.provenance import TrainedOn
+from synergy_gym.env.config import same_env_kwarg
 from synergy_gym.errors import ConfigError, SynergyGymError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,7 +104,7 @@ def _mismatch_cause(cfg: TrainConfig | None, model_parts: dict[str, str], env_id
     trained, wanted = effective_env_kwargs(cfg.env_id, cfg.env_kwargs), effective_env_kwargs(env_id, kwargs)
     changes: list[tuple[str, Any, Any]] = [("env", cfg.env_id, env_id)] if cfg.env_id != env_id else []
     changes += [(k, trained.get(k), wanted.get(k)) for k in dict.fromkeys([*trained, *wanted])
-                if trained.get(k) != wanted.get(k)]
+                if not same_env_kwarg(k, trained.get(k), wanted.get(k))]
     if not changes:
         return f"it was trained on {cfg.env_id} with the same env kwargs"
     causes = []
@@ -169,11 +170,12 @@ def env_differences(record: TrainedOn, env_id: str, kwargs: dict[str, Any]) -> t
     trained = effective_env_kwargs(record.env_id, record.env_kwargs)
     wanted = effective_env_kwargs(env_id, kwargs)
     if record.env_id == env_id:
-        keys = [k for k in dict.fromkeys([*trained, *wanted]) if trained.get(k) != wanted.get(k)]
+        keys = [k for k in dict.fromkeys([*trained, *wanted]) if not same_env_kwarg(k, trained.get(k), wanted.get(k))]
         if not keys:
             return None
     else:
-        keys = [k for k in dict.fromkeys([*record.env_kwargs, *kwargs]) if trained.get(k) != wanted.get(k)]
+        keys = [k for k in dict.fromkeys([*record.env_kwargs, *kwargs])
+                if not same_env_kwarg(k, trained.get(k), wanted.get(k))]
 
     def describe(name: str, values: dict[str, Any]) -> str:
         shown = ", ".join(f"{k}={values.get(k)}" for k in keys)

@@ -76,7 +76,8 @@ from synergy_gym.cli.files import (
     atomic_write_text,
     check_output_dir,
     check_output_file,
-    claim_folder,
+    claim_new_folder,
+    remove_empty_folders,
     timestamped_dir,
 )
 from synergy_gym.cli.guards import (
@@ -89,7 +90,7 @@ from synergy_gym.cli.guards import (
 )
 from synergy_gym.cli.plots import figure_png, jct_cdf_png, pyplot
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
-from synergy_gym.cli.staging import interrupt_of, staged_outputs
+from synergy_gym.cli.staging import interrupt_of, is_new, staged_outputs
 from synergy_gym.errors import Interrupted, SynergyGymError, UnknownNameError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
@@ -290,6 +291,7 @@ def _workers(ray_module: ModuleType | None, on_ray: bool) -> tuple[int, str]:
 def main(args: argparse.Namespace) -> int:
     out = args.out or timestamped_dir("sweep")
     check_output_dir(out, "--out", OUTPUT_FILES, create_parents=args.out is None)
+    new = is_new(out)
     if args.json is not None:
         check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES)
     if args.no_ray and args.address:
@@ -306,8 +308,10 @@ def main(args: argparse.Namespace) -> int:
     workers, where = _workers(ray_module, on_ray)
     cells, size = checked_cells(plan, out, workers, where, args.allow_large)
     quiet_notice("sweep", size, args.quiet)
-    if args.out is None:  # the cells are written into it as they finish: a sweep started in the same second gets another
-        out = claim_folder(out)
+    # The cells are written into it as they finish: a new folder is this sweep's from now on (a default name another
+    # process took meanwhile gives the next free one; a named one made meanwhile is refused).
+    claimed = claim_new_folder(out, default_name=args.out is None) if new else []
+    out = claimed[-1] if claimed else out
     if on_ray and ray_module is None:
         ray_module = connect_ray(None)
     started = time.perf_counter()
@@ -324,6 +328,7 @@ def main(args: argparse.Namespace) -> int:
     def kept() -> str:
         return interrupted_message(out, cells, same_out=args.out is not None)
 
+    finished = False
     try:
         table, rows = run_sweep(cells, out, ray_module, on_cell=progress, cell_fn=run_cell)
         meta = build_meta(args, dict.fromkeys(c.seed for c in cells), started_at,
@@ -331,12 +336,16 @@ def main(args: argparse.Namespace) -> int:
                           loads=list(dict.fromkeys(c.load for c in cells)), cluster=cells[0].cluster.describe())
         with staged_outputs(out) as staging:  # the final files appear together, or none does
             written = write_outputs(table, rows, out, meta, args.json, stage=staging.file)
+        finished = True
     except (KeyboardInterrupt, SystemError) as exc:  # Ctrl-C (inside a numba kernel it comes back wrapped)
         if interrupt_of(exc) is None:
             raise
         raise Interrupted(kept()) from None  # the finished cells stay in <out>/cells
     except CellFailed as exc:  # a cell's Ray worker died on every attempt
         raise CellFailed(f"{exc}; {kept()}") from None
+    finally:
+        if not finished:  # the folders this sweep made, if no cell was kept in them
+            remove_empty_folders(claimed)
     print(format_seed_summary(seed_summary(table)))
     print(f"wrote {', '.join(written)} to {out}" + (f"; {args.json}" if args.json is not None else ""))
     return 0

@@ -206,6 +206,39 @@ def timestamped_dir(stem: str, parent: Path = Path("runs")) -> Path:
     return unused_path(parent, f"{stem}-{datetime.now():%Y%m%d-%H%M%S}")
 
 
+def claim_new_folder(path: Path, default_name: bool, flag: str = "--out") -> list[Path]:
+    """Create the folder ``path``, which did not exist when the command checked its paths, for this process alone.
+
+    Returns the folders made: its missing parents, then the folder (for :func:`remove_empty_folders`, should
+    nothing be written). A default name (``default_name``) another process took meanwhile gives the next free
+    one, ``-2``, …, as :func:`claim_folder`; a folder the user named is refused in one line.
+    """
+    path = Path(path)
+    made: list[Path] = []
+    parent = path.parent
+    while not parent.exists() and parent.parent != parent:
+        made.insert(0, parent)
+        parent = parent.parent
+    if default_name:
+        return [*made, claim_folder(path)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        raise PathError(f"{flag} {path}: was made by another command since this one checked it; give another "
+                        f"{flag}") from None
+    return [*made, path]
+
+
+def remove_empty_folders(made: Sequence[Path]) -> None:
+    """Remove the folders of :func:`claim_new_folder` again, innermost first, those that are still empty."""
+    for folder in reversed(made):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
 def claim_folder(path: Path) -> Path:
     """Create the folder ``path`` for this process alone – or, when another has made it meanwhile (the same default
     name chosen in the same second), the first free ``path-2``, ``path-3``, …; returns the folder made."""

@@ -219,6 +219,8 @@ def test_a_model_trained_on_another_environment_needs_allow_env_mismatch(options
 def test_the_same_environment_needs_no_flag(run, tmp_path, capsys):
     model = run / "last_model.zip"
     assert ran(model, tmp_path, capsys, "--env", ENV, "--env-kwargs", "num_jobs=10") == ""
+    # A value written another way that the environment reads the same (was refused as a mismatch).
+    assert ran(model, tmp_path, capsys, "--env", ENV, "--env-kwargs", "num_jobs=10", "class_split=20/70/10") == ""
     # An RL Zoo run: its environment comes from args.yml (as a run's from config.json).
     zoo = zoo_run(run, tmp_path / "zoo")
     assert ran(zoo, tmp_path, capsys) == ""

@@ -104,3 +104,56 @@ def test_an_evaluate_whose_default_folder_another_process_made_meanwhile_writes_
         "theirs\n"
     mine = tmp_path / "runs" / "evaluate-20261206-090000-2"
     assert (mine / "results.json").is_file() and f"to {mine.relative_to(tmp_path)}" in out
+
+
+def test_a_sweep_stopped_before_its_first_cell_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    # Claiming the default folder up front left it behind, empty, under "nothing written".
+    from synergy_gym.baselines import sweep
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "run_sweep", interrupted)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(["sweep", "--no-ray", "--cluster", "small", "--jobs", "10", "--policies", "fifo+tune",
+                            "--load", "2", "--seed", "1", "--quiet"], capsys)
+    assert code == 130 and "nothing written" in err and list(tmp_path.iterdir()) == []
+
+
+def test_a_named_sweep_folder_another_command_makes_meanwhile_is_refused_not_overwritten(tmp_path, capsys,
+                                                                                          monkeypatch):
+    from synergy_gym.baselines import sweep
+
+    monkeypatch.chdir(tmp_path)
+    real_checked = sweep.checked_cells
+
+    def other_command_makes_it(*args, **kwargs):
+        (tmp_path / "new").mkdir()
+        (tmp_path / "new" / "results.csv").write_text("theirs\n")
+        return real_checked(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "checked_cells", other_command_makes_it)
+    code, _, err = run_cli(["sweep", "--no-ray", "--cluster", "small", "--jobs", "10", "--policies", "fifo+tune",
+                            "--load", "2", "--seed", "1", "--quiet", "--out", "new"], capsys)
+    assert code == 2 and "--out new: was made by another command since this one checked it" in err
+    assert (tmp_path / "new" / "results.csv").read_text() == "theirs\n"
+
+
+def test_a_named_evaluate_folder_made_meanwhile_writes_neither_its_json_nor_its_decision_logs(tmp_path, capsys,
+                                                                                                monkeypatch):
+    # The error said the files outside the folder were not written, but the decision logs were (committed first).
+    from synergy_gym.agents import evaluate
+
+    monkeypatch.chdir(tmp_path)
+    real_run = evaluate.run_evaluation
+
+    def other_process_makes_out(*args, **kwargs):
+        (tmp_path / "new").mkdir()
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "run_evaluation", other_process_makes_out)
+    code, _, err = run_cli(["evaluate", "--baselines", "env:fifo+tune", "--sim-policies", "none", "--seeds", "1",
+                            "--env-kwargs", "num_jobs=10", "--quiet", "--out", "new", "--decisions", "dec", "--json",
+                            "r.json"], capsys)
+    assert code == 2 and "this one's outputs are in new-2 (its files outside the folder were not written)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "new-2"] and list((tmp_path / "new").iterdir()) == []
