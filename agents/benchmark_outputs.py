@@ -264,14 +264,17 @@ def scores_figure(scored: Scored) -> Figure:
     any_cut = False
     for i, ((source, policy), values) in enumerate(bar_scores.items()):
         x = np.arange(len(runs)) - 0.4 + width * (i + 0.5)
-        heights = [clipped(float(xi), v) if math.isfinite(v) else 0.0 for xi, v in zip(x, values)]
+        heights = [clipped(float(xi), v) if math.isfinite(v) else math.nan for xi, v in zip(x, values)]
+        agent = source == "agent"
         for xi, height, cut in zip(x, heights, _truncations(runs, source, policy)):
-            if cut:
+            if agent and not math.isfinite(height):  # skipped in this cell: no bar, not a score of 0
+                ax.annotate("not run", (float(xi), 0.0), ha="center", va="bottom", rotation=90, fontsize="x-small",
+                            xytext=(0, 2), textcoords="offset points")
+            elif cut and math.isfinite(height):
                 any_cut = True
                 ax.annotate("T", (float(xi), height), ha="center", va="bottom" if height >= 0 else "top",
                             color="red", fontsize="small", fontweight="bold", xytext=(0, 2 if height >= 0 else -2),
                             textcoords="offset points")
-        agent = source == "agent"
         ax.bar(x, heights, width, label=f"{policy} (agent)" if agent else policy, color=curve_style(i)["color"],
                hatch="//" if agent else None, edgecolor="black" if agent else None)
     for j, ((_, policy), values) in enumerate(mark_scores.items()):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from synergy_gym.cli.plots import figure_png, new_figure
+from synergy_gym.cli.plots import figure_png, new_figure, point_style
 from synergy_gym.experiments.statistics import ci95_half_width
 
 if TYPE_CHECKING:
@@ -110,12 +110,12 @@ def make_avg_jct_figure(results: pd.DataFrame | Sequence[Mapping[str, Any]], win
     fig = new_figure(figsize=(max(7, 1.2 * len(policies) + 2), 4.5))
     ax = fig.subplots()
     if len(loads) > 1:
-        for policy in policies:
+        for i, policy in enumerate(policies):
             mine = [r for r in rows if r["policy"] == policy]
             at = sorted(present(r["load"] for r in mine))
             mean, std, count = group_stats([r["load"] for r in mine], [r["mean_jct_h"] for r in mine], at)
             half = np.nan_to_num(ci95_half_width(std, count))
-            ax.errorbar(np.asarray(at, dtype=float), mean, yerr=half, marker="o", capsize=3, label=policy)
+            ax.errorbar(np.asarray(at, dtype=float), mean, yerr=half, capsize=3, label=policy, **point_style(i))
         ax.set_xlabel("load (jobs per hour)")
     else:
         mean, std, count = group_stats([r["policy"] for r in rows], jct, policies)

@@ -88,7 +88,7 @@ from synergy_gym.cli.guards import (
     quiet_notice,
     sweep_estimate,
 )
-from synergy_gym.cli.plots import figure_png, jct_cdf_png, pyplot
+from synergy_gym.cli.plots import figure_png, jct_cdf_png, point_style, pyplot
 from synergy_gym.cli.results_json import build_meta, utc_now, write_results_json
 from synergy_gym.cli.staging import interrupt_of, is_new, staged_outputs
 from synergy_gym.errors import Interrupted, SynergyGymError, UnknownNameError
@@ -152,9 +152,10 @@ def make_avg_jct_vs_load_figure(table: pd.DataFrame) -> Figure:
         for i, policy in enumerate(policies):
             rows_p = summary[summary["policy"] == policy].sort_values("load")
             load, mean, half = rows_p["load"].to_numpy(), rows_p["mean_jct_h"].to_numpy(), rows_p["ci95_h"].to_numpy()
-            ax.plot(load, mean, marker="o", color=f"C{i % 10}", label=policy)
+            style = point_style(i)
+            ax.plot(load, mean, label=policy, **style)
             if n_seeds > 1:
-                ax.fill_between(load, mean - np.nan_to_num(half), mean + np.nan_to_num(half), color=f"C{i % 10}",
+                ax.fill_between(load, mean - np.nan_to_num(half), mean + np.nan_to_num(half), color=style["color"],
                                 alpha=0.2, linewidth=0)
         handles, labels = ax.get_legend_handles_labels()
         if n_seeds > 1:

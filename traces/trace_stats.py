@@ -56,15 +56,18 @@ def make_histogram_figure(trace: TraceJobs) -> Figure:
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     hours = trace.duration_s / 3600.0
-    lo, hi = max(hours.min(), 1e-3), max(hours.max() * 1.01, max(hours.min(), 1e-3) * 1.1)
-    left.hist(hours, bins=np.logspace(np.log10(lo), np.log10(hi), 40))
+    shown = hours[hours > 0]  # (a log axis has no place for a duration of 0: said in the title)
+    lo = float(shown.min()) if shown.size else 1e-3
+    hi = max(float(shown.max()) * 1.01 if shown.size else lo, lo * 1.1)
+    left.hist(shown, bins=np.logspace(np.log10(lo), np.log10(hi), 40))
     left.set_xscale("log")
     left.set_xlim(lo, hi)
     label_log_axis(left.xaxis, lo, hi)
     left.set_ylim(bottom=0)
     left.set_xlabel("duration (hours, log scale)")
     left.set_ylabel("jobs")
-    left.set_title(f"job durations (median {np.median(hours):.2f} h)")
+    zero = f"; {hours.size - shown.size:,} of 0 s not shown" if shown.size < hours.size else ""
+    left.set_title(f"job durations (median {np.median(hours):.2f} h{zero})")
     left.grid(alpha=0.3)
     gpus, counts = np.unique(trace.gpus, return_counts=True)
     bars = right.bar([str(g) for g in gpus], counts)

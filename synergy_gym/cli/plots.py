@@ -66,6 +66,18 @@ def curve_style(i: int) -> dict[str, object]:
     return style
 
 
+#: Marker shapes of :func:`point_style`.
+POINT_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def point_style(i: int) -> dict[str, object]:
+    """The look of the ``i``-th series of points joined by lines (mean JCT against load): :func:`curve_style`'s colour
+    and line style, an open marker of its own, so that series with equal values still all show."""
+    style = curve_style(i)
+    return {"color": style["color"], "linestyle": style["linestyle"], "marker": POINT_MARKERS[i % len(POINT_MARKERS)],
+            "fillstyle": "none"}
+
+
 #: Tick multipliers per decade for log axes, coarsest first.
 _LOG_SUBS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0), tuple(range(1, 10)),
              (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0), tuple(np.arange(1.0, 10.0, 0.2)))
@@ -115,7 +127,8 @@ def make_jct_cdf_figure(jcts: dict[tuple[str, object], np.ndarray], title: str |
                 continue
             x = np.sort(values)
             lo, hi = min(lo, x[0]), max(hi, x[-1])
-            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{policy} ({x.size} jobs)",
+            # from 0 at the first JCT (a single job's curve is the rise from 0 to 1, not one invisible point)
+            ax.step(np.r_[x[0], x], np.arange(x.size + 1) / x.size, where="post", label=f"{policy} ({x.size} jobs)",
                     linewidth=1.6, **styles[policy])
         if hi > 0:
             if hi <= lo * 1.05:

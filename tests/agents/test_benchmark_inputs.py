@@ -62,6 +62,22 @@ def test_scores_figure_marks_the_bars_of_truncated_policies():
     assert cut[0].xy[0] == pytest.approx(bar.get_x() + bar.get_width() / 2)  # over the agent's bar
 
 
+def test_an_agent_skipped_in_a_cell_has_no_bar_there_not_a_score_of_zero():
+    # A skipped agent's NaN score was drawn as a bar of height 0: the score of env fifo+tune.
+    import math
+
+    from synergy_gym.agents.benchmark_outputs import scores_figure
+
+    results = frame(CELL)
+    results = results[results["policy"] != "agent-a"]
+    run = CellRun(Cell(SCARCE, "default"), ["agent-a"], [], [], results)
+    ax = scores_figure([(run, score_cell(results)), (CellRun(Cell(SCARCE, "preemptive"), ["agent-a"], [], [],
+                                                                 frame(CELL)), score_cell(frame(CELL)))]).axes[0]
+    bars = next(c for c in ax.containers if c.get_label() == "agent-a (agent)").patches
+    assert math.isnan(bars[0].get_height()) and math.isfinite(bars[1].get_height())
+    assert [t.get_text() for t in ax.texts] == ["not run"]
+
+
 @pytest.mark.slow
 def test_a_benchmark_cut_short_by_max_rounds_says_so_and_keeps_both_env_kwargs_groups(tmp_path, capsys):
     out = tmp_path / "out"

@@ -129,3 +129,26 @@ def test_evaluate_command_writes_the_chosen_curves(tmp_path, monkeypatch, capsys
     fig = make_jct_cdf_figure(cdf, title)
     _check_figure(fig)
     pyplot().close(fig)
+
+
+def test_a_curve_rises_from_zero_so_a_single_job_shows():
+    # One job's curve was one point drawn as a step: invisible (a legend entry over empty axes), and every curve
+    # started at 1/n instead of 0.
+    fig = make_jct_cdf_figure({("fifo+fair", 2.0): np.array([9.93]), ("fifo+tune", 2.0): np.array([3.43, 1.0])})
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    one, two = lines["fifo+fair (1 jobs)"], lines["fifo+tune (2 jobs)"]
+    assert list(one.get_xdata()) == [9.93, 9.93] and list(one.get_ydata()) == [0.0, 1.0]
+    assert list(two.get_xdata()) == [1.0, 1.0, 3.43] and list(two.get_ydata()) == [0.0, 0.5, 1.0]
+
+
+def test_series_against_load_look_apart_even_where_their_values_are_equal():
+    # Two policies with equal results: the second line covered the first, in the same marker and line style.
+    from synergy_gym.baselines.plots import make_avg_jct_figure
+
+    rows = [{"policy": p, "load": load, "seed": 1, "mean_jct_h": 10.0 + load} for p in ("a", "b") for load in (2, 4)]
+    series = make_avg_jct_figure(rows).axes[0].containers  # an errorbar per policy: its data line first
+    assert [c.get_label() for c in series] == ["a", "b"]
+    lines = [c.lines[0] for c in series]
+    assert len(lines) == 2 and lines[0].get_marker() != lines[1].get_marker()
+    assert (lines[0].get_color(), lines[0].get_linestyle()) != (lines[1].get_color(), lines[1].get_linestyle())
+    assert all(line.get_fillstyle() == "none" for line in lines)  # open markers: both show where they coincide

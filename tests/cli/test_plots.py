@@ -197,6 +197,22 @@ def test_trace_stats_figure_has_titles_and_labelled_log_axes():
     _close(fig)
 
 
+def test_the_duration_histogram_counts_every_job_a_log_axis_can_show():
+    # The lowest bin edge was clamped to 3.6 s: jobs of 1-3 s (51 in the Philly trace) were silently dropped.
+    from synergy_gym.traces.trace_jobs import TraceJobs
+    from synergy_gym.traces.trace_stats import make_histogram_figure
+
+    durations = np.array([0.0, 1.0, 2.0, 3.0, 600.0, 7200.0, 86400.0])
+    n = durations.size
+    trace = TraceJobs(source="t.csv", submit_s=np.arange(n, dtype=float), duration_s=durations,
+                      gpus=np.ones(n, dtype=int), cpu_per_gpu=np.full(n, np.nan), mem_per_gpu=np.full(n, np.nan))
+    fig = make_histogram_figure(trace)
+    left = fig.axes[0]
+    assert sum(patch.get_height() for patch in left.patches) == n - 1
+    assert "1 of 0 s not shown" in left.get_title()
+    _close(fig)
+
+
 # -- env render ------------------------------------------------------------------------------
 
 
