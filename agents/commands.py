@@ -53,7 +53,7 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None,
                    help=f"training seed; envs use seed + rank, a resumed run seed + its checkpoint's step (default: {d.seed})")
     p.add_argument("--device", default=None,
-                   help=f"one of {', '.join(DEVICES)}; auto: CUDA when PyTorch sees it (default: {d.device})")
+                   help=f"one of {', '.join(DEVICES)} or cuda:N; auto: CUDA when PyTorch sees it (default: {d.device})")
     p.add_argument("--torch-threads", type=int, default=None, metavar="N",
                    help="PyTorch threads (default: 1 on the CPU – small MLPs are slower with more – and PyTorch's "
                         "own on CUDA)")
@@ -147,7 +147,9 @@ def register_evaluate(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action=NonEmptyPath, default=None,
                    help="also write results.json (the summary rows and meta) here")
     p.add_argument("--decisions", action=NonEmptyPath, default=None, metavar="DIR",
-                   help="write DIR/<label>.jsonl per agent and env heuristic: one JSON line per decision of the first "
+                   help="write DIR/<label>.jsonl per agent and env heuristic (characters other than letters, digits "
+                        "and ._+=- in the label as _: pretrained:small → pretrained_small.jsonl): one JSON line per "
+                        "decision of the first "
                         "seed's episode (round, time_h, job_id, slot, level, action, stop, invalid, n_valid, "
                         "filled_slots, the slot's features); simulator policies and the bound make no env "
                         "decisions and get no file")

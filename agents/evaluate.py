@@ -301,6 +301,9 @@ def main(args: argparse.Namespace) -> int:
     started = utc_now()
     models = [resolve_model_argument(m) for m in args.model or []]
     labels = agent_labels(args.model or [], args.label)
+    for flag, given in (("--no-normalize", args.no_normalize), ("--allow-env-mismatch", args.allow_env_mismatch)):
+        if given and not models:  # it acts on models only: without one it would do nothing, silently
+            raise ConfigError(f"{flag} needs --model")
     sims = parse_sim_policies(args.sim_policies) if args.sim_policies is not None else None
     env_names, sim_names = parse_baselines(args.baselines, sims)
     check_record_paths(out, args.json, args.decisions, args.jobs_csv, labels, env_names)

@@ -11,6 +11,7 @@ evaluation runs; every refusal is one line on stderr (exit status 2), and a refu
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dest", type=Path, default=None,
                         help="folder to write, replaced whole (default: agents/pretrained/NAME)")
     args = parser.parse_args(argv)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", args.name):  # what pretrained:NAME can load: one folder name
+        parser.error(f"name {args.name!r}: must be one folder name of letters, digits and ._+- "
+                     "(pretrained:NAME loads agents/pretrained/NAME)")
     try:
         dest = check_export_dest(args.dest or pretrained_root() / args.name)  # before the held-out evaluation
         card = card_for(args.model, args.name, args.command)

@@ -80,6 +80,16 @@ def parse_args(argv=None) -> argparse.Namespace:
                  "torch_threads"):
         if (value := getattr(args, name)) is not None and value < 1:
             p.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    inf = float("inf")
+    for name, ok, must in (("learning_rate", lambda v: 0 < v < inf, "a finite positive number"),
+                           ("gamma", lambda v: 0 < v <= 1, "in (0, 1]"), ("gae_lambda", lambda v: 0 <= v <= 1, "in [0, 1]"),
+                           ("clip_coef", lambda v: 0 < v < inf, "a finite positive number"),
+                           ("ent_coef", lambda v: 0 <= v < inf, "a finite number ≥ 0"),
+                           ("vf_coef", lambda v: 0 <= v < inf, "a finite number ≥ 0"),
+                           ("max_grad_norm", lambda v: 0 < v < inf, "a finite positive number"),
+                           ("reward_scale", lambda v: 0 < v < inf, "a finite positive number")):
+        if not ok(value := getattr(args, name)):  # (NaN fails every comparison)
+            p.error(f"--{name.replace('_', '-')} must be {must}, got {value}")
     batch = args.num_envs * args.num_steps
     if batch % args.num_minibatches:
         p.error(f"--num-minibatches {args.num_minibatches} must divide the rollout of --num-envs × --num-steps = "
@@ -162,10 +172,14 @@ def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, next_value: 
 
 
 def resolve_device(name: str) -> torch.device:
-    if name == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("ppo_masked_minimal: error: --device cuda but PyTorch sees no CUDA device")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda"):
+        index = int(name.partition(":")[2] or 0)
+        seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if index >= seen:
+            raise SystemExit(f"ppo_masked_minimal: error: --device {name} but PyTorch sees "
+                             f"{seen or 'no'} CUDA device{'s' if seen != 1 else ''}")
     return torch.device(name)
 
 

@@ -23,7 +23,7 @@ import time
 
 import gymnasium as gym
 import numpy as np
-from arg_types import positive_int  # benchmarks/arg_types.py, beside this script
+from arg_types import positive_float, positive_int  # benchmarks/arg_types.py, beside this script
 from machine import machine_line  # benchmarks/machine.py, beside this script
 
 import synergy_gym  # noqa: F401  (registers the environments)
@@ -83,7 +83,8 @@ def run(env, seconds: float, repeat: int = 1, policy=None) -> tuple[float, float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="time per measurement (whole episodes, at least one)")
+    parser.add_argument("--seconds", type=positive_float, default=5.0,
+                        help="time per measurement (whole episodes, at least one)")
     parser.add_argument("--env", nargs="+", default=list(synergy_gym.SCENARIOS), help="environment ids")
     parser.add_argument("--mode", nargs="+", default=["default", "preemptive"], choices=list(MODES),
                         help="default; preemptive (deciding only what changes); every-event (preemptive, every job "

@@ -66,6 +66,8 @@ def test_the_preemptive_estimate_counts_the_decisions_of_its_redecide_mode():
     (["--seeds", "1", "--sim-policies", "fifo+opt"], "--sim-policies fifo+opt: has no effect with --baselines "
                                                       "'env:fifo+tune'"),
     (["--seeds", "1", "--device", "cuda"], "--device 'cuda': needs --model"),
+    (["--seeds", "1", "--no-normalize"], "--no-normalize needs --model"),
+    (["--seeds", "1", "--allow-env-mismatch"], "--allow-env-mismatch needs --model"),
 ])
 def test_evaluate_refuses_in_one_line_before_anything_runs(options, words, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)

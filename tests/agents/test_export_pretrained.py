@@ -138,3 +138,14 @@ def test_dest_dot_a_link_and_the_folder_mode_are_kept(run, tmp_path, monkeypatch
     pretrained_policies.export_pretrained(run / "best_model.zip", link, CARD)
     assert link.is_symlink() and (target / "model.zip").is_file()  # the export went where the link points
     assert target.stat().st_mode & 0o7777 == 0o2775
+
+
+@pytest.mark.parametrize("name", ["../escape", "small/v2", "", ".hidden"])
+def test_a_name_pretrained_name_could_not_load_is_refused(name, tmp_path, capsys, monkeypatch):
+    # The name was joined to agents/pretrained unchecked: "../x" wrote outside it, "small/v2" inside a shipped policy.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        export_main([str(tmp_path / "best_model.zip"), name, "--command", "x"])
+    assert exit_info.value.code == 2
+    assert f"error: name {name!r}: must be one folder name" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -63,6 +63,18 @@ def test_cuda_devices_are_named_as_elsewhere():
     assert ppo_masked_minimal.parse_args(["--device", "cuda:1"]).device == "cuda:1"
 
 
+def test_a_cuda_device_that_is_not_there_is_one_line(monkeypatch):
+    # cuda:N was not checked: "Torch not compiled with CUDA enabled" from deep inside PyTorch.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert ppo_masked_minimal.resolve_device("cuda:0") == torch.device("cuda:0")
+    with pytest.raises(SystemExit, match=r"--device cuda:1 but PyTorch sees 1 CUDA device$"):
+        ppo_masked_minimal.resolve_device("cuda:1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit, match=r"--device cuda:0 but PyTorch sees no CUDA devices$"):
+        ppo_masked_minimal.resolve_device("cuda:0")
+
+
 def test_no_finished_episode_yet_is_said_not_printed_as_nan(capsys):
     # 20 jobs take at least 20 decisions: 4 steps finish no episode.
     result = minimal(["--total-timesteps", "4", "--num-envs", "1", "--num-steps", "4", "--num-jobs", "20",
@@ -86,6 +98,13 @@ def test_no_finished_episode_yet_is_said_not_printed_as_nan(capsys):
     (["--num-envs", "2", "--num-steps", "32", "--num-minibatches", "3"], "--num-minibatches 3 must divide the rollout"),
     (["--num-jobs", "10000000"], "--num-jobs 10000000 on Synergy-small-v0: env kwarg num_jobs 10000000 exceeds"),
     (["--device", "gpu"], "--device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
+    # the float options went unchecked: trained silently (a negative reward scale maximises JCT) or a deep traceback
+    (["--reward-scale", "-1"], "--reward-scale must be a finite positive number, got -1.0"),
+    (["--gamma", "2"], "--gamma must be in (0, 1], got 2.0"),
+    (["--gamma", "nan"], "--gamma must be in (0, 1], got nan"),
+    (["--gae-lambda", "-3"], "--gae-lambda must be in [0, 1], got -3.0"),
+    (["--learning-rate", "-1"], "--learning-rate must be a finite positive number, got -1.0"),
+    (["--ent-coef", "inf"], "--ent-coef must be a finite number ≥ 0, got inf"),
 ])
 def test_bad_options_stop_in_one_line_before_training(argv, message, monkeypatch, capsys):
     def no_training(*_):
