@@ -309,12 +309,12 @@ def main(args: argparse.Namespace) -> int:
     workers, where = _workers(ray_module, on_ray)
     cells, size = checked_cells(plan, out, workers, where, args.allow_large)
     quiet_notice("sweep", size, args.quiet)
+    if on_ray and ray_module is None:  # (before the folder is made: a failed or interrupted start leaves none)
+        ray_module = connect_ray(None)
     # The cells are written into it as they finish: a new folder is this sweep's from now on (a default name another
     # process took meanwhile gives the next free one; a named one made meanwhile is refused).
     claimed = claim_new_folder(out, default_name=args.out is None) if new else []
     out = claimed[-1] if claimed else out
-    if on_ray and ray_module is None:
-        ray_module = connect_ray(None)
     started = time.perf_counter()
     if not args.quiet:
         took = f" (about {format_duration(size.seconds)})" if size.seconds > 60 else ""

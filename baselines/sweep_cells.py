@@ -187,7 +187,8 @@ def connect_ray(address: str | None) -> ModuleType | None:
                 ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     except Exception as exc:  # ConnectionError, RuntimeError, ValueError depending on the failure
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SynergyGymError(f"--address {address!r}: cannot connect to Ray: {first}") from None
+        where = f"--address {address!r}: cannot connect to Ray" if address else "cannot start a local Ray"
+        raise SynergyGymError(f"{where}: {first}") from None
     finally:
         if sigterm is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, sigterm)  # SIGTERM stops the sweep as Ctrl-C does (exit 130, cells kept)

@@ -157,3 +157,24 @@ def test_a_named_evaluate_folder_made_meanwhile_writes_neither_its_json_nor_its_
                             "r.json"], capsys)
     assert code == 2 and "this one's outputs are in new-2 (its files outside the folder were not written)" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "new-2"] and list((tmp_path / "new").iterdir()) == []
+
+
+def test_a_sweep_whose_local_ray_does_not_start_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    # The folder was claimed before the local Ray started: a failed or interrupted start left it, empty.
+    import importlib.util
+
+    from synergy_gym.baselines import sweep
+    from synergy_gym.errors import SynergyGymError
+
+    real_find_spec = importlib.util.find_spec
+
+    def no_raylet(address):
+        raise SynergyGymError("cannot start a local Ray: Failed to start the raylet")
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "ray" else real_find_spec(name, *a))
+    monkeypatch.setattr(sweep, "connect_ray", no_raylet)
+    monkeypatch.chdir(tmp_path)
+    for out in ([], ["--out", "named"]):
+        code, _, err = run_cli(["sweep", "--cluster", "small", "--jobs", "10", "--policies", "fifo+tune", "--load", "2",
+                                "--seed", "1", "--quiet", *out], capsys)
+        assert code == 2 and "cannot start a local Ray" in err and list(tmp_path.iterdir()) == []
