@@ -8,7 +8,7 @@ import pytest
 import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym import SCENARIOS
 from synergy_gym.env import SynergyEnv
-from synergy_gym.env.config import as_cluster
+from synergy_gym.env.config import as_cluster, same_env_kwarg
 from synergy_gym.env.levels import LevelTable
 from synergy_gym.env.observation import (
     CLUSTER_FEATURES,
@@ -74,7 +74,7 @@ def test_registered_ids_use_their_scenarios_and_share_the_spaces():
     for env_id, env in envs.items():
         kwargs = SCENARIOS[env_id].kwargs
         assert env.cluster == as_cluster(kwargs["cluster"])
-        assert all(getattr(env.cfg, k) == v for k, v in kwargs.items() if k != "cluster")
+        assert all(same_env_kwarg(k, getattr(env.cfg, k), v) for k, v in kwargs.items() if k != "cluster")
     for env_id in ("Synergy-scarce-v0", "Synergy-small-scarce-v0"):  # fewer CPUs, more vision jobs
         assert envs[env_id].cluster.cpus_per_server < 24 and envs[env_id].cfg.class_split[0] > 20
     assert envs["Synergy-small-scarce-v0"].cluster.total_gpus == 32 and envs["Synergy-scarce-v0"].cluster.total_gpus == 128
