@@ -151,6 +151,8 @@ class HeldOutEvaluation(BaseCallback):
         self.best = float("inf")
         self.best_step = 0
         self.next_eval = cfg.eval_freq
+        #: Whether the run continues in its own folder with its evaluations (``history`` given, empty or not).
+        self.keeps_history = history is not None
         #: The step count of this run's latest evaluation (None: none yet).
         self.evaluated_at: int | None = None
         #: Set when the validation JCT stalled: training ends at the next step.
@@ -165,7 +167,11 @@ class HeldOutEvaluation(BaseCallback):
     def _on_training_start(self) -> None:
         # A resumed run starts at its checkpoint's step count. The heuristics' scores and the warm start's fit
         # are written at the start.
-        self.next_eval = (self.num_timesteps // self.cfg.eval_freq + 1) * self.cfg.eval_freq
+        step, freq = self.num_timesteps, self.cfg.eval_freq
+        self.next_eval = (step // freq + 1) * freq
+        due = step // freq * freq  # the evaluation a run that reached this step had begun by now
+        if self.keeps_history and due > 0 and not any(due <= row["timesteps"] <= step for row in self.history):
+            self.next_eval = due  # it did not finish (Ctrl-C during it saved the model): at the first rollout, again
         values = {f"baseline/{name}/mean_jct_h": mean for name, mean in self.means.items()}
         if self.bc:  # the warm start's fit
             values["bc/accuracy"] = self.bc["bc_accuracy"]

@@ -88,7 +88,7 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
         check_stats_spaces(checkpoint, read_stats(stats), model, trained, cfg.env_id, cfg.env_kwargs, env_parts,
                            flag="--resume")
     steps = int(model.num_timesteps)
-    if steps >= cfg.timesteps:
+    if steps >= cfg.timesteps and not (in_place and final_evaluation_missing(run_folder(checkpoint), steps)):
         raise ConfigError(f"--resume {checkpoint}: the checkpoint is at step {steps:,} and timesteps is {cfg.timesteps:,}, "
                           "so nothing is left to train; give a larger --timesteps (the total to reach) to train further")
     return steps
@@ -164,6 +164,12 @@ def _shown(value: Any) -> str:
 def resumes_in_place(checkpoint: Path, run_dir: Path) -> bool:
     """Whether the run continues in the checkpoint's own run folder."""
     return run_folder(checkpoint).resolve() == Path(run_dir).resolve()
+
+
+def final_evaluation_missing(run_dir: Path, steps: int) -> bool:
+    """Whether the run's ``eval.csv`` has no row at step ``steps`` (its end): Ctrl-C during the final evaluation
+    saved ``last_model.zip`` at that step, and a resume in place runs only that evaluation."""
+    return not any(row["timesteps"] == steps for row in kept_history(run_dir, steps))
 
 
 def kept_history(run_dir: Path, steps: int) -> list[dict[str, Any]]:

@@ -174,6 +174,9 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
         history = kept_history(run_dir, start) if in_place else None
         # The notes compare with the checkpoint's run as it was: before its config.json is rewritten (in place).
         notes = [*inert_settings(cfg), *(resume_notes(checkpoint, cfg, start) if checkpoint is not None else [])]
+        if checkpoint is not None and start >= cfg.timesteps:  # check_resume let it through for this alone
+            notes.append(f"the checkpoint is at step {start:,}, the run's end, and its final evaluation did not finish: "
+                         "this session runs only that evaluation")
         first_episode = 0
         if checkpoint is not None:
             cfg = kept_warm_start(checkpoint, cfg, start)  # past step 0 the warm start the model had, not one given now
@@ -309,9 +312,11 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
     bar = cfg.progress_bar and is_terminal(sys.stdout)  # SB3's bar redraws in place: only on a terminal
     lines = [TrainingProgress()] if cfg.progress_bar and not bar else []
     model.learn(
-        # SB3 adds the model's step count to total_timesteps when it is not reset: the steps left
-        total_timesteps=cfg.timesteps if fresh else max(1, cfg.timesteps - model.num_timesteps),
+        # SB3 adds the model's step count to total_timesteps when it is not reset: the steps left (none for a run
+        # resumed at its end only for the final evaluation it did not finish, :func:`check_resume`)
+        total_timesteps=cfg.timesteps if fresh else max(0, cfg.timesteps - model.num_timesteps),
         callback=[evaluation, *schedule, *checkpoints, *lines, *callbacks],
+        log_interval=1,  # SB3's training curves every rollout (A2C's default is every 100th; DQN's, every 4th episode)
         progress_bar=bar,
         tb_log_name="run",
         reset_num_timesteps=fresh,

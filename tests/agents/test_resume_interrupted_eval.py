@@ -1,0 +1,90 @@
+"""A run stopped (Ctrl-C) during an evaluation and resumed in its own folder evaluates that step again, the final
+evaluation included; and every algorithm's training curves reach TensorBoard.
+
+Ctrl-C saves ``last_model.zip`` at the step the evaluation began, and the evaluation's row is never written. Before,
+a resumed run went on to the next multiple of ``eval_freq``: the model of that step (in the reviewer's run, the best
+one) was never a candidate for ``best_model.zip``, and a run stopped in its final evaluation could not be resumed at
+all ("nothing is left to train"), its ``eval.csv`` ending before ``last_model.zip``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from synergy_gym.agents.callbacks import HeldOutEvaluation
+from synergy_gym.agents.config import TrainConfig
+from synergy_gym.agents.models import load_model
+from synergy_gym.agents.train import train
+from synergy_gym.errors import Interrupted
+from tests.agents.test_resume_continuation import TINY
+from tests.support.cli_runs import run_cli
+
+
+def stop_evaluation_at(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
+    """Ctrl-C in the evaluation at ``step`` (once)."""
+    evaluate = HeldOutEvaluation.run_evaluation
+
+    def stopped(self: HeldOutEvaluation) -> dict:
+        if self.num_timesteps == step:
+            raise KeyboardInterrupt
+        return evaluate(self)
+
+    monkeypatch.setattr(HeldOutEvaluation, "run_evaluation", stopped)
+
+
+def steps_of(run) -> list[int]:
+    return pd.read_csv(run / "eval.csv")["timesteps"].tolist()
+
+
+def test_an_evaluation_stopped_by_ctrl_c_runs_again_when_the_run_resumes(tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    stop_evaluation_at(monkeypatch, 32)
+    with pytest.raises(Interrupted, match="at step 32"):
+        train(TrainConfig(**{**TINY, "timesteps": 48, "eval_freq": 16, "checkpoint_freq": 1000}), out=run, log=None)
+    assert steps_of(run) == [16]  # the evaluation at 32 never finished
+    monkeypatch.undo()
+    code, out, err = run_cli(["train", "--resume", str(run)], capsys)
+    assert code == 0, err
+    assert steps_of(run) == [16, 32, 48]  # the model saved at 32 evaluated, then the run went on as before
+
+
+def test_a_run_stopped_in_its_final_evaluation_resumes_for_that_evaluation_alone(tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    stop_evaluation_at(monkeypatch, 32)
+    with pytest.raises(Interrupted, match="at step 32"):
+        train(TrainConfig(**{**TINY, "timesteps": 32}), out=run, log=None)
+    before = load_model(run / "last_model.zip", "maskable_ppo", "cpu").policy.state_dict()
+    monkeypatch.undo()
+    code, out, err = run_cli(["train", "--resume", str(run)], capsys)
+    assert code == 0, err
+    assert ("note: the checkpoint is at step 32, the run's end, and its final evaluation did not finish: this session "
+            "runs only that evaluation") in out.splitlines()
+    assert steps_of(run) == [32]  # the last row is last_model.zip's, as the docs say
+    after = load_model(run / "last_model.zip", "maskable_ppo", "cpu")
+    assert after.num_timesteps == 32  # not trained any further
+    assert all((after.policy.state_dict()[k] == v).all() for k, v in before.items())
+    assert (run / "best_model.zip").is_file()
+    # Now the run is complete: nothing is left, as before.
+    code, out, err = run_cli(["train", "--resume", str(run)], capsys)
+    assert code == 2 and "nothing is left to train" in err
+
+
+def test_a_finished_run_resumed_into_another_folder_is_still_refused(tmp_path, capsys):
+    run = tmp_path / "run"
+    train(TrainConfig(**{**TINY, "timesteps": 16}), out=run, log=None)
+    code, out, err = run_cli(["train", "--resume", str(run), "--out", str(tmp_path / "elsewhere")], capsys)
+    assert code == 2 and "nothing is left to train" in err
+
+
+@pytest.mark.parametrize("algo", ["a2c", "maskable_ppo"])
+def test_training_curves_reach_tensorboard_every_rollout(tmp_path, algo):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = tmp_path / "run"
+    train(TrainConfig(**{**TINY, "algo": algo, "timesteps": 32, "checkpoint_freq": 1000}), out=run, log=None)
+    acc = EventAccumulator(str(run / "tb" / "run_1"))
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    assert "time/fps" in tags and "train/value_loss" in tags, tags  # A2C logged every 100th rollout: none of 4
+    assert len(acc.Scalars("time/fps")) >= 3
