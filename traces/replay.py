@@ -57,6 +57,8 @@ NUMERIC = (
 )
 TEXT = ("model", "task", "in_measured_window")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+#: A number written with an exponent (``1e400``): pandas 2 leaves one beyond a float's range as text.
+_EXPONENT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+")
 
 
 def read_workload_csv(
@@ -149,6 +151,8 @@ def _exact_numbers(path: Path, lines: Layout, col: str, cells: np.ndarray) -> np
             text = cell.strip()
             if _INTEGER.fullmatch(text):
                 cell = int(text)
+            elif _EXPONENT.fullmatch(text):
+                cell = float(text)  # out of range: ±inf or 0.0, checked as the value it is
             else:
                 try:
                     cell = float(pd.to_numeric(text))

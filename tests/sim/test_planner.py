@@ -16,14 +16,14 @@ def grants(ledger):
     return list(zip(ledger.jobs.tolist(), ledger.cpu.tolist(), ledger.mem.tolist(), ledger.tput.tolist(), ledger.parts))
 
 
-def setup(num_jobs=40, seed=2):
+def cluster_and_jobs(num_jobs=40, seed=2):
     cluster = ClusterSpec(num_servers=2, cpus_per_server=12)
     w = SyntheticWorkload(jobs_per_hour=2, seed=seed, num_jobs=num_jobs, multigpu=True, max_gpus=16).build()
     return cluster, JobTable(cluster, w)
 
 
 def test_plan_is_tunes_admission_then_placement_in_descending_gpus():
-    cluster, jobs = setup()
+    cluster, jobs = cluster_and_jobs()
     order = list(range(jobs.n))
     ledger = ClusterLedger(cluster)
     RoundPlanner(ledger, jobs, Tune()).plan(order)
@@ -38,7 +38,7 @@ def test_plan_is_tunes_admission_then_placement_in_descending_gpus():
 
 
 def test_reusing_last_rounds_placement_changes_nothing():
-    cluster, jobs = setup(num_jobs=60, seed=5)
+    cluster, jobs = cluster_and_jobs(num_jobs=60, seed=5)
     rng = np.random.default_rng(0)
     reused = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
     for _ in range(30):
@@ -57,7 +57,7 @@ def test_reusing_last_rounds_placement_changes_nothing():
 
 
 def test_a_mechanism_that_is_not_a_placer_plans_whole_rounds_and_refuses_admissions():
-    cluster, jobs = setup()
+    cluster, jobs = cluster_and_jobs()
     order = list(range(jobs.n))
     for mechanism in (FairShare(), Greedy()):
         planner = RoundPlanner(ClusterLedger(cluster), jobs, mechanism, reuse=True)
@@ -71,7 +71,7 @@ def test_a_mechanism_that_is_not_a_placer_plans_whole_rounds_and_refuses_admissi
 
 
 def test_a_planner_pickles_mid_round():
-    cluster, jobs = setup()
+    cluster, jobs = cluster_and_jobs()
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
     order = list(range(jobs.n))
     planner.plan(order)
@@ -85,7 +85,7 @@ def test_a_planner_pickles_mid_round():
 
 
 def test_a_round_must_be_begun_before_jobs_are_admitted():
-    cluster, jobs = setup()
+    cluster, jobs = cluster_and_jobs()
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
     for call in (planner.admit_in_order, planner.settle, planner.finish, lambda: planner.add(0)):
         with pytest.raises(RuntimeError, match=r"no round in progress: call begin\(\) first"):
@@ -103,7 +103,7 @@ def _fresh_tune(cluster, jobs, admitted):
 
 
 def test_add_in_admission_order_is_tunes_round():
-    cluster, jobs = setup(num_jobs=60, seed=3)
+    cluster, jobs = cluster_and_jobs(num_jobs=60, seed=3)
     rng = np.random.default_rng(1)
     for _ in range(20):
         order = rng.permutation(jobs.n).tolist()
@@ -127,7 +127,7 @@ def test_add_in_admission_order_is_tunes_round():
 def test_add_after_kept_jobs_over_many_rounds_gives_tunes_placement_with_reuse():
     # The env's loop: begin over the jobs that keep running, admit more with add (some at a new
     # target), finish. Reusing last round's placement must change nothing.
-    cluster, jobs = setup(num_jobs=60, seed=4)
+    cluster, jobs = cluster_and_jobs(num_jobs=60, seed=4)
     rng = np.random.default_rng(2)
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
     grid_cpu, grid_mem = jobs.zoo.cpu_grid, jobs.zoo.mem_grid
@@ -160,7 +160,7 @@ def test_add_after_kept_jobs_over_many_rounds_gives_tunes_placement_with_reuse()
 def test_re_adding_last_rounds_jobs_reuses_only_the_unchanged_placements():
     # The env's preemptive loop: every job returns to the waiting set; the agent re-admits them,
     # mostly in the same order and at the same level (target_changed=False), sometimes not.
-    cluster, jobs = setup(num_jobs=60, seed=6)
+    cluster, jobs = cluster_and_jobs(num_jobs=60, seed=6)
     rng = np.random.default_rng(3)
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune(), reuse=True)
     grid_cpu, grid_mem = jobs.zoo.cpu_grid, jobs.zoo.mem_grid
@@ -195,7 +195,7 @@ def test_re_adding_last_rounds_jobs_reuses_only_the_unchanged_placements():
 
 
 def test_add_out_of_gpu_order_is_re_placed_in_tunes_order():
-    cluster, jobs = setup(num_jobs=60, seed=5)
+    cluster, jobs = cluster_and_jobs(num_jobs=60, seed=5)
     small = [j for j in range(jobs.n) if jobs.gpus_l[j] == 1][:3]
     big = [j for j in range(jobs.n) if jobs.gpus_l[j] >= 4][:1]
     assert small and big
@@ -211,7 +211,7 @@ def test_add_out_of_gpu_order_is_re_placed_in_tunes_order():
 
 
 def test_add_refuses_jobs_that_do_not_fit():
-    cluster, jobs = setup()
+    cluster, jobs = cluster_and_jobs()
     planner = RoundPlanner(ClusterLedger(cluster), jobs, Tune())
     planner.begin(list(range(jobs.n)))
     planner.admit_in_order()  # fill the cluster
@@ -243,8 +243,8 @@ def test_a_tune_subclass_that_places_jobs_its_own_way_is_called(make_workload):
 def test_target_rows_then_assign_target_equals_set_target():
     # The environment precomputes each level's target row at reset and sets it with
     # ``assign_target``; that must leave the job table exactly as ``set_target`` does.
-    _, precomputed = setup(num_jobs=30, seed=5)
-    _, direct = setup(num_jobs=30, seed=5)
+    _, precomputed = cluster_and_jobs(num_jobs=30, seed=5)
+    _, direct = cluster_and_jobs(num_jobs=30, seed=5)
     jobs = np.arange(precomputed.n)
     cpu = 1.0 + (jobs % 7) * 0.75
     mem = 20.0 + (jobs % 5) * 30.0
