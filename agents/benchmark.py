@@ -67,13 +67,15 @@ from synergy_gym.cli.results_json import build_meta, utc_now
 from synergy_gym.cli.staging import is_new
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 
-#: What to do about a model's missing statistics: ``benchmark`` has no ``--vecnormalize`` or ``--no-normalize``.
+#: What to do about a model's missing statistics: ``benchmark`` has no ``--vecnormalize``.
 STATS_ADVICE = ("benchmark reads them only from beside the model: put them in one of those places (as synergy-gym "
-                "train saves them: vecnormalize.pkl, best_vecnormalize.pkl for best*.zip)")
+                "train saves them: vecnormalize.pkl, best_vecnormalize.pkl for best*.zip), or give --no-normalize "
+                "for models trained without VecNormalize")
 
 
-def check_models(arguments: list[str]) -> list[tuple[Path, Path | None]]:
-    """Each ``--model``'s path and statistics (found beside it), every file checked before any model is loaded."""
+def check_models(arguments: list[str], normalize: bool = True) -> list[tuple[Path, Path | None]]:
+    """Each ``--model``'s path and statistics (found beside it; none with ``normalize`` false: ``--no-normalize``),
+    every file checked before any model is loaded."""
     checked = []
     for argument in arguments:
         if not argument.strip():
@@ -86,7 +88,7 @@ def check_models(arguments: list[str]) -> list[tuple[Path, Path | None]]:
             if not text.startswith("--model"):
                 text = f"--model {argument}: {text.removeprefix(f'{argument} ')}"
             raise ConfigError(text) from None
-        checked.append((path, resolve_stats(path, None, True, advice=STATS_ADVICE)))
+        checked.append((path, resolve_stats(path, None, normalize, advice=STATS_ADVICE)))
     return checked
 
 
@@ -164,7 +166,9 @@ def main(args: argparse.Namespace) -> int:
     seeds = list(parse_seed_list(DEFAULT_SEEDS if args.seeds is None else args.seeds, "--seeds"))  # "" is refused
     env_kwargs = parse_env_kwargs(args.env_kwargs) if args.env_kwargs is not None else {}
     cells = benchmark_cells(args.env, args.mode, env_kwargs)
-    models = check_models(list(args.model or []))
+    if args.no_normalize and not args.model:  # it acts on models only: without one it would do nothing, silently
+        raise ConfigError("--no-normalize needs --model")
+    models = check_models(list(args.model or []), normalize=not args.no_normalize)
     device = check_device_flag(args.device, list(args.model or []))
     parts = [env_parts(cell) for cell in cells]  # a bad env kwarg fails here, before any model loads
     agents = load_agents(list(args.model or []), labels, device, models)

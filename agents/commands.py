@@ -191,6 +191,9 @@ def register_benchmark(subparsers: argparse._SubParsersAction) -> None:
                    help="also the contention-aware bound: an LP per seed, cached once solved; about 1 s a seed on "
                         "Synergy-small-v0 and Synergy-v0, 7 s on Synergy-small-scarce-v0 and 12 s on Synergy-scarce-v0 "
                         "(default: the no-waiting bound alone)")
+    p.add_argument("--no-normalize", action="store_true",
+                   help="run every --model on unnormalised observations: models trained without VecNormalize "
+                        "(default: with the statistics found beside each model; missing ones are refused)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (for --model; only with it)")
     p.add_argument("--json", action=NonEmptyPath, default=None,
                    help="also write results.json (the rows and meta) here; not one of --out's own files")

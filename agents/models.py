@@ -156,13 +156,19 @@ def load_model(path: Path, algo: str | None, device: str, env: VecEnv | None = N
     last_error: Exception | None = None
     for name in candidates:
         try:
-            return algorithm_class(name).load(str(path), env=env, device=device, **(settings or {}))
+            model = algorithm_class(name).load(str(path), env=env, device=device, **(settings or {}))
         except Exception as exc:  # a different algorithm's zip, or a damaged one
             last_error = exc
             if "spaces do not match" in str(exc):
                 raise ConfigError(
                     f"{path} was trained on other observation/action spaces than the environment has now; train a new model"
                 ) from None
+            continue
+        if hasattr(model.policy, "lstm_actor"):  # sb3-contrib's RecurrentPPO: it loads as PPO, its LSTM state unused
+            raise ConfigError(f"{path} holds a recurrent policy ({type(model.policy).__name__}), which synergy-gym's "
+                              "commands cannot run (they keep no LSTM state between decisions); score it with "
+                              "synergy_gym.evaluate(RecurrentPPO.load(...), ...), which does")
+        return model
     raise ConfigError(f"{path} could not be loaded as a {'/'.join(candidates)} model: "
                       f"{first_line(last_error) if last_error else 'no algorithm'}")
 
@@ -238,7 +244,9 @@ def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str
     from synergy_gym.agents.wrappers import AgentPolicy
 
     device = resolve_device(device, "device")
-    stats_path = resolve_stats(model_path, stats, normalize)
+    stats_path = resolve_stats(model_path, stats, normalize, flag="load_agent(): model_path",
+                               advice="pass stats=PATH (its VecNormalize pickle), or normalize=False to run it on "
+                                      "unnormalised observations on purpose")
     model = load_model(model_path, cfg.algo if cfg else None, device)
     vec_norm = read_stats(stats_path) if stats_path is not None else None
     return AgentPolicy(model, vec_norm, name=name)

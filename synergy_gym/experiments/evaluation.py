@@ -137,10 +137,29 @@ def check_policy(policy: Any, env_id: Any) -> None:
 
 
 def _accepts_masks(policy: Any) -> bool:
+    return _accepts(policy, "action_masks")
+
+
+def _accepts(policy: Any, *names: str) -> bool:
+    """Whether ``policy.predict`` takes every one of the keyword arguments ``names``."""
     try:
-        return "action_masks" in inspect.signature(policy.predict).parameters
+        parameters = inspect.signature(policy.predict).parameters
     except (TypeError, ValueError):
         return False
+    return all(name in parameters for name in names)
+
+
+def _one_action(result: Any, label: str) -> tuple[int, Any]:
+    """``predict``'s ``(action, state)`` for one observation as a Python int and the state; anything else is one
+    line naming what it returned."""
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise ConfigError(f"evaluate(): {label}'s predict must return (action, state) as SB3's models do, "
+                          f"got {shown(result)}")
+    action = np.asarray(result[0])
+    if action.size != 1:
+        raise ConfigError(f"evaluate(): {label}'s predict must return one action for one observation, "
+                          f"got {shown(result[0])}")
+    return action.item(), result[1]
 
 
 def evaluate(
@@ -176,10 +195,12 @@ def evaluate(
 
     ``seeds``: a non-empty iterable of non-negative integers (:func:`check_seeds`). ``policy`` needs
     ``predict(obs, ..., deterministic=..., [action_masks=...])``
-    returning ``(action, state)`` – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
-    both qualify; other seeds, policies or an ``env_id`` that is neither an id nor a callable are one line
-    (:class:`~synergy_gym.errors.ConfigError`, :func:`check_policy`). Masks are passed when ``predict``
-    accepts them. A policy that also offers
+    returning ``(action, state)`` with one action – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
+    both qualify; other seeds, policies, return values or an ``env_id`` that is neither an id nor a callable
+    are one line (:class:`~synergy_gym.errors.ConfigError`, :func:`check_policy`). Masks are passed when
+    ``predict`` accepts them; so are ``state`` (the one it returned last, None at an episode's start) and
+    ``episode_start``, as SB3's ``predict`` takes them, so that a recurrent policy (sb3-contrib's
+    ``RecurrentPPO``) keeps its state through an episode. A policy that also offers
     ``batch_predictor(deterministic)`` (trained agents: :class:`synergy_gym.agents.wrappers.AgentPolicy`)
     and returns a predictor for it has its episodes run side by side and decided in batches, with the
     same actions and rows but ``wall_s`` (:mod:`synergy_gym.experiments.batched`).
@@ -207,6 +228,7 @@ def evaluate(
     if predict is not None:
         return pd.DataFrame(run_batched(predict, make, seed_list, label, record, on_episode))
     masks = _accepts_masks(policy)
+    stateful = _accepts(policy, "state", "episode_start")  # SB3's signature: a recurrent policy's state goes on
     reseed = getattr(policy, "reseed", None)
     rows = []
     env = make()
@@ -222,13 +244,15 @@ def evaluate(
             info: dict[str, Any] = {}
             terminated = truncated = False
             log: list[dict[str, Any]] | None = [] if log_decisions and i == 0 else None
+            state: Any = None
             with sampling:
                 while not done:
-                    kwargs = {"deterministic": deterministic}
+                    kwargs: dict[str, Any] = {"deterministic": deterministic}
                     if masks:
                         kwargs["action_masks"] = base.action_masks()
-                    action, _ = policy.predict(obs, **kwargs)
-                    action = np.asarray(action).item()
+                    if stateful:
+                        kwargs.update(state=state, episode_start=np.array([steps == 0]))
+                    action, state = _one_action(policy.predict(obs, **kwargs), label)
                     if log is not None:
                         log.append(decision_record(env, obs, action))
                     obs, reward, terminated, truncated, info = env.step(action)
