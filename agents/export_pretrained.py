@@ -34,12 +34,15 @@ def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
     :func:`synergy_gym.agents.load_pretrained` must reproduce on a fresh install (a test checks it).
     """
     from synergy_gym.agents.config import HELD_OUT_SEED_BASE
+    from synergy_gym.agents.model_checks import check_agent_fits, env_space_parts
     from synergy_gym.agents.models import load_agent
     from synergy_gym.experiments.evaluation import evaluate
 
     model_zip = Path(model_zip)
     run, _, cfg = export_sources(model_zip)  # what is missing, refused before any work
     agent = load_agent(model_zip, cfg, "cpu", name)
+    # A model whose spaces the run's environment no longer has (an older synergy-gym's) is one line, not a traceback.
+    check_agent_fits(model_zip, agent, cfg, cfg.env_id, cfg.env_kwargs, env_space_parts(cfg.env_id, cfg.env_kwargs))
     step = int(agent.model.num_timesteps)
     chosen = evaluation_of(run, step, best=model_zip.name.startswith("best"))
     check = evaluate(agent, cfg.env_id, [HELD_OUT_SEED_BASE], name=name, **cfg.env_kwargs)

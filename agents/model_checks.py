@@ -106,7 +106,8 @@ def _mismatch_cause(cfg: TrainConfig | None, model_parts: dict[str, str], env_id
     changes += [(k, trained.get(k), wanted.get(k)) for k in dict.fromkeys([*trained, *wanted])
                 if not same_env_kwarg(k, trained.get(k), wanted.get(k))]
     if not changes:
-        return f"it was trained on {cfg.env_id} with the same env kwargs"
+        return (f"it was trained on {cfg.env_id} with the same env kwargs, by an older synergy-gym"
+                f"{_older_hint(cfg, model_parts)}")
     causes = []
     for key, old, new in changes:
         try:
@@ -121,6 +122,21 @@ def _mismatch_cause(cfg: TrainConfig | None, model_parts: dict[str, str], env_id
     causes = causes or changes
     return (f"this model was trained with {', '.join(f'{k}={old}' for k, old, _ in causes)} "
             f"but the environment has {', '.join(f'{k}={new}' for k, _, new in causes)}")
+
+
+def _older_hint(cfg: TrainConfig, model_parts: dict[str, str]) -> str:
+    """What reproduces the spaces of a model an older synergy-gym trained with the same kwargs (see CHANGELOG.md)."""
+    legacy = {**cfg.env_kwargs, "redecide": "every_event"}  # preemptive=True re-decided every event before 2026-12-04
+    if cfg.env_kwargs.get("preemptive") is True and "redecide" not in cfg.env_kwargs:
+        try:
+            if env_space_parts(cfg.env_id, legacy) == model_parts:
+                given = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in legacy.items())
+                return (" whose preemptive mode re-decided every running job at every event: it runs with "
+                        f"--env-kwargs {given} --allow-env-mismatch (its config.json does not name the mode); "
+                        "or retrain it")
+        except SynergyGymError:
+            pass
+    return " whose environment had other spaces (CHANGELOG.md says what changed): retrain it"
 
 
 def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],

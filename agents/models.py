@@ -159,6 +159,11 @@ def load_model(path: Path, algo: str | None, device: str, env: VecEnv | None = N
             model = algorithm_class(name).load(str(path), env=env, device=device, **(settings or {}))
         except Exception as exc:  # a different algorithm's zip, or a damaged one
             last_error = exc
+            if isinstance(exc, ModuleNotFoundError) and exc.name in ("agents", "agents.features"):
+                raise ConfigError(f"{path} was saved by a synergy-gym from before its one installed namespace "
+                                  "(2026-12-02): its network is pickled as module 'agents', which is "
+                                  "synergy_gym.agents now; retrain it, or load it with the version that trained it "
+                                  "(its run's versions.json)") from None
             if "spaces do not match" in str(exc):
                 raise ConfigError(
                     f"{path} was trained on other observation/action spaces than the environment has now; train a new model"
