@@ -58,7 +58,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="PyTorch threads (default: 1 on the CPU – small MLPs are slower with more – and PyTorch's "
                         "own on CUDA)")
     p.add_argument("--config", action=OnceFile, default=None,
-                   help="TOML or YAML file of any TrainConfig settings, given once (default: none)")
+                   help="TOML or YAML file of any TrainConfig settings, given once, or the name of a reference "
+                        "config the package ships: small, small_scarce, small_scarce_preemptive, … (agents/configs/"
+                        "NAME.toml) (default: none)")
     p.add_argument("--action-head", default=None, choices=ACTION_HEADS,
                    help=f"linear: SB3's; per_slot: one shared scorer per slot (agents/slot_policy.py) "
                         f"(default: {d.action_head})")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synergy_gym.agents.pretrained_policies import check_export_dest, export_pretrained, export_sources, pretrained_root
-from synergy_gym.errors import SynergyGymError
+from synergy_gym.errors import PathError, SynergyGymError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -80,6 +80,16 @@ def evaluation_of(run: Path, step: int, best: bool = False) -> pd.Series | None:
     return rows.loc[rows["mean_jct_h"].idxmin()] if best else rows.iloc[-1]
 
 
+def default_dest(name: str) -> Path:
+    """``agents/pretrained/NAME`` of the source checkout the package runs from; outside one (an installed package, whose
+    shipped policies it would replace and whose folder it would outlive an uninstall in) :class:`PathError`."""
+    root = pretrained_root()
+    if not (root.parent.parent / "pyproject.toml").is_file():  # <checkout>/agents/pretrained, not site-packages
+        raise PathError(f"export: without --dest it would write into the installed package ({root / name}); give "
+                        "--dest DIR, a folder of your own")
+    return root / name
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m synergy_gym.agents.export_pretrained RUN/best_model.zip NAME --command "..."``: ship a checkpoint."""
     import argparse
@@ -89,13 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help="the policy's name (agents/pretrained/NAME)")
     parser.add_argument("--command", required=True, help="the training command, recorded in card.json")
     parser.add_argument("--dest", type=Path, default=None,
-                        help="folder to write, replaced whole (default: agents/pretrained/NAME)")
+                        help="folder to write, replaced whole (default: agents/pretrained/NAME in a source checkout, "
+                             "which pretrained:NAME then loads; an installed package needs --dest)")
     args = parser.parse_args(argv)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", args.name):  # what pretrained:NAME can load: one folder name
         parser.error(f"name {args.name!r}: must be one folder name of letters, digits and ._+- "
                      "(pretrained:NAME loads agents/pretrained/NAME)")
     try:
-        dest = check_export_dest(args.dest or pretrained_root() / args.name)  # before the held-out evaluation
+        dest = check_export_dest(args.dest or default_dest(args.name))  # before the held-out evaluation
         card = card_for(args.model, args.name, args.command)
         export_pretrained(args.model, dest, card)
     except SynergyGymError as exc:

@@ -28,6 +28,29 @@ OPTION_FIELDS = ("algo", "env_id", "timesteps", "n_envs", "seed", "device", "eva
                  "attention_heads")
 
 
+def shipped_configs() -> dict[str, Path]:
+    """The reference training configs the package ships (``agents/configs/NAME.toml``), by name."""
+    from importlib import resources
+
+    folder = Path(str(resources.files("synergy_gym.agents") / "configs"))
+    return {p.stem: p for p in sorted(folder.glob("*.toml"))} if folder.is_dir() else {}
+
+
+def config_argument(value: str | Path) -> Path:
+    """``--config``: a file, or the name of a config the package ships (``small_scarce``: ``agents/configs/NAME.toml``,
+    which an installed package holds too). A missing file whose name is a shipped config's is one line saying so."""
+    path = Path(value)
+    if path.exists():
+        return path
+    shipped = shipped_configs()
+    if str(value) in shipped:
+        return shipped[str(value)]
+    if path.suffix == ".toml" and path.stem in shipped:
+        raise ConfigError(f"config file {str(value)!r} does not exist; the package ships a config of that name: "
+                          f"--config {path.stem}")
+    return path  # load_config_file says it does not exist
+
+
 def config_from_args(args: argparse.Namespace, checkpoint: Path | None = None) -> TrainConfig:
     """The run's config: TrainConfig's defaults, under the resumed run's ``config.json``, ``--config``, then the options.
 
@@ -40,7 +63,7 @@ def config_from_args(args: argparse.Namespace, checkpoint: Path | None = None) -
     if saved is not None:
         layers.append((str(saved), load_config_file(saved)))
     if args.config is not None:
-        layers.append((str(args.config), load_config_file(args.config)))
+        layers.append((str(args.config), load_config_file(config_argument(args.config))))
     values: dict[str, Any] = {}
     for _, settings in layers:
         values = _over(values, settings)

@@ -63,6 +63,9 @@ def test_the_wheel_installs_runs_and_uninstalls_without_a_trace(tmp_path):
     ]
     top_level = (purelib / f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info" / "top_level.txt")
     assert top_level.read_text().split() == ["synergy_gym"]
+    # The reference training configs, which the docs' commands name (--config small_scarce in an installed package).
+    assert sorted(p.name for p in (installed / "agents" / "configs").iterdir()) == sorted(
+        p.name for p in (REPO / "agents" / "configs").iterdir() if p.suffix in (".toml", ".yml"))
     before = _tree(installed)
 
     home = tmp_path / "home"
