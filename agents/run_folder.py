@@ -190,7 +190,9 @@ def run_lock(run_dir: Path) -> Iterator[None]:
 
 
 def _running(pid: int) -> bool:
-    """Whether process ``pid`` of this machine runs."""
+    """Whether process ``pid`` of this machine runs (on Windows: assumed, so a killed run's lock is removed by hand)."""
+    if sys.platform == "win32":  # os.kill(pid, 0) there sends CTRL_C_EVENT (0): it would interrupt that training
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

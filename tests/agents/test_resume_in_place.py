@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from synergy_gym.agents.checkpoints import latest_checkpoint
+from synergy_gym.errors import SynergyGymError
 from tests.agents.tiny_runs import one_line_error
 from tests.support.cli_runs import run_cli, snapshot
 
@@ -138,3 +139,20 @@ def test_settings_kept_across_resumes_from_earlier_checkpoints_follow_the_steps(
     assert sorted(p.name for p in aside.iterdir()) == ["config.before-step-1024.json", "config.json", "last_model.zip"]
     (run / "config.json").write_text(config_json(s3))  # the resumed session's
     assert [config_of_step(run, step).name for step in (512, 513, 1024)] == [kept.name, "config.json", "config.json"]
+
+
+def test_on_windows_a_lock_holder_is_never_signalled(tmp_path, monkeypatch):
+    """os.kill(pid, 0) sends CTRL_C_EVENT on Windows: looking at a lock would have interrupted the training holding
+    it. There a holder is taken to run (the message says to remove a killed run's lock by hand)."""
+    import os
+    import socket
+
+    from synergy_gym.agents import run_folder
+
+    sent = []
+    monkeypatch.setattr(os, "kill", lambda *args: sent.append(args))
+    monkeypatch.setattr(run_folder.sys, "platform", "win32")
+    (tmp_path / run_folder.LOCK_FILE).write_text(f"{socket.gethostname()} 999999999\n")
+    with pytest.raises(SynergyGymError, match="another training process"):
+        run_folder.check_not_locked(tmp_path)
+    assert sent == []
