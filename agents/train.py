@@ -357,7 +357,7 @@ def main(args: argparse.Namespace) -> int:
         raise SynergyGymError(str(exc).splitlines()[0]) from None
     history = pd.read_csv(run_dir / "eval.csv")
     last = history.iloc[-1]
-    scored = json.loads((run_dir / "baselines.json").read_text())
+    scored = json.loads((run_dir / "baselines.json").read_text(encoding="utf-8"))
     means, best = scored["mean_jct_h"], scored["best"]
     names = [n for n in dict.fromkeys([*cfg.reference_baselines, best]) if n in means]
     ratios = ", ".join(f"{last['mean_jct_h'] / means[n]:.3f}× {n}" + (" (best heuristic)" if n == best else "")
