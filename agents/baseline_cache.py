@@ -7,7 +7,8 @@ from its own generator seeded with the run's seed – so the same heuristics on 
 env keyword arguments and seeds give the same rows every time, as long as the code is the same.
 :func:`cached_scores` keeps those rows in the cache folder, under a key of
 
-* the env id, its keyword arguments, the seeds, the heuristics' names and ``random``'s seed, and
+* the env id and how it is registered (entry point, kwargs), its keyword arguments, the seeds, the heuristics'
+  names and ``random``'s seed, and
 * a fingerprint of the code that computes them (:func:`code_fingerprint`: every Python and data
   file of the ``synergy_gym`` package, the agents' scoring code, the heuristics and the trace readers – the shipped
   pretrained policies aside – and numpy's and numba's versions),
@@ -16,7 +17,8 @@ so that a change to the simulator, the environment or a heuristic scores them af
 that differ only in their training seed (``random``'s seed aside), length or hyper-parameters
 share the rows. The rows are stored as JSON (every float exactly); a cached row's ``wall_s``
 is the time of the run that scored it. Env keyword arguments other than numbers, booleans and
-None (a trace or workload file may change under the same name) are never cached.
+None (a trace or workload file may change under the same name) are never cached, nor an id registered with
+another environment class (whose code the fingerprint does not cover) or with a file among its kwargs.
 
 The cache folder is ``$SYNERGY_GYM_CACHE_DIR/baselines`` if that variable is set (empty:
 no cache), else ``baselines`` in the per-user cache folder (``~/.cache/synergy-gym`` on
@@ -81,15 +83,48 @@ def _in_skipped_folder(relative: Path) -> bool:
     return any(part in SKIPPED_FOLDERS for part in relative.parts[:-1])
 
 
-def cacheable(env_kwargs: dict[str, Any]) -> bool:
-    """Whether scores with these env keyword arguments may be cached: numbers, booleans and None only."""
-    return all(value is None or isinstance(value, (bool, int, float)) for value in env_kwargs.values())
+def cacheable(env_kwargs: dict[str, Any], env_id: str | None = None) -> bool:
+    """Whether scores with these env keyword arguments (and ``env_id``'s registration) may be cached: the kwargs
+    numbers, booleans and None only; the id registered with synergy-gym's environment and kwargs of plain values (no
+    file a name could stand for: a cluster or trace file may change under the same name)."""
+    if not all(value is None or isinstance(value, (bool, int, float)) for value in env_kwargs.values()):
+        return False
+    registered = registration(env_id) if env_id is not None else None
+    return registered is None or (registered["entry_point"].startswith("synergy_gym.")
+                                  and all(_plain(value) for _, value in registered["kwargs"]))
+
+
+def _plain(value: Any) -> bool:
+    """A registered kwarg's value that says everything it stands for: a number, a boolean, None, a name
+    (``cluster="small"``) that is no file, or a list or table of such values (``cluster={"num_servers": 4}``)."""
+    if isinstance(value, str):
+        return not Path(value).exists()
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return value is None or isinstance(value, (bool, int, float))
+
+
+def registration(env_id: str) -> dict[str, Any] | None:
+    """How ``env_id`` is registered with Gymnasium (its entry point, kwargs and step limit); None if it is not.
+
+    Part of the key: an id registered again with other kwargs (a user's scenario, an edited one) scores afresh."""
+    import gymnasium as gym
+
+    try:
+        spec = gym.spec(env_id)
+    except gym.error.Error:
+        return None
+    return {"entry_point": str(spec.entry_point), "kwargs": sorted(spec.kwargs.items()),
+            "max_episode_steps": spec.max_episode_steps}
 
 
 def cache_key(env_id: str, env_kwargs: dict[str, Any], seeds: list[int], names: list[str], seed: int) -> str:
     """The cache file's name for these scores (see the module)."""
-    spec = {"format": FORMAT, "code": code_fingerprint(), "env_id": env_id, "env_kwargs": sorted(env_kwargs.items()),
-            "seeds": [int(s) for s in seeds], "heuristics": list(names), "random_seed": seed}
+    spec = {"format": FORMAT, "code": code_fingerprint(), "env_id": env_id, "registered": registration(env_id),
+            "env_kwargs": sorted(env_kwargs.items()), "seeds": [int(s) for s in seeds], "heuristics": list(names),
+            "random_seed": seed}
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=repr).encode()).hexdigest() + ".json"
 
 
@@ -114,7 +149,7 @@ def _decode(text: str, names: list[str]) -> dict[str, pd.DataFrame] | None:
 def cached_scores(score: Callable[[], dict[str, pd.DataFrame]], env_id: str, env_kwargs: dict[str, Any],
                   seeds: list[int], names: list[str], seed: int) -> dict[str, pd.DataFrame]:
     """The heuristics' rows from the cache if they are there, else ``score()``'s (then cached); see the module."""
-    folder = cache_folder() if cacheable(env_kwargs) else None
+    folder = cache_folder() if cacheable(env_kwargs, env_id) else None
     if folder is None:
         return score()
     path = folder / cache_key(env_id, env_kwargs, seeds, names, seed)

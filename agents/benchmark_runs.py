@@ -123,7 +123,8 @@ def plan_cell(cell: Cell, agents: list[BenchAgent], parts: dict[str, str]) -> tu
 
 def in_cache(cell: Cell, seeds: list[int], names: tuple[str, ...]) -> bool:
     """Whether the rows of ``names`` (env heuristics, or the contention bound) on this cell and seeds are cached."""
-    folder = baseline_cache.cache_folder() if cacheable(cell.env_kwargs) else None  # the module's, as cached_scores
+    # the module's folder, as cached_scores uses
+    folder = baseline_cache.cache_folder() if cacheable(cell.env_kwargs, cell.env_id) else None
     return folder is not None and (folder / cache_key(cell.env_id, cell.env_kwargs, seeds, list(names),
                                                       PER_EPISODE_SEED)).is_file()
 

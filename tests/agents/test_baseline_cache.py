@@ -7,6 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
+import synergy_gym
 from synergy_gym.agents import baseline_cache
 from synergy_gym.agents.baseline_cache import cache_key, cacheable, cached_scores, code_fingerprint
 from synergy_gym.agents.baseline_scores import evaluate_baselines
@@ -100,3 +101,37 @@ def test_the_fingerprint_changes_with_the_code(tmp_path, monkeypatch):
     sys.modules.pop("scoring_pkg", None)
     # Each change of code or data scores afresh; a shipped policy's files (pretrained/) do not.
     assert len(set(fingerprints[:3])) == 3 and fingerprints[3] == fingerprints[2]
+
+
+def test_an_id_registered_again_with_other_kwargs_is_scored_afresh(own_baseline_cache, tmp_path):
+    """The key held the id and the kwargs given, not the id's registration: a user's scenario registered again with
+    another jobs_per_hour (or an edited one) got the first registration's scores from the cache."""
+    import warnings
+
+    import gymnasium as gym
+
+    def register(**kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding environment … already in registry": on purpose
+            gym.register(env_id, **kwargs)
+
+    frames = {"fifo+tune": pd.DataFrame({"mean_jct_h": [1.0]})}
+    score = Counting(frames)
+    args = ({"num_jobs": 10}, [1, 2], ["fifo+tune"], 0)
+    env_id = "Synergy-cache-test-v0"
+    try:
+        for jobs_per_hour in (1.0, 20.0, 20.0):
+            register(entry_point="synergy_gym.env:SynergyEnv", kwargs={"cluster": "small", "jobs_per_hour": jobs_per_hour})
+            assert cacheable(args[0], env_id)
+            cached_scores(score, env_id, *args)
+        assert score.calls == 2  # scored for each registration, reused for the same one
+        cluster = tmp_path / "c.toml"
+        cluster.write_text("num_servers = 1\n")
+        register(entry_point="synergy_gym.env:SynergyEnv", kwargs={"cluster": str(cluster)})
+        assert not cacheable(args[0], env_id)  # a file may change under its name
+        register(entry_point="my_package.envs:MyEnv", kwargs={})
+        assert not cacheable(args[0], env_id)  # code the fingerprint does not cover
+    finally:
+        gym.registry.pop(env_id, None)
+    assert all(cacheable(args[0], registered) for registered in synergy_gym.SCENARIOS)  # the shipped ids are cached
+    assert cacheable(args[0], "Not-registered-v0")
