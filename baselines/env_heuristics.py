@@ -36,7 +36,8 @@ pays with ``preemptive=True`` (the waiting job starts at the next event) and not
 the default mode (a job admitted below its demand keeps its GPUs until it ends, but
 a stop leaves the GPUs idle until the next event). "First slot at its
 demand" (``fifo+tune``) reproduces the simulator's ``fifo+tune`` exactly in
-preemptive mode, and in the default mode on single-GPU workloads; ``las+tune`` is
+preemptive mode while every waiting job has a slot (``max_queue``), and in the default mode on
+single-GPU workloads; ``las+tune`` is
 meant for ``preemptive=True``.
 
 With ``levels="grid"`` the demand level is the valid level with the highest

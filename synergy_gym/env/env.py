@@ -65,7 +65,8 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     slot at its demand level reproduces the simulator's ``fifo+tune`` exactly with
     ``"every_event"``, and in the default mode on single-GPU workloads (with ``timing="exact"`` to
     rounding error: the environment splits time at arrivals); with ``"changes"`` the environment
-    heuristic ``fifo+tune`` does.
+    heuristic ``fifo+tune`` does while every waiting job has a slot (``max_queue``) and every running job a
+    row (``max_running``).
 
     ## Action Space
 
