@@ -17,6 +17,7 @@ Stable-Baselines3 (``synergy_gym.agents.train`` does so only when training start
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from synergy_gym.agents.baseline_scores import best_heuristic, heuristic_means
 from synergy_gym.agents.checkpoints import save_checkpoint, save_model, save_stats
 from synergy_gym.agents.config import TrainConfig
+from synergy_gym.agents.run_folder import UNFINISHED_EVALUATION
 from synergy_gym.agents.wrappers import AgentPolicy
 from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.cli.progress import Progress
@@ -151,8 +153,8 @@ class HeldOutEvaluation(BaseCallback):
         self.best = float("inf")
         self.best_step = 0
         self.next_eval = cfg.eval_freq
-        #: Whether the run continues in its own folder with its evaluations (``history`` given, empty or not).
-        self.keeps_history = history is not None
+        #: The step of an evaluation Ctrl-C cut short, which this run (resumed in place at that step) runs first.
+        self.redo: int | None = None
         #: The step count of this run's latest evaluation (None: none yet).
         self.evaluated_at: int | None = None
         #: Set when the validation JCT stalled: training ends at the next step.
@@ -167,11 +169,9 @@ class HeldOutEvaluation(BaseCallback):
     def _on_training_start(self) -> None:
         # A resumed run starts at its checkpoint's step count. The heuristics' scores and the warm start's fit
         # are written at the start.
-        step, freq = self.num_timesteps, self.cfg.eval_freq
-        self.next_eval = (step // freq + 1) * freq
-        due = step // freq * freq  # the evaluation a run that reached this step had begun by now
-        if self.keeps_history and due > 0 and not any(due <= row["timesteps"] <= step for row in self.history):
-            self.next_eval = due  # it did not finish (Ctrl-C during it saved the model): at the first rollout, again
+        self.next_eval = (self.num_timesteps // self.cfg.eval_freq + 1) * self.cfg.eval_freq
+        if self.redo == self.num_timesteps:  # Ctrl-C cut it short (and saved the model): at the first rollout, again
+            self.next_eval = self.num_timesteps
         values = {f"baseline/{name}/mean_jct_h": mean for name, mean in self.means.items()}
         if self.bc:  # the warm start's fit
             values["bc/accuracy"] = self.bc["bc_accuracy"]
@@ -200,9 +200,15 @@ class HeldOutEvaluation(BaseCallback):
                      f"{self.best_step:,} (the last third of the run): training ends here")
         return True
 
-    def run_evaluation(self) -> dict[str, Any]:
-        """Evaluate now: log, append to ``eval.csv``, save ``best_model.zip`` on a new best; returns the row."""
+    def run_evaluation(self, final: bool = False) -> dict[str, Any]:
+        """Evaluate now: log, append to ``eval.csv``, save ``best_model.zip`` on a new best; returns the row.
+
+        ``final``: the run's last evaluation, after its last update. Until the row is written a record says this
+        evaluation is unfinished (:data:`~synergy_gym.agents.run_folder.UNFINISHED_EVALUATION`), which a resume reads.
+        """
         cfg, means = self.cfg, self.means
+        unfinished = self.run_dir / UNFINISHED_EVALUATION
+        atomic_write_text(unfinished, json.dumps({"step": int(self.num_timesteps), "final": bool(final)}))
         vec_norm = self.model.get_vec_normalize_env()
         policy = AgentPolicy(self.model, vec_norm)
         df = evaluate(policy, cfg.env_id, cfg.eval_seeds, name="agent", **cfg.env_kwargs)
@@ -231,6 +237,7 @@ class HeldOutEvaluation(BaseCallback):
             if vec_norm is not None:  # the statistics first: the model is never newer than its statistics
                 save_stats(vec_norm, self.run_dir / "best_vecnormalize.pkl")
             save_model(self.model, self.run_dir / "best_model.zip")
+        unfinished.unlink(missing_ok=True)
         if self.log is not None:
             versus = f"{row['jct_vs_best_heuristic']:.3f}× {self.best_name}" if self.best_name is not None else "–"
             self.log(f"eval  step {self.num_timesteps:>10,}  mean JCT {row['mean_jct_h']:8.3f} h  {versus}  "

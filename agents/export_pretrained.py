@@ -42,7 +42,8 @@ def card_for(model_zip: Path, name: str, command: str) -> dict[str, Any]:
     run, _, cfg = export_sources(model_zip)  # what is missing, refused before any work
     agent = load_agent(model_zip, cfg, "cpu", name)
     # A model whose spaces the run's environment no longer has (an older synergy-gym's) is one line, not a traceback.
-    check_agent_fits(model_zip, agent, cfg, cfg.env_id, cfg.env_kwargs, env_space_parts(cfg.env_id, cfg.env_kwargs))
+    check_agent_fits(model_zip, agent, cfg, cfg.env_id, cfg.env_kwargs, env_space_parts(cfg.env_id, cfg.env_kwargs),
+                     flag="export:")
     step = int(agent.model.num_timesteps)
     chosen = evaluation_of(run, step, best=model_zip.name.startswith("best"))
     check = evaluate(agent, cfg.env_id, [HELD_OUT_SEED_BASE], name=name, **cfg.env_kwargs)

@@ -131,9 +131,10 @@ def _older_hint(cfg: TrainConfig, model_parts: dict[str, str]) -> str:
         try:
             if env_space_parts(cfg.env_id, legacy) == model_parts:
                 given = " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in legacy.items())
-                return (" whose preemptive mode re-decided every running job at every event: it runs with "
-                        f"--env-kwargs {given} --allow-env-mismatch (its config.json does not name the mode); "
-                        "or retrain it")
+                return (" whose preemptive mode re-decided every running job at every event (env kwarg "
+                        "redecide=every_event, which its config.json does not name): synergy-gym evaluate runs it with "
+                        f"--env-kwargs {given} --allow-env-mismatch, train --resume continues it with --env-kwargs "
+                        "redecide=every_event into a new --out; or retrain it")
         except SynergyGymError:
             pass
     return " whose environment had other spaces (CHANGELOG.md says what changed): retrain it"
@@ -169,10 +170,10 @@ def check_stats_spaces(path: Path, vec_normalize: Any, model: Any, cfg: TrainCon
 
 
 def check_agent_fits(path: Path, agent: AgentPolicy, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
-                     env_parts: dict[str, str]) -> None:
+                     env_parts: dict[str, str], flag: str = "--model") -> None:
     """Refuse a model (:func:`check_model_spaces`) or its normalisation statistics whose spaces differ from the env's."""
-    check_model_spaces(path, agent.model, cfg, env_id, kwargs, env_parts)
-    check_stats_spaces(path, agent.vec_normalize, agent.model, cfg, env_id, kwargs, env_parts)
+    check_model_spaces(path, agent.model, cfg, env_id, kwargs, env_parts, flag=flag)
+    check_stats_spaces(path, agent.vec_normalize, agent.model, cfg, env_id, kwargs, env_parts, flag=flag)
 
 def env_differences(record: TrainedOn, env_id: str, kwargs: dict[str, Any]) -> tuple[str, str] | None:
     """How the environment ``record`` was trained on differs from ``env_id`` with ``kwargs`` (both described); None if alike.

@@ -251,7 +251,7 @@ def load_agent(model_path: Path, cfg: TrainConfig | None, device: str, name: str
     device = resolve_device(device, "device")
     stats_path = resolve_stats(model_path, stats, normalize, flag="load_agent(): model_path",
                                advice="pass stats=PATH (its VecNormalize pickle), or normalize=False to run it on "
-                                      "unnormalised observations on purpose")
+                                      "unnormalised observations on purpose", given_flag="load_agent(): stats")
     model = load_model(model_path, cfg.algo if cfg else None, device)
     vec_norm = read_stats(stats_path) if stats_path is not None else None
     return AgentPolicy(model, vec_norm, name=name)

@@ -61,7 +61,7 @@ EVALUATE_ADVICE = "give --vecnormalize FILE, or --no-normalize to evaluate it on
 
 
 def resolve_stats(model_path: Path, given: Path | None = None, normalize: bool = True, flag: str = "--model",
-                  advice: str = EVALUATE_ADVICE) -> Path | None:
+                  advice: str = EVALUATE_ADVICE, given_flag: str = "--vecnormalize") -> Path | None:
     """The statistics to evaluate ``model_path`` with: ``given``, else found beside it; None to run it unnormalised.
 
     None when ``normalize`` is false (``--no-normalize``) or when the model's records say it was trained
@@ -71,7 +71,7 @@ def resolve_stats(model_path: Path, given: Path | None = None, normalize: bool =
     if not normalize:
         return None
     if given is not None:
-        return require_file(given, "--vecnormalize", ConfigError)
+        return require_file(given, given_flag, ConfigError)
     found = find_stats(model_path)
     if found is not None:
         return found

@@ -27,7 +27,7 @@ from synergy_gym.agents.model_checks import check_model_spaces, check_stats_spac
 from synergy_gym.agents.models import load_model
 from synergy_gym.agents.normalization import find_stats, read_stats, stats_candidates
 from synergy_gym.agents.provenance import run_config, run_folder
-from synergy_gym.agents.run_folder import check_not_locked
+from synergy_gym.agents.run_folder import check_not_locked, unfinished_evaluation
 from synergy_gym.cli.files import check_input_file
 from synergy_gym.errors import ConfigError, PathError
 
@@ -88,9 +88,12 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
         check_stats_spaces(checkpoint, read_stats(stats), model, trained, cfg.env_id, cfg.env_kwargs, env_parts,
                            flag="--resume")
     steps = int(model.num_timesteps)
-    if steps >= cfg.timesteps and not (in_place and final_evaluation_missing(run_folder(checkpoint), steps)):
+    if steps >= cfg.timesteps and not resumed_evaluation(checkpoint, cfg, steps, in_place)[1]:
+        unfinished = "" if in_place or not unfinished_evaluation(run_folder(checkpoint), steps) else (
+            "; its final evaluation did not finish: --resume it in its own folder (no --out) to run it")
         raise ConfigError(f"--resume {checkpoint}: the checkpoint is at step {steps:,} and timesteps is {cfg.timesteps:,}, "
-                          "so nothing is left to train; give a larger --timesteps (the total to reach) to train further")
+                          "so nothing is left to train; give a larger --timesteps (the total to reach) to train further"
+                          + unfinished)
     return steps
 
 
@@ -166,10 +169,15 @@ def resumes_in_place(checkpoint: Path, run_dir: Path) -> bool:
     return run_folder(checkpoint).resolve() == Path(run_dir).resolve()
 
 
-def final_evaluation_missing(run_dir: Path, steps: int) -> bool:
-    """Whether the run's ``eval.csv`` has no row at step ``steps`` (its end): Ctrl-C during the final evaluation
-    saved ``last_model.zip`` at that step, and a resume in place runs only that evaluation."""
-    return not any(row["timesteps"] == steps for row in kept_history(run_dir, steps))
+def resumed_evaluation(checkpoint: Path, cfg: TrainConfig, steps: int, in_place: bool) -> tuple[int | None, bool]:
+    """An evaluation Ctrl-C cut short at the checkpoint's step ``steps``, which a run resumed in place runs first: its
+    step (None: there is none), and whether the session runs only that one – the run's final evaluation, the run
+    ending there (at its ``timesteps``, or on a stall) unless a larger ``timesteps`` is given now."""
+    final = unfinished_evaluation(run_folder(checkpoint), steps) if in_place else None
+    if final is None or steps == 0:  # at step 0 the warm start runs again, and its evaluation with it
+        return None, False
+    trained = run_config(checkpoint)
+    return steps, final and (steps >= cfg.timesteps or (trained is not None and trained.timesteps == cfg.timesteps))
 
 
 def kept_history(run_dir: Path, steps: int) -> list[dict[str, Any]]:

@@ -35,8 +35,23 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 #: What a run folder holds (see ``synergy_gym.agents.train``); checked before training starts.
+#: Written when an evaluation starts and removed when its row is in ``eval.csv``: ``{"step": N, "final": bool}``. Left by
+#: Ctrl-C during an evaluation (the model saved at step N), it tells ``--resume RUN_DIR`` to run that evaluation again.
+UNFINISHED_EVALUATION = ".unfinished_evaluation.json"
 RUN_FILES = ("config.json", "versions.json", "baselines.json", "tb/", "eval.csv", "best_model.zip",
-             "best_vecnormalize.pkl", "last_model.zip", "vecnormalize.pkl", "checkpoints/")
+             "best_vecnormalize.pkl", "last_model.zip", "vecnormalize.pkl", "checkpoints/", UNFINISHED_EVALUATION)
+
+
+def unfinished_evaluation(run_dir: Path, step: int) -> bool | None:
+    """Whether the run's evaluation at ``step`` was cut short: None if not (no such record), else whether it was the
+    run's final one (after its last update: the run had ended, at its ``timesteps`` or on a stall)."""
+    try:
+        record = json.loads((Path(run_dir) / UNFINISHED_EVALUATION).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("step") != step:
+        return None  # another step's: a killed run's, resumed from an earlier checkpoint
+    return bool(record.get("final"))
 
 
 def check_no_other_run(run_dir: Path, flag: str = "--out") -> None:

@@ -116,6 +116,7 @@ from synergy_gym.agents.resume import (
     kept_warm_start,
     resume_notes,
     resume_target,
+    resumed_evaluation,
     resumes_in_place,
 )
 from synergy_gym.agents.run_folder import (
@@ -174,9 +175,12 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
         history = kept_history(run_dir, start) if in_place else None
         # The notes compare with the checkpoint's run as it was: before its config.json is rewritten (in place).
         notes = [*inert_settings(cfg), *(resume_notes(checkpoint, cfg, start) if checkpoint is not None else [])]
-        if checkpoint is not None and start >= cfg.timesteps:  # check_resume let it through for this alone
-            notes.append(f"the checkpoint is at step {start:,}, the run's end, and its final evaluation did not finish: "
-                         "this session runs only that evaluation")
+        redo, evaluate_only = (resumed_evaluation(checkpoint, cfg, start, in_place) if checkpoint is not None
+                               else (None, False))
+        if redo is not None:
+            notes.append(f"the run ended at step {start:,} and its final evaluation did not finish: this session runs "
+                         "only that evaluation" if evaluate_only else
+                         f"the evaluation at step {start:,} did not finish: it runs first")
         first_episode = 0
         if checkpoint is not None:
             cfg = kept_warm_start(checkpoint, cfg, start)  # past step 0 the warm start the model had, not one given now
@@ -199,7 +203,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
                 say(f"note: config.json now holds this session's settings; those of the steps up to {start:,} are kept in "
                     f"{earlier_config}")
             _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history,
-                            first_episode)
+                            first_episode, (redo, evaluate_only))
     return run_dir
 
 
@@ -260,10 +264,12 @@ def _describe_run(cfg: TrainConfig, device: str, relative_to: str | None) -> str
 
 def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dict[str, pd.DataFrame],
                     relative_to: str | None, resume: Path | None, log: Log | None, callbacks: Sequence[Any],
-                    history: list[dict[str, Any]] | None = None, first_episode: int = 0) -> None:
+                    history: list[dict[str, Any]] | None = None, first_episode: int = 0,
+                    redo: tuple[int | None, bool] = (None, False)) -> None:
     """Build the environments and the model (or resume), learn, and save the last model; Ctrl-C saves, then says so.
 
     ``first_episode``: a resumed run's first shared-workload episode (:func:`~synergy_gym.agents.vec_envs.make_vec_env`).
+    ``redo``: :func:`~synergy_gym.agents.resume.resumed_evaluation`'s step and whether only it runs.
     """
     env: VecEnv | None = None
     model: BaseAlgorithm | None = None
@@ -275,7 +281,7 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
         else:
             model = build_model(cfg, env, device, run_dir / "tb")
         try:
-            _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks, history)
+            _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks, history, redo)
         except (KeyboardInterrupt, SystemError) as exc:  # inside a numba kernel Ctrl-C comes back as a SystemError
             if interrupt_of(exc) is None:
                 raise
@@ -297,15 +303,18 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
 
 
 def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame],
-           fresh: bool, log: Log | None, callbacks: Sequence[Any], history: list[dict[str, Any]] | None = None) -> None:
+           fresh: bool, log: Log | None, callbacks: Sequence[Any], history: list[dict[str, Any]] | None = None,
+           redo: tuple[int | None, bool] = (None, False)) -> None:
     """The warm start (a model at step 0 that imitates: fresh, or resumed from a run stopped during its warm start),
     then reinforcement learning up to ``cfg.timesteps`` in all (a resumed model continues from its step count) with
-    evaluations, once more at the end, and checkpoints."""
+    evaluations, once more at the end, and checkpoints. ``redo``: an evaluation Ctrl-C cut short, run first (and
+    with it true, alone: the run's final one)."""
     from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, PeriodicCheckpoints, TrainingProgress
     from synergy_gym.cli.progress import is_terminal
 
     bc = behaviour_clone(model, env, cfg) if cfg.imitates and model.num_timesteps == 0 else None
     evaluation = HeldOutEvaluation(cfg, run_dir, baselines, bc, log=log, history=history)
+    evaluation.redo, evaluate_only = redo
     schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps, first=0)]
                 if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])
     checkpoints = [PeriodicCheckpoints(run_dir, cfg.checkpoint_freq)] if cfg.checkpoint_freq else []
@@ -313,8 +322,8 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
     lines = [TrainingProgress()] if cfg.progress_bar and not bar else []
     model.learn(
         # SB3 adds the model's step count to total_timesteps when it is not reset: the steps left (none for a run
-        # resumed at its end only for the final evaluation it did not finish, :func:`check_resume`)
-        total_timesteps=cfg.timesteps if fresh else max(0, cfg.timesteps - model.num_timesteps),
+        # resumed only for the final evaluation it did not finish)
+        total_timesteps=0 if evaluate_only else cfg.timesteps if fresh else max(1, cfg.timesteps - model.num_timesteps),
         callback=[evaluation, *schedule, *checkpoints, *lines, *callbacks],
         log_interval=1,  # SB3's training curves every rollout (A2C's default is every 100th; DQN's, every 4th episode)
         progress_bar=bar,
@@ -324,7 +333,7 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
     # Once at the end, after the last policy update: evaluations run only when a rollout starts, and every
     # rollout steps the environments, so one at this step count has seen the final weights and statistics.
     if evaluation.evaluated_at != model.num_timesteps:
-        evaluation.run_evaluation()
+        evaluation.run_evaluation(final=True)
 
 
 def _save_last_model(model: BaseAlgorithm, run_dir: Path) -> list[str]:

@@ -140,12 +140,14 @@ def _accepts_masks(policy: Any) -> bool:
     return _accepts(policy, "action_masks")
 
 
-def _accepts(policy: Any, *names: str) -> bool:
-    """Whether ``policy.predict`` takes every one of the keyword arguments ``names``."""
+def _accepts(policy: Any, *names: str, any_keyword: bool = False) -> bool:
+    """Whether ``policy.predict`` takes every one of the keyword arguments ``names`` (``any_keyword``: or ``**kwargs``)."""
     try:
         parameters = inspect.signature(policy.predict).parameters
     except (TypeError, ValueError):
         return False
+    if any_keyword and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
     return all(name in parameters for name in names)
 
 
@@ -198,9 +200,10 @@ def evaluate(
     returning ``(action, state)`` with one action – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
     both qualify; other seeds, policies, return values or an ``env_id`` that is neither an id nor a callable
     are one line (:class:`~synergy_gym.errors.ConfigError`, :func:`check_policy`). Masks are passed when
-    ``predict`` accepts them; so are ``state`` (the one it returned last, None at an episode's start) and
-    ``episode_start``, as SB3's ``predict`` takes them, so that a recurrent policy (sb3-contrib's
-    ``RecurrentPPO``) keeps its state through an episode. A policy that also offers
+    ``predict`` names them; ``state`` (the one it returned last, None at an episode's start) and
+    ``episode_start``, as SB3's ``predict`` takes them, when it names them or takes ``**kwargs``, so that a
+    recurrent policy (sb3-contrib's ``RecurrentPPO``, or a wrapper forwarding to it) keeps its state through
+    an episode. A policy that also offers
     ``batch_predictor(deterministic)`` (trained agents: :class:`synergy_gym.agents.wrappers.AgentPolicy`)
     and returns a predictor for it has its episodes run side by side and decided in batches, with the
     same actions and rows but ``wall_s`` (:mod:`synergy_gym.experiments.batched`).
@@ -228,7 +231,8 @@ def evaluate(
     if predict is not None:
         return pd.DataFrame(run_batched(predict, make, seed_list, label, record, on_episode))
     masks = _accepts_masks(policy)
-    stateful = _accepts(policy, "state", "episode_start")  # SB3's signature: a recurrent policy's state goes on
+    # SB3's signature, which every SB3 model's predict has (a wrapper's **kwargs forwards them): a recurrent state goes on
+    stateful = _accepts(policy, "state", "episode_start", any_keyword=True)
     reseed = getattr(policy, "reseed", None)
     rows = []
     env = make()

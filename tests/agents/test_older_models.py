@@ -45,7 +45,7 @@ def test_a_preemptive_model_from_before_redecide_is_told_how_it_runs_and_then_ru
     code, out, err = run_cli([*base, "--out", str(tmp_path / "a")], capsys)
     line = one_line_error(code, out, err, "by an older synergy-gym whose preemptive mode re-decided every running job",
                           command="evaluate")
-    given = line.split("it runs with ")[1].split(" (its config.json")[0].split()
+    given = line.split("synergy-gym evaluate runs it with ")[1].split(", train --resume")[0].split()
     assert given[0] == "--env-kwargs" and given[-1] == "--allow-env-mismatch"
     code, out, err = run_cli([*base, *given, "--out", str(tmp_path / "b")], capsys)
     assert code == 0, err
@@ -59,6 +59,7 @@ def test_exporting_a_model_whose_spaces_the_environment_no_longer_has_is_one_lin
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert "by an older synergy-gym" in err and not (tmp_path / "x").exists()
+    assert "error: export: " in err and "--model" not in err  # export takes the model as an argument, not --model
 
 
 def test_a_model_pickled_before_the_namespace_is_refused_naming_why(run64, tmp_path, capsys, monkeypatch):

@@ -84,6 +84,22 @@ def test_a_recurrent_model_is_evaluated_with_its_state(recurrent):
     assert rows["episode_return"].tolist() == pytest.approx([own_loop(model, seed) for seed in SEEDS], rel=1e-12)
 
 
+class Forwarding:
+    """A thin wrapper whose predict takes **kwargs and passes them on, as users write them."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def predict(self, obs, **kwargs):
+        return self.model.predict(obs, **kwargs)
+
+
+def test_a_wrapper_with_kwargs_gets_the_state_too(recurrent):
+    model, _ = recurrent
+    rows = evaluate(Forwarding(model), ENV, SEEDS, **KWARGS)
+    assert rows["episode_return"].tolist() == pytest.approx([own_loop(model, seed) for seed in SEEDS], rel=1e-12)
+
+
 def test_the_commands_refuse_a_recurrent_model_in_one_line(recurrent, tmp_path, capsys):
     _, path = recurrent
     for command in (["evaluate", "--baselines", "none", "--no-normalize", "--quiet"],
@@ -133,6 +149,9 @@ def test_load_agent_names_its_own_arguments_when_statistics_are_missing(plain_pp
         load_agent(plain_ppo, None, "cpu", "mine")
     assert "--" not in str(info.value)
     assert load_agent(plain_ppo, None, "cpu", "mine", normalize=False).predict is not None
+    with pytest.raises(ConfigError, match=r"load_agent\(\): stats .*no_such_stats.pkl") as info:
+        load_agent(plain_ppo, None, "cpu", "mine", stats=plain_ppo.parent / "no_such_stats.pkl")
+    assert "--" not in str(info.value)
 
 
 class BareAction:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from synergy_gym.agents.callbacks import HeldOutEvaluation
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.agents.models import load_model
 from synergy_gym.agents.train import train
@@ -21,16 +20,19 @@ from tests.agents.test_resume_continuation import TINY
 from tests.support.cli_runs import run_cli
 
 
-def stop_evaluation_at(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
-    """Ctrl-C in the evaluation at ``step`` (once)."""
-    evaluate = HeldOutEvaluation.run_evaluation
+def stop_evaluation_at(monkeypatch: pytest.MonkeyPatch, nth: int) -> None:
+    """Ctrl-C inside the run's ``nth`` evaluation (1 = the first), while its episodes run."""
+    from synergy_gym.agents import callbacks
 
-    def stopped(self: HeldOutEvaluation) -> dict:
-        if self.num_timesteps == step:
+    evaluate, calls = callbacks.evaluate, []
+
+    def stopped(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == nth:
             raise KeyboardInterrupt
-        return evaluate(self)
+        return evaluate(*args, **kwargs)
 
-    monkeypatch.setattr(HeldOutEvaluation, "run_evaluation", stopped)
+    monkeypatch.setattr(callbacks, "evaluate", stopped)
 
 
 def steps_of(run) -> list[int]:
@@ -39,7 +41,7 @@ def steps_of(run) -> list[int]:
 
 def test_an_evaluation_stopped_by_ctrl_c_runs_again_when_the_run_resumes(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
-    stop_evaluation_at(monkeypatch, 32)
+    stop_evaluation_at(monkeypatch, 2)  # at step 32
     with pytest.raises(Interrupted, match="at step 32"):
         train(TrainConfig(**{**TINY, "timesteps": 48, "eval_freq": 16, "checkpoint_freq": 1000}), out=run, log=None)
     assert steps_of(run) == [16]  # the evaluation at 32 never finished
@@ -51,15 +53,15 @@ def test_an_evaluation_stopped_by_ctrl_c_runs_again_when_the_run_resumes(tmp_pat
 
 def test_a_run_stopped_in_its_final_evaluation_resumes_for_that_evaluation_alone(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
-    stop_evaluation_at(monkeypatch, 32)
+    stop_evaluation_at(monkeypatch, 1)  # the final one, at step 32
     with pytest.raises(Interrupted, match="at step 32"):
         train(TrainConfig(**{**TINY, "timesteps": 32}), out=run, log=None)
     before = load_model(run / "last_model.zip", "maskable_ppo", "cpu").policy.state_dict()
     monkeypatch.undo()
     code, out, err = run_cli(["train", "--resume", str(run)], capsys)
     assert code == 0, err
-    assert ("note: the checkpoint is at step 32, the run's end, and its final evaluation did not finish: this session "
-            "runs only that evaluation") in out.splitlines()
+    assert ("note: the run ended at step 32 and its final evaluation did not finish: this session runs only that "
+            "evaluation") in out.splitlines()
     assert steps_of(run) == [32]  # the last row is last_model.zip's, as the docs say
     after = load_model(run / "last_model.zip", "maskable_ppo", "cpu")
     assert after.num_timesteps == 32  # not trained any further
@@ -88,3 +90,55 @@ def test_training_curves_reach_tensorboard_every_rollout(tmp_path, algo):
     tags = acc.Tags()["scalars"]
     assert "time/fps" in tags and "train/value_loss" in tags, tags  # A2C logged every 100th rollout: none of 4
     assert len(acc.Scalars("time/fps")) >= 3
+
+
+def test_a_run_that_stalled_and_was_stopped_in_its_final_evaluation_resumes_for_that_evaluation_alone(
+        tmp_path, capsys, monkeypatch):
+    """The run ends on a stall before its timesteps; Ctrl-C in the final evaluation. It trained on when resumed."""
+    run = tmp_path / "run"
+    cfg = TrainConfig(**{**TINY, "timesteps": 64, "eval_freq": 16, "stop_on_stall_after": 16, "checkpoint_freq": 1000})
+    reference = tmp_path / "reference"
+    train(cfg, out=reference, log=None)  # uninterrupted: it stalls, and the final evaluation follows
+    end = steps_of(reference)[-1]
+    assert end < 64
+    stop_evaluation_at(monkeypatch, len(steps_of(reference)))  # the final one
+    with pytest.raises(Interrupted, match=f"at step {end}"):
+        train(cfg, out=run, log=None)
+    monkeypatch.undo()
+    code, out, err = run_cli(["train", "--resume", str(run)], capsys)
+    assert code == 0, err
+    assert steps_of(run) == steps_of(reference)
+    assert load_model(run / "last_model.zip", "maskable_ppo", "cpu").num_timesteps == end
+
+
+def test_only_an_evaluation_ctrl_c_cut_short_runs_again(tmp_path, capsys, monkeypatch):
+    """Ctrl-C between evaluations (rollouts of 8 steps, evaluations every 12): no evaluation runs at the resume's step,
+    and a --timesteps below the checkpoint's step is refused as before."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class CtrlC(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps == 30:
+                raise KeyboardInterrupt
+            return True
+
+    run = tmp_path / "run"
+    cfg = TrainConfig(**{**TINY, "timesteps": 48, "eval_freq": 12, "checkpoint_freq": 1000})
+    with pytest.raises(Interrupted, match="at step 30"):
+        train(cfg, out=run, log=None, callbacks=[CtrlC()])
+    assert steps_of(run) == [16, 24]
+    code, out, err = run_cli(["train", "--resume", str(run), "--timesteps", "24"], capsys)
+    assert code == 2 and "nothing is left to train" in err and "final evaluation" not in err, err
+    code, out, err = run_cli(["train", "--resume", str(run)], capsys)
+    assert code == 0, err
+    assert steps_of(run) == [16, 24, 38, 54]  # the next evaluation, not one at step 30
+
+
+def test_a_final_evaluation_cut_short_is_named_when_resumed_elsewhere(tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    stop_evaluation_at(monkeypatch, 1)
+    with pytest.raises(Interrupted):
+        train(TrainConfig(**{**TINY, "timesteps": 32}), out=run, log=None)
+    monkeypatch.undo()
+    code, out, err = run_cli(["train", "--resume", str(run), "--out", str(tmp_path / "elsewhere")], capsys)
+    assert code == 2 and "its final evaluation did not finish: --resume it in its own folder (no --out)" in err, err
