@@ -153,8 +153,10 @@ class HeldOutEvaluation(BaseCallback):
         self.best = float("inf")
         self.best_step = 0
         self.next_eval = cfg.eval_freq
-        #: The step of an evaluation Ctrl-C cut short, which this run (resumed in place at that step) runs first.
-        self.redo: int | None = None
+        #: Whether the run continues in its own folder with its evaluations (``history`` given, empty or not).
+        self.keeps_history = history is not None
+        #: Run the final evaluation of the checkpoint's step first (Ctrl-C cut it short; the run now trains on).
+        self.redo_final = False
         #: The step count of this run's latest evaluation (None: none yet).
         self.evaluated_at: int | None = None
         #: Set when the validation JCT stalled: training ends at the next step.
@@ -169,9 +171,9 @@ class HeldOutEvaluation(BaseCallback):
     def _on_training_start(self) -> None:
         # A resumed run starts at its checkpoint's step count. The heuristics' scores and the warm start's fit
         # are written at the start.
-        self.next_eval = (self.num_timesteps // self.cfg.eval_freq + 1) * self.cfg.eval_freq
-        if self.redo == self.num_timesteps:  # Ctrl-C cut it short (and saved the model): at the first rollout, again
-            self.next_eval = self.num_timesteps
+        step, freq = self.num_timesteps, self.cfg.eval_freq
+        self.next_eval = (step // freq + 1) * freq
+        due = step // freq * freq  # the last multiple reached: evaluated at the first rollout starting at or after it
         values = {f"baseline/{name}/mean_jct_h": mean for name, mean in self.means.items()}
         if self.bc:  # the warm start's fit
             values["bc/accuracy"] = self.bc["bc_accuracy"]
@@ -181,6 +183,10 @@ class HeldOutEvaluation(BaseCallback):
         dump_alone(self.logger, self.num_timesteps, values)
         if self.bc:  # the imitation itself is a checkpoint candidate (step 0)
             self.run_evaluation()
+        if self.redo_final and not any(row["timesteps"] == step for row in self.history):
+            self.run_evaluation(final=True)  # the run's final one, cut short: as it was, before training on
+        if self.keeps_history and due > 0 and not any(due <= row["timesteps"] <= step for row in self.history):
+            self.next_eval = due  # not evaluated yet (Ctrl-C during it, or before it began): at the first rollout
 
     def _on_rollout_start(self) -> None:  # after the previous rollout's policy update
         if self.num_timesteps >= self.next_eval:

@@ -88,8 +88,8 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
         check_stats_spaces(checkpoint, read_stats(stats), model, trained, cfg.env_id, cfg.env_kwargs, env_parts,
                            flag="--resume")
     steps = int(model.num_timesteps)
-    if steps >= cfg.timesteps and not resumed_evaluation(checkpoint, cfg, steps, in_place)[1]:
-        unfinished = "" if in_place or not unfinished_evaluation(run_folder(checkpoint), steps) else (
+    if steps >= cfg.timesteps and not evaluation_only(checkpoint, cfg, steps, in_place):
+        unfinished = "" if in_place or not evaluation_only(checkpoint, cfg, steps, True) else (
             "; its final evaluation did not finish: --resume it in its own folder (no --out) to run it")
         raise ConfigError(f"--resume {checkpoint}: the checkpoint is at step {steps:,} and timesteps is {cfg.timesteps:,}, "
                           "so nothing is left to train; give a larger --timesteps (the total to reach) to train further"
@@ -169,15 +169,20 @@ def resumes_in_place(checkpoint: Path, run_dir: Path) -> bool:
     return run_folder(checkpoint).resolve() == Path(run_dir).resolve()
 
 
-def resumed_evaluation(checkpoint: Path, cfg: TrainConfig, steps: int, in_place: bool) -> tuple[int | None, bool]:
-    """An evaluation Ctrl-C cut short at the checkpoint's step ``steps``, which a run resumed in place runs first: its
-    step (None: there is none), and whether the session runs only that one – the run's final evaluation, the run
-    ending there (at its ``timesteps``, or on a stall) unless a larger ``timesteps`` is given now."""
-    final = unfinished_evaluation(run_folder(checkpoint), steps) if in_place else None
-    if final is None or steps == 0:  # at step 0 the warm start runs again, and its evaluation with it
-        return None, False
+def evaluation_only(checkpoint: Path, cfg: TrainConfig, steps: int, in_place: bool) -> bool:
+    """Whether a run resumed at ``steps`` only runs its final evaluation, which Ctrl-C cut short (or came before): in
+    its own folder, with no row of ``eval.csv`` at that step and the run's ``timesteps`` as they were, at or past them
+    – or ended earlier on a stall, as the record of the unfinished evaluation says
+    (:func:`~synergy_gym.agents.run_folder.unfinished_evaluation`)."""
+    if not in_place or steps == 0:  # at step 0 the warm start runs again, and its evaluation with it
+        return False
+    run = run_folder(checkpoint)
+    if any(row["timesteps"] == steps for row in kept_history(run, steps)):
+        return False
     trained = run_config(checkpoint)
-    return steps, final and (steps >= cfg.timesteps or (trained is not None and trained.timesteps == cfg.timesteps))
+    if trained is not None and trained.timesteps != cfg.timesteps:  # other timesteps: it trains on, or is refused
+        return False
+    return steps >= cfg.timesteps or unfinished_evaluation(run, steps) is True
 
 
 def kept_history(run_dir: Path, steps: int) -> list[dict[str, Any]]:

@@ -112,11 +112,11 @@ from synergy_gym.agents.imitation import behaviour_clone
 from synergy_gym.agents.models import build_model, resolve_device, resume_model, torch_threads_set
 from synergy_gym.agents.resume import (
     check_resume,
+    evaluation_only,
     kept_history,
     kept_warm_start,
     resume_notes,
     resume_target,
-    resumed_evaluation,
     resumes_in_place,
 )
 from synergy_gym.agents.run_folder import (
@@ -125,6 +125,7 @@ from synergy_gym.agents.run_folder import (
     default_run_dir,
     keep_earlier_config,
     run_lock,
+    unfinished_evaluation,
     write_baselines,
     write_run_records,
 )
@@ -175,12 +176,12 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
         history = kept_history(run_dir, start) if in_place else None
         # The notes compare with the checkpoint's run as it was: before its config.json is rewritten (in place).
         notes = [*inert_settings(cfg), *(resume_notes(checkpoint, cfg, start) if checkpoint is not None else [])]
-        redo, evaluate_only = (resumed_evaluation(checkpoint, cfg, start, in_place) if checkpoint is not None
-                               else (None, False))
-        if redo is not None:
+        evaluate_only = checkpoint is not None and evaluation_only(checkpoint, cfg, start, in_place)
+        # The final evaluation Ctrl-C cut short, of a run now given more timesteps: run first, as it would have been.
+        redo_final = in_place and not evaluate_only and unfinished_evaluation(run_dir, start) is True
+        if evaluate_only:
             notes.append(f"the run ended at step {start:,} and its final evaluation did not finish: this session runs "
-                         "only that evaluation" if evaluate_only else
-                         f"the evaluation at step {start:,} did not finish: it runs first")
+                         "only that evaluation")
         first_episode = 0
         if checkpoint is not None:
             cfg = kept_warm_start(checkpoint, cfg, start)  # past step 0 the warm start the model had, not one given now
@@ -203,7 +204,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
                 say(f"note: config.json now holds this session's settings; those of the steps up to {start:,} are kept in "
                     f"{earlier_config}")
             _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history,
-                            first_episode, (redo, evaluate_only))
+                            first_episode, (evaluate_only, redo_final))
     return run_dir
 
 
@@ -265,11 +266,11 @@ def _describe_run(cfg: TrainConfig, device: str, relative_to: str | None) -> str
 def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dict[str, pd.DataFrame],
                     relative_to: str | None, resume: Path | None, log: Log | None, callbacks: Sequence[Any],
                     history: list[dict[str, Any]] | None = None, first_episode: int = 0,
-                    redo: tuple[int | None, bool] = (None, False)) -> None:
+                    final: tuple[bool, bool] = (False, False)) -> None:
     """Build the environments and the model (or resume), learn, and save the last model; Ctrl-C saves, then says so.
 
     ``first_episode``: a resumed run's first shared-workload episode (:func:`~synergy_gym.agents.vec_envs.make_vec_env`).
-    ``redo``: :func:`~synergy_gym.agents.resume.resumed_evaluation`'s step and whether only it runs.
+    ``final``: the run's final evaluation alone (:func:`~synergy_gym.agents.resume.evaluation_only`), or first.
     """
     env: VecEnv | None = None
     model: BaseAlgorithm | None = None
@@ -281,7 +282,7 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
         else:
             model = build_model(cfg, env, device, run_dir / "tb")
         try:
-            _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks, history, redo)
+            _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks, history, *final)
         except (KeyboardInterrupt, SystemError) as exc:  # inside a numba kernel Ctrl-C comes back as a SystemError
             if interrupt_of(exc) is None:
                 raise
@@ -304,17 +305,17 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
 
 def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame],
            fresh: bool, log: Log | None, callbacks: Sequence[Any], history: list[dict[str, Any]] | None = None,
-           redo: tuple[int | None, bool] = (None, False)) -> None:
+           evaluate_only: bool = False, redo_final: bool = False) -> None:
     """The warm start (a model at step 0 that imitates: fresh, or resumed from a run stopped during its warm start),
     then reinforcement learning up to ``cfg.timesteps`` in all (a resumed model continues from its step count) with
-    evaluations, once more at the end, and checkpoints. ``redo``: an evaluation Ctrl-C cut short, run first (and
-    with it true, alone: the run's final one)."""
+    evaluations, once more at the end, and checkpoints. ``evaluate_only``: the final evaluation alone; ``redo_final``:
+    the final evaluation Ctrl-C cut short first, then training on (a resume with larger ``timesteps``)."""
     from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, PeriodicCheckpoints, TrainingProgress
     from synergy_gym.cli.progress import is_terminal
 
     bc = behaviour_clone(model, env, cfg) if cfg.imitates and model.num_timesteps == 0 else None
     evaluation = HeldOutEvaluation(cfg, run_dir, baselines, bc, log=log, history=history)
-    evaluation.redo, evaluate_only = redo
+    evaluation.redo_final = redo_final
     schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps, first=0)]
                 if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])
     checkpoints = [PeriodicCheckpoints(run_dir, cfg.checkpoint_freq)] if cfg.checkpoint_freq else []

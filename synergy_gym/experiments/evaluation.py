@@ -201,9 +201,9 @@ def evaluate(
     both qualify; other seeds, policies, return values or an ``env_id`` that is neither an id nor a callable
     are one line (:class:`~synergy_gym.errors.ConfigError`, :func:`check_policy`). Masks are passed when
     ``predict`` names them; ``state`` (the one it returned last, None at an episode's start) and
-    ``episode_start``, as SB3's ``predict`` takes them, when it names them or takes ``**kwargs``, so that a
-    recurrent policy (sb3-contrib's ``RecurrentPPO``, or a wrapper forwarding to it) keeps its state through
-    an episode. A policy that also offers
+    ``episode_start``, as SB3's ``predict`` takes them, when it names them – or takes ``**kwargs`` and has
+    returned a state other than None –, so that a recurrent policy (sb3-contrib's ``RecurrentPPO``, or a
+    wrapper forwarding to it) keeps its state through an episode. A policy that also offers
     ``batch_predictor(deterministic)`` (trained agents: :class:`synergy_gym.agents.wrappers.AgentPolicy`)
     and returns a predictor for it has its episodes run side by side and decided in batches, with the
     same actions and rows but ``wall_s`` (:mod:`synergy_gym.experiments.batched`).
@@ -231,9 +231,13 @@ def evaluate(
     if predict is not None:
         return pd.DataFrame(run_batched(predict, make, seed_list, label, record, on_episode))
     masks = _accepts_masks(policy)
-    # SB3's signature, which every SB3 model's predict has (a wrapper's **kwargs forwards them): a recurrent state goes on
-    stateful = _accepts(policy, "state", "episode_start", any_keyword=True)
+    # SB3's signature: a recurrent policy's state goes back in. A predict(obs, **kwargs) gets them once it has returned
+    # a state (a wrapper forwarding to a recurrent model); one that returns None never does (its **kwargs may go to a
+    # function without them). At an episode's start no state and no episode_start are what SB3 takes them to be.
+    stateful = _accepts(policy, "state", "episode_start")
+    forwards = not stateful and _accepts(policy, "state", "episode_start", any_keyword=True)
     reseed = getattr(policy, "reseed", None)
+    returned_state = False
     rows = []
     env = make()
     base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its mask and simulator)
@@ -254,9 +258,10 @@ def evaluate(
                     kwargs: dict[str, Any] = {"deterministic": deterministic}
                     if masks:
                         kwargs["action_masks"] = base.action_masks()
-                    if stateful:
+                    if stateful or (forwards and (state is not None or steps == 0 and returned_state)):
                         kwargs.update(state=state, episode_start=np.array([steps == 0]))
                     action, state = _one_action(policy.predict(obs, **kwargs), label)
+                    returned_state = returned_state or state is not None
                     if log is not None:
                         log.append(decision_record(env, obs, action))
                     obs, reward, terminated, truncated, info = env.step(action)

@@ -100,6 +100,21 @@ def test_a_wrapper_with_kwargs_gets_the_state_too(recurrent):
     assert rows["episode_return"].tolist() == pytest.approx([own_loop(model, seed) for seed in SEEDS], rel=1e-12)
 
 
+def test_a_stateless_predict_with_kwargs_gets_only_what_it_got_before(fifo):
+    """Its **kwargs go to a function without state or episode_start: passing them would fail."""
+
+    class Picking:
+        def pick(self, obs, deterministic=True):
+            return fifo.predict(obs, deterministic=deterministic)
+
+        def predict(self, obs, **kwargs):
+            assert set(kwargs) == {"deterministic"}, kwargs
+            return self.pick(obs, **kwargs)
+
+    rows = evaluate(Picking(), ENV, SEEDS, **KWARGS)
+    assert rows["mean_jct_h"].tolist() == evaluate(fifo, ENV, SEEDS, **KWARGS)["mean_jct_h"].tolist()
+
+
 def test_the_commands_refuse_a_recurrent_model_in_one_line(recurrent, tmp_path, capsys):
     _, path = recurrent
     for command in (["evaluate", "--baselines", "none", "--no-normalize", "--quiet"],

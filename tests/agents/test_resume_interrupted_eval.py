@@ -142,3 +142,49 @@ def test_a_final_evaluation_cut_short_is_named_when_resumed_elsewhere(tmp_path, 
     monkeypatch.undo()
     code, out, err = run_cli(["train", "--resume", str(run), "--out", str(tmp_path / "elsewhere")], capsys)
     assert code == 2 and "its final evaluation did not finish: --resume it in its own folder (no --out)" in err, err
+
+
+class CtrlCAt:
+    """Ctrl-C at step ``step`` of training (at a rollout's end: before its update and the evaluations after it)."""
+
+    def __new__(cls, step: int):
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        class Stop(BaseCallback):
+            def _on_step(self) -> bool:
+                if self.num_timesteps == step:
+                    raise KeyboardInterrupt
+                return True
+
+        return Stop()
+
+
+def test_ctrl_c_before_an_evaluation_began_is_made_up_on_resume(tmp_path, capsys):
+    """Stopped during the update after a multiple of eval_freq (before that evaluation), and before the final one."""
+    cfg = TrainConfig(**{**TINY, "timesteps": 64, "eval_freq": 16, "checkpoint_freq": 1000})
+    reference = tmp_path / "reference"
+    train(cfg, out=reference, log=None)
+    for step in (32, 64):
+        run = tmp_path / f"run{step}"
+        with pytest.raises(Interrupted, match=f"at step {step}"):
+            train(cfg, out=run, log=None, callbacks=[CtrlCAt(step)])
+        code, out, err = run_cli(["train", "--resume", str(run)], capsys)
+        assert code == 0, err
+        assert steps_of(run) == steps_of(reference) == [16, 32, 48, 64]
+    assert ("note: the run ended at step 64 and its final evaluation did not finish: this session runs only that "
+            "evaluation") in out.splitlines()
+
+
+def test_a_stalled_run_cut_short_in_its_final_evaluation_and_given_more_steps_goes_on_as_it_would_have(
+        tmp_path, capsys, monkeypatch):
+    cfg = TrainConfig(**{**TINY, "timesteps": 64, "eval_freq": 16, "stop_on_stall_after": 16, "checkpoint_freq": 1000})
+    reference, run = tmp_path / "reference", tmp_path / "run"
+    train(cfg, out=reference, log=None)
+    stop_evaluation_at(monkeypatch, len(steps_of(reference)))  # the final one
+    with pytest.raises(Interrupted):
+        train(cfg, out=run, log=None)
+    monkeypatch.undo()
+    for folder in (reference, run):
+        code, out, err = run_cli(["train", "--resume", str(folder), "--timesteps", "100"], capsys)
+        assert code == 0, err
+    assert steps_of(run) == steps_of(reference)
