@@ -184,9 +184,12 @@ class HeldOutEvaluation(BaseCallback):
         if self.bc:  # the imitation itself is a checkpoint candidate (step 0)
             self.run_evaluation()
         if self.redo_final and not any(row["timesteps"] == step for row in self.history):
-            self.run_evaluation(final=True)  # the run's final one, cut short: as it was, before training on
+            # The run's final one, cut short: as it was, before training on (recorded as not final: the run goes on)
+            self.run_evaluation()
         if self.keeps_history and due > 0 and not any(due <= row["timesteps"] <= step for row in self.history):
-            self.next_eval = due  # not evaluated yet (Ctrl-C during it, or before it began): at the first rollout
+            # Not evaluated yet (Ctrl-C during it, during the update before it, or in the rollout after the multiple): at
+            # the first rollout, the first at or after the multiple in this run
+            self.next_eval = due
 
     def _on_rollout_start(self) -> None:  # after the previous rollout's policy update
         if self.num_timesteps >= self.next_eval:

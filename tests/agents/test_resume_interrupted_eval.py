@@ -111,9 +111,9 @@ def test_a_run_that_stalled_and_was_stopped_in_its_final_evaluation_resumes_for_
     assert load_model(run / "last_model.zip", "maskable_ppo", "cpu").num_timesteps == end
 
 
-def test_only_an_evaluation_ctrl_c_cut_short_runs_again(tmp_path, capsys, monkeypatch):
-    """Ctrl-C between evaluations (rollouts of 8 steps, evaluations every 12): no evaluation runs at the resume's step,
-    and a --timesteps below the checkpoint's step is refused as before."""
+def test_a_resume_past_an_evaluated_multiple_evaluates_at_the_next_one(tmp_path, capsys, monkeypatch):
+    """Ctrl-C at step 30 (rollouts of 8 steps, evaluations every 12: the multiple 24 has its row): no evaluation runs at
+    the resume's step, and a --timesteps below the checkpoint's step is refused as before."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     class CtrlC(BaseCallback):
@@ -188,3 +188,22 @@ def test_a_stalled_run_cut_short_in_its_final_evaluation_and_given_more_steps_go
         code, out, err = run_cli(["train", "--resume", str(folder), "--timesteps", "100"], capsys)
         assert code == 0, err
     assert steps_of(run) == steps_of(reference)
+
+
+def test_an_evaluation_cut_short_again_after_more_timesteps_were_given_still_trains_on(tmp_path, capsys, monkeypatch):
+    """The final evaluation cut short; resumed with more timesteps, it runs first – and is cut short again. The next
+    resume took the run for ended (its record said final) and stopped at the old step, exit 0."""
+    run = tmp_path / "run"
+    stop_evaluation_at(monkeypatch, 2)  # the final one
+    with pytest.raises(Interrupted, match="at step 32"):
+        train(TrainConfig(**{**TINY, "timesteps": 32, "eval_freq": 16}), out=run, log=None)
+    assert steps_of(run) == [16]
+    monkeypatch.undo()
+    stop_evaluation_at(monkeypatch, 1)  # the evaluation at 32 again, first thing in the resumed run
+    code, out, err = run_cli(["train", "--resume", str(run), "--timesteps", "48"], capsys)
+    assert code == 130, err
+    monkeypatch.undo()
+    code, out, err = run_cli(["train", "--resume", str(run)], capsys)
+    assert code == 0, err
+    assert "this session runs only that evaluation" not in out
+    assert steps_of(run) == [16, 32, 48]
