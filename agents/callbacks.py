@@ -144,7 +144,7 @@ class HeldOutEvaluation(BaseCallback):
 
     def __init__(self, cfg: TrainConfig, run_dir: Path, baselines: dict[str, pd.DataFrame],
                  bc: dict[str, float] | None = None, log: Callable[[str], None] | None = None,
-                 history: list[dict[str, Any]] | None = None) -> None:
+                 history: list[dict[str, Any]] | None = None, redo_final: bool = False) -> None:
         super().__init__()
         self.cfg, self.run_dir, self.bc, self.log = cfg, run_dir, bc, log
         self.means = heuristic_means(baselines)
@@ -156,7 +156,7 @@ class HeldOutEvaluation(BaseCallback):
         #: Whether the run continues in its own folder with its evaluations (``history`` given, empty or not).
         self.keeps_history = history is not None
         #: Run the final evaluation of the checkpoint's step first (Ctrl-C cut it short; the run now trains on).
-        self.redo_final = False
+        self.redo_final = redo_final
         #: The step count of this run's latest evaluation (None: none yet).
         self.evaluated_at: int | None = None
         #: Set when the validation JCT stalled: training ends at the next step.
@@ -173,7 +173,6 @@ class HeldOutEvaluation(BaseCallback):
         # are written at the start.
         step, freq = self.num_timesteps, self.cfg.eval_freq
         self.next_eval = (step // freq + 1) * freq
-        due = step // freq * freq  # the last multiple reached: evaluated at the first rollout starting at or after it
         values = {f"baseline/{name}/mean_jct_h": mean for name, mean in self.means.items()}
         if self.bc:  # the warm start's fit
             values["bc/accuracy"] = self.bc["bc_accuracy"]
@@ -186,6 +185,7 @@ class HeldOutEvaluation(BaseCallback):
         if self.redo_final and not any(row["timesteps"] == step for row in self.history):
             # The run's final one, cut short: as it was, before training on (recorded as not final: the run goes on)
             self.run_evaluation()
+        due = step // freq * freq  # the last multiple reached: evaluated at the first rollout starting at or after it
         if self.keeps_history and due > 0 and not any(due <= row["timesteps"] <= step for row in self.history):
             # Not evaluated yet (Ctrl-C during it, during the update before it, or in the rollout after the multiple): at
             # the first rollout, the first at or after the multiple in this run

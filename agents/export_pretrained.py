@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synergy_gym.agents.pretrained_policies import check_export_dest, export_pretrained, export_sources, pretrained_root
+from synergy_gym.agents.run_folder import code_root
 from synergy_gym.errors import PathError, SynergyGymError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,11 +85,10 @@ def evaluation_of(run: Path, step: int, best: bool = False) -> pd.Series | None:
 def default_dest(name: str) -> Path:
     """``agents/pretrained/NAME`` of the source checkout the package runs from; outside one (an installed package, whose
     shipped policies it would replace and whose folder it would outlive an uninstall in) :class:`PathError`."""
-    root = pretrained_root()
-    if not (root.parent.parent / "pyproject.toml").is_file():  # <checkout>/agents/pretrained, not site-packages
-        raise PathError(f"export: without --dest it would write into the installed package ({root / name}); give "
-                        "--dest DIR, a folder of your own")
-    return root / name
+    if code_root() is None:  # an installed package: site-packages/synergy_gym/agents/pretrained
+        raise PathError(f"export: without --dest it would write into the installed package ({pretrained_root() / name}); "
+                        "give --dest DIR, a folder of your own")
+    return pretrained_root() / name
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,10 +34,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-#: What a run folder holds (see ``synergy_gym.agents.train``); checked before training starts.
 #: Written when an evaluation starts and removed when its row is in ``eval.csv``: ``{"step": N, "final": bool}``. Left by
 #: Ctrl-C during an evaluation (the model saved at step N), it tells ``--resume RUN_DIR`` to run that evaluation again.
 UNFINISHED_EVALUATION = ".unfinished_evaluation.json"
+#: What a run folder holds (see ``synergy_gym.agents.train``); checked before training starts.
 RUN_FILES = ("config.json", "versions.json", "baselines.json", "tb/", "eval.csv", "best_model.zip",
              "best_vecnormalize.pkl", "last_model.zip", "vecnormalize.pkl", "checkpoints/", UNFINISHED_EVALUATION)
 

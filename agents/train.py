@@ -204,7 +204,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
                 say(f"note: config.json now holds this session's settings; those of the steps up to {start:,} are kept in "
                     f"{earlier_config}")
             _train_and_save(cfg, run_dir, device, baselines, relative_to, checkpoint, log, callbacks, history,
-                            first_episode, (evaluate_only, redo_final))
+                            first_episode, evaluate_only=evaluate_only, redo_final=redo_final)
     return run_dir
 
 
@@ -266,11 +266,12 @@ def _describe_run(cfg: TrainConfig, device: str, relative_to: str | None) -> str
 def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dict[str, pd.DataFrame],
                     relative_to: str | None, resume: Path | None, log: Log | None, callbacks: Sequence[Any],
                     history: list[dict[str, Any]] | None = None, first_episode: int = 0,
-                    final: tuple[bool, bool] = (False, False)) -> None:
+                    evaluate_only: bool = False, redo_final: bool = False) -> None:
     """Build the environments and the model (or resume), learn, and save the last model; Ctrl-C saves, then says so.
 
     ``first_episode``: a resumed run's first shared-workload episode (:func:`~synergy_gym.agents.vec_envs.make_vec_env`).
-    ``final``: the run's final evaluation alone (:func:`~synergy_gym.agents.resume.evaluation_only`), or first.
+    ``evaluate_only``, ``redo_final``: the run's final evaluation alone (:func:`~synergy_gym.agents.resume.evaluation_only`),
+    or first (:func:`_learn`).
     """
     env: VecEnv | None = None
     model: BaseAlgorithm | None = None
@@ -282,7 +283,8 @@ def _train_and_save(cfg: TrainConfig, run_dir: Path, device: str, baselines: dic
         else:
             model = build_model(cfg, env, device, run_dir / "tb")
         try:
-            _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks, history, *final)
+            _learn(model, env, cfg, run_dir, baselines, resume is None, log, callbacks, history, evaluate_only,
+                   redo_final)
         except (KeyboardInterrupt, SystemError) as exc:  # inside a numba kernel Ctrl-C comes back as a SystemError
             if interrupt_of(exc) is None:
                 raise
@@ -314,8 +316,7 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
     from synergy_gym.cli.progress import is_terminal
 
     bc = behaviour_clone(model, env, cfg) if cfg.imitates and model.num_timesteps == 0 else None
-    evaluation = HeldOutEvaluation(cfg, run_dir, baselines, bc, log=log, history=history)
-    evaluation.redo_final = redo_final
+    evaluation = HeldOutEvaluation(cfg, run_dir, baselines, bc, log=log, history=history, redo_final=redo_final)
     schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps, first=0)]
                 if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])
     checkpoints = [PeriodicCheckpoints(run_dir, cfg.checkpoint_freq)] if cfg.checkpoint_freq else []

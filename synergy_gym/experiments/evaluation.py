@@ -136,10 +136,6 @@ def check_policy(policy: Any, env_id: Any) -> None:
                           f"that makes the environment, got {shown(env_id)}")
 
 
-def _accepts_masks(policy: Any) -> bool:
-    return _accepts(policy, "action_masks")
-
-
 def _accepts(policy: Any, *names: str, any_keyword: bool = False) -> bool:
     """Whether ``policy.predict`` takes every one of the keyword arguments ``names`` (``any_keyword``: or ``**kwargs``)."""
     try:
@@ -230,14 +226,14 @@ def evaluate(
     predict = batched(deterministic) if callable(batched) else None
     if predict is not None:
         return pd.DataFrame(run_batched(predict, make, seed_list, label, record, on_episode))
-    masks = _accepts_masks(policy)
+    masks = _accepts(policy, "action_masks")
     # SB3's signature: a recurrent policy's state goes back in. A predict(obs, **kwargs) gets them once it has returned
     # a state (a wrapper forwarding to a recurrent model); one that returns None never does (its **kwargs may go to a
     # function without them). At an episode's start no state and no episode_start are what SB3 takes them to be.
     stateful = _accepts(policy, "state", "episode_start")
     forwards = not stateful and _accepts(policy, "state", "episode_start", any_keyword=True)
     reseed = getattr(policy, "reseed", None)
-    returned_state = False
+    gave_state = False  # (a forwarding predict gets the state once it has given one)
     rows = []
     env = make()
     base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its mask and simulator)
@@ -258,10 +254,10 @@ def evaluate(
                     kwargs: dict[str, Any] = {"deterministic": deterministic}
                     if masks:
                         kwargs["action_masks"] = base.action_masks()
-                    if stateful or (forwards and (state is not None or steps == 0 and returned_state)):
+                    if stateful or (forwards and gave_state):
                         kwargs.update(state=state, episode_start=np.array([steps == 0]))
                     action, state = _one_action(policy.predict(obs, **kwargs), label)
-                    returned_state = returned_state or state is not None
+                    gave_state = gave_state or state is not None
                     if log is not None:
                         log.append(decision_record(env, obs, action))
                     obs, reward, terminated, truncated, info = env.step(action)

@@ -59,6 +59,7 @@ def test_export_without_dest_outside_a_checkout_is_refused_and_writes_nothing(tm
     (installed / "small").mkdir(parents=True)
     (installed / "small" / "model.zip").write_bytes(b"shipped")
     monkeypatch.setattr(export_module, "pretrained_root", lambda: installed)
+    monkeypatch.setattr(export_module, "code_root", lambda: None)  # as code_root() finds it for a wheel
     code = export_module.main([str(tmp_path / "best_model.zip"), "small", "--command", "x"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
@@ -72,4 +73,5 @@ def test_export_without_dest_in_a_checkout_writes_its_agents_pretrained(tmp_path
     (checkout / "agents" / "pretrained").mkdir(parents=True)
     (checkout / "pyproject.toml").write_text("")
     monkeypatch.setattr(export_module, "pretrained_root", lambda: checkout / "agents" / "pretrained")
+    monkeypatch.setattr(export_module, "code_root", lambda: checkout)
     assert export_module.default_dest("tiny") == checkout / "agents" / "pretrained" / "tiny"
