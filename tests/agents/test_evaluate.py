@@ -247,6 +247,22 @@ def test_agents_are_paired_per_seed_with_the_best_env_heuristic():
     assert "paired vs srtf+price: a -0.750 h ± " in text and "lower JCT on 3 of 4 seeds" in text
 
 
+def test_models_that_tie_the_heuristic_on_every_seed_have_a_mean_row_that_ties_it_too():
+    """Three models deciding as the heuristic: the mean row is not 'lower' on any seed (a plain mean of three equal
+    floats can be an ulp below them: 15.858465644563449 is one such value)."""
+    import pandas as pd
+
+    from synergy_gym.agents.eval_summary import paired_vs_best_env, summarise
+
+    values = [15.858465644563449, 28.471854514277062, 15.489916168808467, 19.919]
+    assert any(pd.DataFrame([{"v": v}] * 3).mean(axis=0)["v"] != v for v in values)  # the float effect is real
+    jct = {("tetris+greedy", "env"): values, **{(name, "agent"): values for name in ("s0", "s1", "s2")}}
+    rows = [{"policy": p, "source": s, "seed": seed, "mean_jct_h": v, "p99_jct_h": v, "makespan_h": v, "terminated": True,
+             "wall_s": 0.0} for (p, s), vs in jct.items() for seed, v in enumerate(vs)]
+    paired = paired_vs_best_env(summarise(pd.DataFrame(rows)))
+    assert paired["agent"]["better_seeds"] == 0 and paired["agent"]["mean_diff_h"] == 0.0
+
+
 def test_the_best_env_heuristic_is_never_random_and_ties_go_by_name():
     """As benchmark and training pick it (best_heuristic): random's lower JCT does not make it the comparison."""
     import pandas as pd
