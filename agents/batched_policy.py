@@ -65,13 +65,14 @@ class _Predictor:
         #: Rows decided again one at a time (too close to a tie to trust the batch's last bits).
         self.redone = 0
 
-    def logits(self, observations: dict[str, np.ndarray]) -> Any:
-        """The action head's logits ``(rows, actions)`` for the raw observations (normalised here), as a tensor."""
+    def logits(self, observations: dict[str, np.ndarray], action_masks: np.ndarray | None = None) -> Any:
+        """The action head's logits ``(rows, actions)`` for the raw observations (as the agent observes them:
+        normalised, with its heuristic's action if it has one), as a tensor."""
         import torch
         from stable_baselines3.common.policies import BasePolicy
 
-        policy, stats = self.policy, self.agent.vec_normalize
-        normalised = stats.normalize_obs(observations) if stats is not None else observations
+        policy = self.policy
+        normalised = self.agent.observe(observations, action_masks)
         with torch.no_grad():
             tensors, _ = policy.obs_to_tensor(normalised)
             # As the policies' get_distribution: BasePolicy's extract_features, the actor's latent, the action head.
@@ -82,7 +83,7 @@ class _Predictor:
         import torch
 
         agent = self.agent
-        logits = self.logits(observations)
+        logits = self.logits(observations, action_masks)
         with torch.no_grad():
             masked = logits
             if agent.masked:

@@ -9,10 +9,10 @@ policy update of the previous one, so that an evaluation at step N describes exa
 and statistics a checkpoint saved at step N holds (the run's last step is evaluated after the last
 update, by :func:`synergy_gym.agents.train.train`). :class:`PeriodicCheckpoints` saves a checkpoint
 every ``checkpoint_freq`` steps (:mod:`synergy_gym.agents.checkpoints`). :class:`EntropySchedule` moves
-``ent_coef`` linearly to ``ent_coef_final``. :class:`TrainingProgress` shows the steps
-with :class:`synergy_gym.cli.progress.Progress` (plain lines when the output is not a
-terminal). Importing this module imports
-Stable-Baselines3 (``synergy_gym.agents.train`` does so only when training starts).
+``ent_coef`` linearly to ``ent_coef_final``; :class:`HintLog` logs how often a hinted policy departs
+from its heuristic. :class:`TrainingProgress` shows the steps with
+:class:`synergy_gym.cli.progress.Progress` (plain lines when the output is not a terminal). Importing
+this module imports Stable-Baselines3 (``synergy_gym.agents.train`` does so only when training starts).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -90,6 +91,26 @@ class EntropySchedule(BaseCallback):
         ent_coef = self.value(self.num_timesteps)
         self._set(ent_coef)
         self.logger.record("train/ent_coef", ent_coef)
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class HintLog(BaseCallback):
+    """With ``hint_policy`` (:mod:`synergy_gym.agents.heuristic_hint`): TensorBoard's ``train/hint_weight`` (the
+    learnt weight of the heuristic's action in the logits) and ``rollout/hint_departures`` (the share of the rollout's
+    actions that were not the heuristic's), each rollout."""
+
+    def _on_rollout_end(self) -> None:
+        from synergy_gym.agents.heuristic_hint import HINT_KEY
+
+        assert isinstance(self.model, OnPolicyAlgorithm)
+        buffer = self.model.rollout_buffer
+        hint, actions = buffer.observations[HINT_KEY], buffer.actions.astype(int)
+        chosen = np.take_along_axis(hint, actions, axis=-1)
+        self.logger.record("rollout/hint_departures", float((chosen < 0.5).mean()))
+        head: Any = self.model.policy.action_net  # the per-slot head (SlotScorer)
+        self.logger.record("train/hint_weight", float(head.hint_weight.detach()))
 
     def _on_step(self) -> bool:
         return True

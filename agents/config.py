@@ -36,9 +36,7 @@ CUDA_INDEX = re.compile(r"cuda:\d+")
 REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
 #: ``action_head`` settings: SB3's linear layer over the latent vector, or one shared scorer per slot (slot_policy).
 ACTION_HEADS: tuple[str, ...] = ("linear", "per_slot")
-#: ``vec_env`` settings: ``auto`` (worker processes when the process has more cores than environments, else
-#: in this process with exactly the worker processes' numbers), the training environments in worker processes
-#: (SB3's SubprocVecEnv) or stepped one after another in the trainer's process (DummyVecEnv).
+#: ``vec_env`` settings (the comment on ``TrainConfig.vec_env``).
 VEC_ENVS: tuple[str, ...] = ("auto", "subproc", "dummy")
 #: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT
 #: on the evaluation seeds, scored at the start of the run (``random`` excluded).
@@ -104,13 +102,15 @@ class TrainConfig:
     # levels from its embedding and the context, one gives stop; net_arch is then the value
     # function's only). PPO-family algorithms only.
     action_head: str = "linear"
-    # Where the n_envs training environments run: "subproc" (one worker process each, SB3's
-    # SubprocVecEnv, when n_envs > 1) or "dummy" (in this process, one after another; no
-    # inter-process traffic, and with shared workloads the relative reward's heuristic runs once
-    # per workload for all of them – faster on a few cores: benchmarks/bench_train.py); "auto":
-    # "subproc" when this process may run on more cores than n_envs, else in this process with the
-    # rewards in float64 as the workers return them, so that the run learns exactly what it would
-    # in worker processes (synergy_gym.agents.vec_envs.runs_in_process).
+    # Start at an env heuristic (synergy_gym.agents.heuristic_hint; per_slot only): its next action joins
+    # the observation and, × a learnt weight from hint_weight, the logits; None/"none": no hint.
+    hint_policy: str | None = None
+    hint_weight: float = 8.0
+    # Where the n_envs training envs run: "subproc" (a worker process each, SB3's SubprocVecEnv) or
+    # "dummy" (in this process: no inter-process traffic, and with shared workloads the relative
+    # reward's heuristic runs once per workload for all – faster on a few cores: benchmarks/bench_train.py);
+    # "auto": "subproc" when this process may run on more cores than n_envs, else here with float64
+    # rewards as workers return them (synergy_gym.agents.vec_envs.runs_in_process).
     vec_env: str = "auto"
     normalize_obs: bool = True
     normalize_reward: bool = True

@@ -27,6 +27,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from synergy_gym.agents.heuristic_hint import HINT_KEY
 from synergy_gym.env.observation import LEVEL_FEATURES, RUNNING_SLOT_FEATURES, SLOT_FEATURES
 
 #: The observation keys outside the slots, joined by one MLP.
@@ -54,7 +55,9 @@ class SynergyExtractor(BaseFeaturesExtractor):
     With ``preemptive=True, redecide="changes"`` the observation also has running rows
     (``running_slots``, ``running_mask``): a second shared MLP embeds each, pooled (mean, max)
     into the context and kept in row order after the slots; ``slot_fits`` joins each slot's
-    inputs when present. Features: context, slot mean and max, [row mean and max], slots, [rows].
+    inputs when present. Features: context, slot mean and max, [row mean and max], slots, [rows], and last,
+    unchanged, an env heuristic's next action where the observation has it (``"hint"``:
+    :mod:`synergy_gym.agents.heuristic_hint`).
     """
 
     def __init__(self, observation_space: spaces.Dict, global_dim: int = 128, slot_dim: int = 32,
@@ -66,7 +69,10 @@ class SynergyExtractor(BaseFeaturesExtractor):
         n_running = _length(observation_space["running_mask"]) if "running_mask" in keys else 0
         self.with_fits = "slot_fits" in keys
         pooled = 2 + (2 if n_running else 0)
-        super().__init__(observation_space, features_dim=global_dim + (pooled + n_slots + n_running) * slot_dim)
+        #: Length of the heuristic's one-hot action at the end of the features (0: the observation has none).
+        self.n_hint = _length(observation_space[HINT_KEY]) if HINT_KEY in keys else 0
+        super().__init__(observation_space,
+                         features_dim=global_dim + (pooled + n_slots + n_running) * slot_dim + self.n_hint)
         self.n_slots, self.n_levels, self.n_running = n_slots, n_levels, n_running
         self.global_dim, self.slot_dim = global_dim, slot_dim
         #: Features before the slot embeddings: the context the action head joins to each slot and row.
@@ -103,6 +109,8 @@ class SynergyExtractor(BaseFeaturesExtractor):
         if rows is not None and row_mask is not None:
             context.extend(_pool(rows, row_mask))
             ordered.append(rows.reshape(batch, -1))
+        if self.n_hint:
+            ordered.append(obs[HINT_KEY])
         return torch.cat(context + ordered, dim=1)
 
     def _attend(self, slots: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor | None,

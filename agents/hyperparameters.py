@@ -11,6 +11,7 @@ settings, their values and the rule:
 * DQN: ``batch_size`` at most ``buffer_size`` (a batch is drawn from the replay buffer), and
   ``learning_starts``, ``train_freq`` and ``target_update_interval`` below ``timesteps`` (else the
   network, or its target, is never updated);
+* ``hint_policy`` only with the per-slot action head, and a deterministic env heuristic;
 * the env kwarg ``invalid_action="raise"`` only with ``maskable_ppo``: the other algorithms sample
   masked actions too, and the first one would end the run.
 
@@ -23,6 +24,7 @@ setting of another algorithm changed from its default – ``n_epochs`` or ``clip
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 from typing import Any
 
@@ -41,6 +43,12 @@ ALGORITHM_SETTINGS: dict[str, tuple[tuple[str, ...], str]] = {
     **{name: (("dqn",), "DQN") for name in ("buffer_size", "learning_starts", "exploration_fraction",
                                              "target_update_interval", "train_freq")},
 }
+
+
+def check_number(name: str, value: Any) -> None:
+    """Refuse a ``value`` of setting ``name`` that is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {value!r}")
 
 
 def check_hyperparameters(cfg: Any) -> None:
@@ -64,6 +72,16 @@ def check_hyperparameters(cfg: Any) -> None:
         raise ConfigError(f"env_kwargs invalid_action='raise' needs action masking (maskable_ppo): {cfg.algo} also "
                           "samples masked actions, and the first would end the run; use invalid_action='fallback' "
                           "(the default) or algo maskable_ppo")
+    if isinstance(cfg.hint_policy, str) and cfg.hint_policy.lower() == "none":
+        cfg.hint_policy = None
+    if cfg.hint_policy is not None:
+        from synergy_gym.agents.heuristic_hint import hint_heuristic
+
+        hint_heuristic(cfg.hint_policy)
+        if cfg.action_head != "per_slot":
+            raise ConfigError(f"hint_policy {cfg.hint_policy!r} needs action_head 'per_slot' (its logits take the hint), "
+                              f"got {cfg.action_head!r}")
+        check_number("hint_weight", cfg.hint_weight)
     if cfg.algo == "dqn":
         if cfg.batch_size > cfg.buffer_size:
             raise ConfigError(f"batch_size {cfg.batch_size:,} is larger than the replay buffer, buffer_size "
@@ -105,6 +123,8 @@ def inert_settings(cfg: Any) -> list[str]:
         used = cfg.algo in algos or (name == "batch_size" and cfg.imitates)  # the warm start's minibatches
         if not used and getattr(cfg, name) != defaults[name]:
             notes.append(f"{name} applies to {who} only, not {cfg.algo}")
+    if cfg.hint_policy is None and cfg.hint_weight != defaults["hint_weight"]:
+        notes.append(f"hint_weight {cfg.hint_weight!r} has no effect without hint_policy")
     if cfg.reward != "heuristic_relative" and cfg.relative_to != defaults["relative_to"]:
         notes.append(f"relative_to {cfg.relative_to!r} has no effect with reward {cfg.reward!r}: only the reward "
                      "heuristic_relative compares with a heuristic")

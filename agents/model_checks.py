@@ -54,6 +54,17 @@ def spaces_parts(observation_space: gym.Space, action_space: gym.Space) -> dict[
     return {**space_parts(observation_space), "action": space_parts(action_space)["observation"]}
 
 
+def model_space_parts(model: Any) -> dict[str, str]:
+    """:func:`spaces_parts` of the environment ``model`` acts in: its own spaces, less the heuristic's action that a
+    model trained with ``hint_policy`` observes (:class:`~synergy_gym.agents.wrappers.AgentPolicy` adds it)."""
+    from synergy_gym.agents.heuristic_hint import HINT_KEY, model_hint
+
+    parts = spaces_parts(model.observation_space, model.action_space)
+    if model_hint(model) is not None:
+        parts.pop(HINT_KEY, None)
+    return parts
+
+
 def check_env_id(env_id: str) -> None:
     """An unknown environment id is a one-line error naming the registered scenarios."""
     import synergy_gym  # noqa: F401  (registers the environments)
@@ -143,7 +154,7 @@ def _older_hint(cfg: TrainConfig, model_parts: dict[str, str]) -> str:
 def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: str, kwargs: dict[str, Any],
                        env_parts: dict[str, str], flag: str = "--model") -> None:
     """Refuse a model whose spaces differ from the environment's, naming the env kwargs behind the difference."""
-    model_parts = spaces_parts(model.observation_space, model.action_space)
+    model_parts = model_space_parts(model)
     differ = [k for k in dict.fromkeys([*model_parts, *env_parts]) if model_parts.get(k) != env_parts.get(k)]
     if differ:
         k = differ[0]
@@ -158,7 +169,7 @@ def check_stats_spaces(path: Path, vec_normalize: Any, model: Any, cfg: TrainCon
     rms = getattr(vec_normalize, "obs_rms", None)
     if rms is None:
         return
-    model_parts = spaces_parts(model.observation_space, model.action_space)
+    model_parts = model_space_parts(model)
     for key, stats in (rms.items() if isinstance(rms, dict) else [("observation", rms)]):
         want = env_parts.get(key, "absent")
         mean = getattr(stats, "mean", None)

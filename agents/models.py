@@ -115,6 +115,8 @@ def policy_settings(cfg: TrainConfig) -> tuple[Any, dict[str, Any]]:
 
         policy = MaskableSlotPolicy if cfg.algo == "maskable_ppo" else SlotPolicy
         policy_kwargs["net_arch"] = {"pi": [], "vf": list(cfg.net_arch)}
+        if cfg.hint_policy is not None:
+            policy_kwargs.update(hint_policy=cfg.hint_policy, hint_weight=cfg.hint_weight)
     return policy, policy_kwargs
 
 

@@ -53,7 +53,7 @@ def saved_config_path(checkpoint: Path) -> Path | None:
 
 
 #: The settings of the network, which :func:`model_network` reads from a model.
-NETWORK_SETTINGS = ("action_head", "net_arch", "global_dim", "slot_dim", "attention_heads")
+NETWORK_SETTINGS = ("action_head", "net_arch", "global_dim", "slot_dim", "attention_heads", "hint_policy")
 #: Settings a trained model keeps: a resumed run cannot change them (its hyper-parameters it can).
 KEPT_SETTINGS = ("algo", *NETWORK_SETTINGS, "normalize_obs")
 
@@ -132,7 +132,7 @@ def model_network(model: Any) -> TrainConfig | None:
     return replace(TrainConfig(), action_head="per_slot" if per_slot else "linear",
                    net_arch=list(net_arch["vf"] if isinstance(net_arch, dict) else net_arch),
                    global_dim=extractor.get("global_dim"), slot_dim=extractor.get("slot_dim"),
-                   attention_heads=extractor.get("attention_heads", 0))
+                   attention_heads=extractor.get("attention_heads", 0), hint_policy=kwargs.get("hint_policy"))
 
 
 def resume_notes(checkpoint: Path, cfg: TrainConfig, steps: int) -> list[str]:

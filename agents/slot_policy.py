@@ -14,6 +14,10 @@ the pointer-style heads of scheduling agents such as Decima (Mao et al.,
 SIGCOMM 2019) are, and a comparison across slots (shortest first, best fit) is
 a softmax over one learnt score.
 
+With ``hint_policy`` (:mod:`synergy_gym.agents.heuristic_hint`) the features end with an env heuristic's
+next action, one-hot, and the head adds a learnt ``hint_weight`` × that vector to its logits: the policy
+starts at the heuristic and learns where to depart from it.
+
 The value function keeps SB3's MLP (``net_arch``) over all features. Used with
 ``MaskablePPO`` (:class:`MaskableSlotPolicy`), ``PPO`` and ``A2C``
 (:class:`SlotPolicy`); models save and load as any SB3 model.
@@ -22,7 +26,7 @@ The value function keeps SB3's MLP (``net_arch``) over all features. Used with
 from __future__ import annotations
 
 from functools import partial
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -42,12 +46,17 @@ class SlotScorer(nn.Module):
     ``redecide="changes"``) each slot gets ``2 · levels`` logits – its admissions, then its
     admissions ahead of the running jobs – and each row one preemption logit: ``(batch, slots ·
     levels [admit] + slots · levels [ahead] + rows + 1)``, the environment's action layout.
+    ``n_hint`` > 0: the features' last ``n_hint`` values are a heuristic's one-hot action, added to the
+    logits × the parameter ``hint_weight`` (initially ``hint_weight``).
     """
 
     def __init__(
-        self, n_slots: int, n_levels: int, slot_dim: int, context_dim: int, hidden: int = HEAD_HIDDEN, n_running: int = 0
+        self, n_slots: int, n_levels: int, slot_dim: int, context_dim: int, hidden: int = HEAD_HIDDEN, n_running: int = 0,
+        n_hint: int = 0, hint_weight: float = 0.0,
     ) -> None:
         super().__init__()
+        self.n_hint = n_hint
+        self.hint_weight = nn.Parameter(torch.tensor(float(hint_weight))) if n_hint else None
         self.n_slots, self.n_levels, self.slot_dim, self.context_dim = n_slots, n_levels, slot_dim, context_dim
         self.n_running = n_running
         per_slot = n_levels * (2 if n_running else 1)
@@ -68,6 +77,12 @@ class SlotScorer(nn.Module):
         return last(activation(hidden))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
+        if self.hint_weight is None:
+            return self._logits(features)
+        hint = features[:, -self.n_hint :]
+        return self._logits(features[:, : -self.n_hint]) + self.hint_weight * hint
+
+    def _logits(self, features: torch.Tensor) -> torch.Tensor:
         batch, q, n_levels = features.shape[0], self.n_slots, self.n_levels
         context = features[:, : self.context_dim]
         end = self.context_dim + q * self.slot_dim
@@ -86,15 +101,31 @@ class _PerSlotHead:
 
     action_net: nn.Module
 
+    def __init__(self, *args: Any, hint_policy: str | None = None, hint_weight: float = 0.0, **kwargs: Any) -> None:
+        #: The env heuristic whose next action the observation carries (``"hint"``), and its logits' initial weight.
+        self.hint_policy, self.hint_weight = hint_policy, float(hint_weight)
+        super().__init__(*args, **kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()  # type: ignore[misc]
+        if self.hint_policy:
+            data.update(hint_policy=self.hint_policy, hint_weight=self.hint_weight)
+        return data
+
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)  # type: ignore[misc]
         extractor = self.pi_features_extractor  # type: ignore[attr-defined]
         if self.mlp_extractor.latent_dim_pi != extractor.features_dim:  # type: ignore[attr-defined]
             raise ValueError("the per-slot action head needs the policy's features unchanged: net_arch pi=[]")
+        if bool(self.hint_policy) != bool(extractor.n_hint):
+            raise ValueError(f"hint_policy {self.hint_policy!r} needs the observation key 'hint' (HeuristicHint), and "
+                             f"the key needs a hint_policy; the observation {'has' if extractor.n_hint else 'lacks'} it")
         n_running = extractor.n_running
         head = SlotScorer(extractor.n_slots, extractor.n_levels, extractor.slot_dim, extractor.context_dim,
-                          n_running=n_running)
+                          n_running=n_running, n_hint=extractor.n_hint, hint_weight=self.hint_weight)
         admissions = extractor.n_slots * extractor.n_levels * (2 if n_running else 1)
+        if extractor.n_hint not in (0, admissions + n_running + 1):
+            raise ValueError(f"the hint has {extractor.n_hint} actions, the head {admissions + n_running + 1}")
         if self.action_space.n != admissions + n_running + 1:  # type: ignore[attr-defined]
             raise ValueError(f"the per-slot action head needs {admissions + n_running + 1} actions (slots · levels"
                              f"{' · 2 + running rows' if n_running else ''} + 1), the space has "

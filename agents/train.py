@@ -312,7 +312,7 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
     then reinforcement learning up to ``cfg.timesteps`` in all (a resumed model continues from its step count) with
     evaluations, once more at the end, and checkpoints. ``evaluate_only``: the final evaluation alone; ``redo_final``:
     the final evaluation Ctrl-C cut short first, then training on (a resume with larger ``timesteps``)."""
-    from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, PeriodicCheckpoints, TrainingProgress
+    from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, HintLog, PeriodicCheckpoints, TrainingProgress
     from synergy_gym.cli.progress import is_terminal
 
     bc = behaviour_clone(model, env, cfg) if cfg.imitates and model.num_timesteps == 0 else None
@@ -320,13 +320,14 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
     schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps, first=0)]
                 if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])
     checkpoints = [PeriodicCheckpoints(run_dir, cfg.checkpoint_freq)] if cfg.checkpoint_freq else []
+    hints = [HintLog()] if cfg.hint_policy is not None else []
     bar = cfg.progress_bar and is_terminal(sys.stdout)  # SB3's bar redraws in place: only on a terminal
     lines = [TrainingProgress()] if cfg.progress_bar and not bar else []
     model.learn(
         # SB3 adds the model's step count to total_timesteps when it is not reset: the steps left (none for a run
         # resumed only for the final evaluation it did not finish)
         total_timesteps=0 if evaluate_only else cfg.timesteps if fresh else max(1, cfg.timesteps - model.num_timesteps),
-        callback=[evaluation, *schedule, *checkpoints, *lines, *callbacks],
+        callback=[evaluation, *schedule, *checkpoints, *hints, *lines, *callbacks],
         log_interval=1,  # SB3's training curves every rollout (A2C's default is every 100th; DQN's, every 4th episode)
         progress_bar=bar,
         tb_log_name="run",

@@ -2,8 +2,9 @@
 
 :func:`make_vec_env` builds the ``n_envs`` training environments of a
 :class:`~synergy_gym.agents.config.TrainConfig` (``seed + rank``): each is
-``Monitor(SharedWorkload(HeuristicRelativeReward(env)))`` as the config asks
-(:mod:`synergy_gym.agents.relative_reward`, :mod:`synergy_gym.agents.shared_workload`),
+``Monitor(HeuristicHint(SharedWorkload(HeuristicRelativeReward(env))))`` as the config asks
+(:mod:`synergy_gym.agents.relative_reward`, :mod:`synergy_gym.agents.shared_workload`,
+:mod:`synergy_gym.agents.heuristic_hint`),
 in worker processes (SB3's ``SubprocVecEnv``) or in this process
 (:class:`~synergy_gym.agents.inprocess_vec_env.InProcessVecEnv`, ``DummyVecEnv`` with less copying;
 ``vec_env = "auto"``: :func:`runs_in_process`), with observations (all keys but the masks) and rewards
@@ -24,6 +25,7 @@ from gymnasium import spaces
 
 from synergy_gym.agents.baseline_scores import best_heuristic, evaluate_baselines, heuristic_means
 from synergy_gym.agents.config import BEST, TrainConfig
+from synergy_gym.agents.heuristic_hint import HINT_KEY
 from synergy_gym.env.scenarios import SCENARIOS
 from synergy_gym.errors import ConfigError
 
@@ -32,8 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from synergy_gym.agents.relative_reward import HeuristicRunCache
 
-#: Observation keys that are masks: not normalised (the feature extractor and MaskablePPO read them as 0/1).
-MASK_KEYS = ("action_mask", "slot_mask", "running_mask")
+#: Observation keys that are masks (and the heuristic's one-hot action): not normalised (read as 0/1).
+MASK_KEYS = ("action_mask", "slot_mask", "running_mask", HINT_KEY)
 
 
 def check_env_kwargs(cfg: TrainConfig) -> None:
@@ -48,8 +50,9 @@ def check_env_kwargs(cfg: TrainConfig) -> None:
 
 
 def env_factory(env_id: str, env_kwargs: dict[str, Any], relative_to: str | None = None, shared_base: int | None = None,
-                worker: bool = False, run_cache: HeuristicRunCache | None = None) -> Callable[[], gym.Env]:
-    """A picklable env constructor: Monitor(SharedWorkload(HeuristicRelativeReward(env))), as configured.
+                worker: bool = False, run_cache: HeuristicRunCache | None = None,
+                hint_policy: str | None = None) -> Callable[[], gym.Env]:
+    """A picklable env constructor: Monitor([HeuristicHint](SharedWorkload(HeuristicRelativeReward(env)))), as configured.
 
     The relative reward sits inside the shared seeds (it must see the workload seed the
     episode runs) and inside Monitor (``rollout/ep_rew_mean`` is then the relative return).
@@ -77,6 +80,10 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any], relative_to: str | None
             from synergy_gym.agents.shared_workload import SharedWorkload
 
             env = SharedWorkload(env, shared_base)
+        if hint_policy is not None:
+            from synergy_gym.agents.heuristic_hint import HeuristicHint
+
+            env = HeuristicHint(env, hint_policy)
         return Monitor(env)
 
     return make
@@ -126,14 +133,16 @@ def make_vec_env(cfg: TrainConfig, relative_to: str | None = None, first_episode
     shared_base = shared_seed_base(cfg.seed) + int(first_episode) if cfg.shared_workload else None
     vec: VecEnv
     if not runs_in_process(cfg):
-        factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=True)
+        factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, worker=True,
+                              hint_policy=cfg.hint_policy)
         vec = SubprocVecEnv([factory] * cfg.n_envs)
     else:
         from synergy_gym.agents.inprocess_vec_env import InProcessVecEnv
         from synergy_gym.agents.relative_reward import HeuristicRunCache
 
         run_cache = HeuristicRunCache() if relative_to is not None and shared_base is not None else None
-        factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, run_cache=run_cache)
+        factory = env_factory(cfg.env_id, cfg.env_kwargs, relative_to, shared_base, run_cache=run_cache,
+                              hint_policy=cfg.hint_policy)
         # In place of worker processes ("auto"): float64 rewards, as SubprocVecEnv returns them; otherwise
         # ("dummy", one env) float32, as DummyVecEnv keeps them.
         instead_of_workers = cfg.vec_env == "auto" and cfg.n_envs > 1

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from synergy_gym.agents.heuristic_hint import hint_heuristic, model_hint, with_hint
+
 
 class AgentPolicy:
     """A trained model as a policy for ``synergy_gym.evaluate`` (SB3's ``predict`` signature).
 
-    Normalises observations with the run's ``VecNormalize`` statistics (if any)
-    and passes the action masks to models whose ``predict`` takes them
+    Adds the heuristic's next action to the observations of a model trained with ``hint_policy``,
+    normalises them with the run's ``VecNormalize`` statistics (if any) and passes the action masks
+    to models whose ``predict`` takes them
     (MaskablePPO). The action is returned as the model chose it: one outside
     the mask (from a model without masking) is the environment's to resolve,
     exactly as in training. :meth:`batch_predictor` decides many observations in one
@@ -28,9 +31,19 @@ class AgentPolicy:
         self.vec_normalize = vec_normalize
         self.name = name
         self.masked = "action_masks" in model.predict.__code__.co_varnames
+        hint = model_hint(model)
+        #: The env heuristic whose next action the model observes (``hint_policy``), or None.
+        self.hint = hint_heuristic(hint) if hint is not None else None
+
+    def observe(self, observation, action_masks=None):
+        """What the model observes: ``observation`` (one or a batch) with its heuristic's action, if it has one
+        (:mod:`synergy_gym.agents.heuristic_hint`), normalised with the run's statistics, if any."""
+        if self.hint is not None:
+            observation = with_hint(self.hint, observation, action_masks)
+        return self.vec_normalize.normalize_obs(observation) if self.vec_normalize is not None else observation
 
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
-        obs = self.vec_normalize.normalize_obs(observation) if self.vec_normalize is not None else observation
+        obs = self.observe(observation, action_masks)
         if self.masked:
             return self.model.predict(obs, state=state, episode_start=episode_start, deterministic=deterministic,
                                       action_masks=action_masks)

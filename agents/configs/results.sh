@@ -56,8 +56,8 @@ SEEDS=5000000..5000019 evaluate small-scarce-shipped-unseen --env Synergy-small-
 # four of the simulator's policies (no bounds: docs/ceilings has them) and the agents of
 # agents/configs/small_scarce_preemptive.toml
 # (training seeds 0, 1, 2); its ablations (agents/configs/ablations.txt): DAgger (seeds 0, 1), the
-# DAgger recipe without slot_fits (seed 0), and a lower PPO learning rate (seeds 0, 1, 2; seed 1
-# continued to 300,000 steps).
+# DAgger recipe without slot_fits (seed 0), a lower PPO learning rate (seeds 0, 1, 2; seed 1
+# continued to 300,000 steps), and the hint recipes (seeds 0, 1, 2 each).
 evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \
     $(models ss-pre) --baselines all --sim-policies fifo+tune,srtf+tune,las+tune,tetris+greedy
 evaluate ablation-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
@@ -68,6 +68,10 @@ evaluate ablation-preemptive-low-lr --env Synergy-small-scarce-v0 --env-kwargs p
     $(models ss-pre-lowlr)
 evaluate ablation-preemptive-low-lr-300k --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
     --model "$RUNS/ss-pre-lowlr-s1-300k/best_model.zip" --label seed1-300k
+evaluate ablation-preemptive-hint --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
+    $(models ss-pre-hint)
+evaluate ablation-preemptive-hint-lr --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
+    $(models ss-pre-hint-lr)
 
 # Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario (at 0.7× load the 300
 # jobs arrive over a longer time than the scenario's max_rounds allow, so it is doubled there).

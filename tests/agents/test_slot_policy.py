@@ -194,15 +194,17 @@ def test_dagger_labels_the_policys_own_states_with_the_heuristic(tmp_path, monke
     vec.close()
 
 
-def test_masks_are_not_normalised_in_any_mode():
-    """The extractor reads slot_mask and running_mask as 0/1 (and MaskablePPO the action mask): VecNormalize skips them."""
+def test_masks_and_the_hint_are_not_normalised_in_any_mode():
+    """The extractor reads slot_mask and running_mask as 0/1 (MaskablePPO the action mask, the head a hint's one-hot
+    action): VecNormalize skips them."""
     from synergy_gym.agents.vec_envs import MASK_KEYS, make_vec_env
     from tests.support.agent_runs import tiny_train_config
 
-    cfg = tiny_train_config("Synergy-small-scarce-v0", env_kwargs={"num_jobs": 12, "preemptive": True})
+    cfg = tiny_train_config("Synergy-small-scarce-v0", env_kwargs={"num_jobs": 12, "preemptive": True},
+                            action_head="per_slot", hint_policy="srtf+tune")
     vec = make_vec_env(cfg)
-    masks = {k for k in vec.observation_space.spaces if k.endswith("_mask")}
-    assert masks == {"action_mask", "slot_mask", "running_mask"} == set(MASK_KEYS)
+    masks = {k for k in vec.observation_space.spaces if k.endswith("_mask") or k == "hint"}
+    assert masks == {"action_mask", "slot_mask", "running_mask", "hint"} == set(MASK_KEYS)
     assert not masks & set(vec.norm_obs_keys) and "running_slots" in vec.norm_obs_keys
     vec.close()
 
