@@ -166,7 +166,7 @@ def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: 
 def check_stats_spaces(path: Path, vec_normalize: Any, model: Any, cfg: TrainConfig | None, env_id: str,
                        kwargs: dict[str, Any], env_parts: dict[str, str], flag: str = "--model") -> None:
     """Refuse normalisation statistics whose observation shapes differ from the environment's (another env's)."""
-    rms = getattr(vec_normalize, "obs_rms", None)
+    rms = vars(vec_normalize).get("obs_rms") if vec_normalize is not None else None  # (vars: read_stats)
     if rms is None:
         return
     model_parts = model_space_parts(model)

@@ -231,7 +231,10 @@ def resume_model(path: Path, cfg: TrainConfig, env: VecEnv, device: str, tb_dir:
     stats = find_stats(path)
     if stats is not None and isinstance(env, VecNormalize):
         loaded = read_stats(stats)
-        env.obs_rms, env.ret_rms = loaded.obs_rms, loaded.ret_rms
+        saved = vars(loaded)  # (vars: normalization.read_stats)
+        if "obs_rms" in saved and env.norm_obs:
+            env.obs_rms = saved["obs_rms"]
+        env.ret_rms = saved.get("ret_rms", env.ret_rms)
     model.set_random_seed(continuation_seed(cfg.seed, model.num_timesteps))
     model.tensorboard_log = str(tb_dir)
     model.set_logger(configure(str(Path(tb_dir) / f"run_{get_latest_run_id(str(tb_dir), 'run') + 1}"), ["tensorboard"]))

@@ -97,7 +97,9 @@ def read_stats(path: Path) -> VecNormalize:
     except Exception as exc:  # truncated, corrupt, or pickled from code that is not here
         raise ConfigError(f"normalisation statistics {path} cannot be read ({type(exc).__name__}: {first_line(exc)}); "
                           "is the file damaged or truncated?") from None
-    if not isinstance(stats, VecNormalize) or not hasattr(stats, "obs_rms"):
+    # (vars: a pickled VecNormalize has no venv, and its __getattr__ recursed for a missing obs_rms, which a run
+    # that normalises rewards but not observations does not save)
+    if not isinstance(stats, VecNormalize) or (vars(stats).get("norm_obs", True) and "obs_rms" not in vars(stats)):
         raise ConfigError(f"{path} does not hold VecNormalize statistics")
     stats.training = False
     return stats

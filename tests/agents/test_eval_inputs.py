@@ -243,3 +243,21 @@ def test_evaluate_on_a_device_that_is_not_there_is_one_line(device, cuda, words,
     monkeypatch.setattr(torch.cuda, "device_count", lambda: cuda)
     line = refused(run / "last_model.zip", tmp_path, capsys, "--device", device, words=(words,))
     assert "could not be loaded" not in line
+
+
+def test_a_run_normalising_rewards_but_not_observations_evaluates_and_resumes(tmp_path, capsys):
+    """Its statistics file holds no observation statistics: evaluate and --resume read it (they recursed inside
+    VecNormalize.__getattr__ looking for obs_rms), and evaluate runs the model on the observations as they are."""
+    from synergy_gym.cli import main
+    from tests.agents.tiny_runs import QUICK, tiny_config
+
+    config = tiny_config(tmp_path, "normalize_obs = false\n")
+    run = tmp_path / "run"
+    assert main(["train", *QUICK, "--config", str(config), "--timesteps", "16", "--out", str(run)]) == 0
+    assert (run / "vecnormalize.pkl").is_file()
+    capsys.readouterr()
+    assert main([*EVALUATE, "--model", str(run / "last_model.zip"), "--env", ENV, "--env-kwargs", "num_jobs=10",
+                 "--out", str(tmp_path / "e")]) == 0
+    assert "paired" not in capsys.readouterr().err
+    assert main(["train", "--resume", str(run), "--timesteps", "32", "--no-progress"]) == 0
+    assert json.loads((run / "config.json").read_text())["normalize_obs"] is False
