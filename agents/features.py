@@ -110,6 +110,10 @@ class SynergyExtractor(BaseFeaturesExtractor):
             context.extend(_pool(rows, row_mask))
             ordered.append(rows.reshape(batch, -1))
         if self.n_hint:
+            if HINT_KEY not in obs:
+                raise ValueError("this model was trained with hint_policy: its observations need the heuristic's action "
+                                 "(key 'hint'); run it as synergy_gym.agents.wrappers.AgentPolicy (load_agent, evaluate, "
+                                 "benchmark), which adds it")
             ordered.append(obs[HINT_KEY])
         return torch.cat(context + ordered, dim=1)
 

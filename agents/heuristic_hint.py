@@ -23,6 +23,7 @@ environment as it is.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -40,7 +41,7 @@ def hint_heuristic(name: str) -> Any:
     from synergy_gym.baselines.env_heuristics import RandomValid, env_heuristics
 
     heuristics = env_heuristics()
-    if name not in heuristics or isinstance(heuristics[name], RandomValid):
+    if not isinstance(name, str) or name not in heuristics or isinstance(heuristics[name], RandomValid):
         usable = ", ".join(k for k, v in heuristics.items() if not isinstance(v, RandomValid))
         raise ConfigError(f"hint_policy must be a deterministic env heuristic ({usable}), got {name!r}")
     return heuristics[name]
@@ -82,19 +83,19 @@ def model_hint(model: Any) -> str | None:
     return kwargs.get("hint_policy") or None
 
 
-def departures(model: Any, env: gym.Env, seed: int, deterministic: bool = True, stats: Any = None) -> tuple[int, int, float]:
-    """One episode of ``model`` on the workload of ``seed`` in ``env`` (wrapped in :class:`HeuristicHint`), its
-    observations normalised with ``stats`` (a ``VecNormalize``; None: as they are): how many of its decisions were
-    not the heuristic's, of how many, and the episode's mean JCT in hours. A stochastic episode draws its actions
-    after reseeding the model with ``seed``."""
-    if not deterministic:
+def departures(policy: Any, heuristic: Any, env: gym.Env, seed: int, deterministic: bool = True) -> tuple[int, int, float]:
+    """One episode of ``policy`` (``predict`` as SB3's: an :class:`~synergy_gym.agents.wrappers.AgentPolicy`, say) on
+    the workload of ``seed`` in ``env``: how many of its decisions were not ``heuristic``'s in the same state, of how
+    many, and the episode's mean JCT in hours. A stochastic episode reseeds the policy's model with ``seed`` first."""
+    model = getattr(policy, "model", None)
+    if not deterministic and model is not None:
         model.set_random_seed(seed)
     obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
     departed = decisions = 0
     while True:
-        seen = stats.normalize_obs(obs) if stats is not None else obs
-        action, _ = model.predict(seen, deterministic=deterministic, action_masks=obs["action_mask"] > 0)
-        departed += int(obs[HINT_KEY][int(action)] < 0.5)
+        mask = obs["action_mask"] > 0
+        action, _ = policy.predict(obs, deterministic=deterministic, action_masks=mask)
+        departed += int(int(action) != int(heuristic.predict(obs, action_masks=mask)[0]))
         decisions += 1
         obs, _, terminated, truncated, info = env.step(int(action))
         if terminated or truncated:
@@ -104,49 +105,45 @@ def departures(model: Any, env: gym.Env, seed: int, deterministic: bool = True, 
 def main(argv: list[str] | None = None) -> int:
     """``python -m synergy_gym.agents.heuristic_hint RUN_DIR… [--seed N]``: for each run folder of a ``hint_policy`` run,
     its untrained model (the run's own seed; observations as they are) and its ``last_model.zip`` (with its
-    statistics), the departures from the heuristic on the workload of one seed and the JCT against the heuristic's."""
+    statistics, as ``evaluate`` runs it), the departures from the heuristic on the workload of one seed and the JCT
+    against the heuristic's."""
     import argparse
-    from functools import partial
     from pathlib import Path
 
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from synergy_gym.agents.config import load_run_config
-    from synergy_gym.agents.models import build_model, load_model
-    from synergy_gym.agents.normalization import read_stats
+    from synergy_gym.agents.models import build_model, load_agent
+    from synergy_gym.agents.wrappers import AgentPolicy
+    from synergy_gym.cli.args import parse_seed_list
+    from synergy_gym.errors import SynergyGymError
 
     parser = argparse.ArgumentParser(prog="python -m synergy_gym.agents.heuristic_hint", description=main.__doc__)
     parser.add_argument("runs", nargs="+", type=Path, help="run folders of synergy-gym train with hint_policy")
-    parser.add_argument("--seed", type=int, default=2_000_000, help="the workload seed (default: the first validation seed)")
+    parser.add_argument("--seed", default="2000000", help="the workload seed (default: the first validation seed)")
     args = parser.parse_args(argv)
-    for run in args.runs:
-        cfg = load_run_config(run / "config.json")
-        if cfg.hint_policy is None:
-            parser.error(f"{run}: its config.json has no hint_policy")
-        env = HeuristicHint(gym.make(cfg.env_id, **cfg.env_kwargs), cfg.hint_policy)
-        baseline = departures(_Heuristic(), env, args.seed)[2]
-        untrained = build_model(cfg, DummyVecEnv([partial(_same, env)]), "cpu", tb_dir=None)
-        last = load_model(run / "last_model.zip", cfg.algo, "cpu")
-        stats = read_stats(run / "vecnormalize.pkl")
-        rows = [("step 0, stochastic", departures(untrained, env, args.seed, False)),
-                ("last, deterministic", departures(last, env, args.seed, True, stats)),
-                ("last, stochastic", departures(last, env, args.seed, False, stats))]
-        head: Any = last.policy.action_net  # the per-slot head (SlotScorer)
-        weight = float(head.hint_weight.detach())
-        print(f"{run}: {cfg.hint_policy} {baseline:.3f} h on seed {args.seed}; last weight {weight:.3f}; " + "; ".join(
-            f"{name}: {d:,} of {n:,} depart, {jct:.3f} h ({jct / baseline:.3f}×)" for name, (d, n, jct) in rows))
+    try:
+        (seed,) = parse_seed_list(args.seed, limit=1)
+        for run in args.runs:
+            cfg = load_run_config(run / "config.json")
+            if cfg.hint_policy is None:
+                raise ConfigError(f"{run}: its config.json has no hint_policy")
+            heuristic = hint_heuristic(cfg.hint_policy)
+            env = gym.make(cfg.env_id, **cfg.env_kwargs)
+            baseline = departures(heuristic, heuristic, env, seed)[2]
+            hinted = DummyVecEnv([partial(HeuristicHint, gym.make(cfg.env_id, **cfg.env_kwargs), cfg.hint_policy)])
+            untrained = AgentPolicy(build_model(cfg, hinted, "cpu", tb_dir=None), None)
+            last = load_agent(run / "last_model.zip", cfg, "cpu", "last")
+            rows = [("step 0, stochastic", departures(untrained, heuristic, env, seed, False)),
+                    ("last, deterministic", departures(last, heuristic, env, seed, True)),
+                    ("last, stochastic", departures(last, heuristic, env, seed, False))]
+            head: Any = last.model.policy.action_net  # the per-slot head (SlotScorer)
+            print(f"{run}: {cfg.hint_policy} {baseline:.3f} h on seed {seed}; last weight "
+                  f"{float(head.hint_weight.detach()):.3f}; " + "; ".join(
+                      f"{name}: {d:,} of {n:,} depart, {jct:.3f} h ({jct / baseline:.3f}×)" for name, (d, n, jct) in rows))
+    except SynergyGymError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     return 0
-
-
-def _same(env: gym.Env) -> gym.Env:
-    return env
-
-
-class _Heuristic:
-    """The hint's own heuristic as a model: its action is the observation's hint (no departure)."""
-
-    def predict(self, obs: dict[str, np.ndarray], deterministic: bool = True, action_masks: Any = None) -> tuple[int, None]:
-        return int(np.argmax(obs[HINT_KEY])), None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -45,6 +45,11 @@ ALGORITHM_SETTINGS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+#: The largest ``hint_weight``: far above any logit difference the network learns (at 20 the stochastic policy
+#: departs from the heuristic about once in 10⁷ decisions), far below float32's range.
+MAX_HINT_WEIGHT = 1_000
+
+
 def check_number(name: str, value: Any) -> None:
     """Refuse a ``value`` of setting ``name`` that is not a finite number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -81,7 +86,10 @@ def check_hyperparameters(cfg: Any) -> None:
         if cfg.action_head != "per_slot":
             raise ConfigError(f"hint_policy {cfg.hint_policy!r} needs action_head 'per_slot' (its logits take the hint), "
                               f"got {cfg.action_head!r}")
-        check_number("hint_weight", cfg.hint_weight)
+    check_number("hint_weight", cfg.hint_weight)
+    if not 0 <= cfg.hint_weight <= MAX_HINT_WEIGHT:  # negative: anything but the heuristic; huge: inf in float32
+        raise ConfigError(f"hint_weight must be from 0 to {MAX_HINT_WEIGHT:,} (the hint's weight in the logits), "
+                          f"got {cfg.hint_weight!r}")
     if cfg.algo == "dqn":
         if cfg.batch_size > cfg.buffer_size:
             raise ConfigError(f"batch_size {cfg.batch_size:,} is larger than the replay buffer, buffer_size "

@@ -77,6 +77,7 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
     if trained is None:  # no record of its run: the network is read from the model itself
         check_kept_settings(checkpoint, cfg, model_network(model) or cfg, NETWORK_SETTINGS,
                             advice="its run's config.json is missing, so set them as the model has them (--config)")
+    check_hint_weight(checkpoint, cfg, model)
     env_parts = env_space_parts(cfg.env_id, cfg.env_kwargs)
     check_model_spaces(checkpoint, model, trained, cfg.env_id, cfg.env_kwargs, env_parts, flag="--resume")
     if cfg.normalize_obs or cfg.normalize_reward:
@@ -95,6 +96,16 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
                           "so nothing is left to train; give a larger --timesteps (the total to reach) to train further"
                           + unfinished)
     return steps
+
+
+def check_hint_weight(checkpoint: Path, cfg: TrainConfig, model: Any) -> None:
+    """Refuse a ``hint_weight`` other than the one a hinted model started from: the model goes on with its learnt
+    weight, and the run's ``config.json`` would name a start that never was."""
+    kwargs = getattr(model, "policy_kwargs", None) or {}
+    if kwargs.get("hint_policy") and float(kwargs.get("hint_weight", cfg.hint_weight)) != cfg.hint_weight:
+        raise ConfigError(f"--resume {checkpoint}: a resumed run keeps its hint's learnt weight, but the config changes "
+                          f"hint_weight {_shown(cfg.hint_weight)} (the checkpoint's start: "
+                          f"{_shown(kwargs['hint_weight'])}); leave it as trained, or train a new run")
 
 
 def check_kept_settings(checkpoint: Path, cfg: TrainConfig, trained: TrainConfig,

@@ -107,8 +107,12 @@ def test_the_hint_weight_sets_how_often_the_stochastic_policy_departs():
     ({"hint_policy": "random"}, ["hint_policy", "deterministic", "'random'"]),
     ({"hint_policy": "tetrs"}, ["hint_policy", "'tetrs'", "tetris+greedy"]),
     ({"action_head": "linear"}, ["hint_policy", "per_slot", "'linear'"]),
+    ({"hint_policy": ["tetris+greedy"]}, ["hint_policy", "['tetris+greedy']"]),
     ({"hint_weight": float("nan")}, ["hint_weight", "nan"]),
     ({"hint_weight": "high"}, ["hint_weight", "'high'"]),
+    ({"hint_weight": -8.0}, ["hint_weight must be from 0 to 1,000", "-8.0"]),
+    ({"hint_weight": 1e40}, ["hint_weight must be from 0 to 1,000", "1e+40"]),
+    ({"hint_policy": None, "hint_weight": "high"}, ["hint_weight", "'high'"]),  # checked without a hint too
 ])
 def test_bad_hint_settings_are_one_line_errors_naming_them(extra, words):
     with pytest.raises(ConfigError) as error:
@@ -177,8 +181,51 @@ def test_a_hinted_run_trains_and_evaluates_through_the_commands(tmp_path, capsys
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"{run}: tetris+greedy ") and "on seed 1000000; last weight 8.000; step 0, stochastic: " in line
     assert re.search(r"last, deterministic: 0 of (\d+) depart, [\d.]+ h \(1\.000×\); last, stochastic: \d+ of ", line)
+    # Resumed with another hint_weight: refused (the model goes on with its learnt weight).
+    weight = tmp_path / "weight.toml"
+    weight.write_text("hint_weight = 3.0\n")
+    assert main(["train", "--resume", str(run), "--config", str(weight), "--timesteps", "64", "--no-progress",
+                 "--out", str(tmp_path / "more")]) == 2
+    assert "keeps its hint's learnt weight, but the config changes hint_weight 3.0 (the checkpoint's start: 8.0)" \
+        in capsys.readouterr().err and not (tmp_path / "more").exists()
+    for argv, words in [([str(run), "--seed", "-1"], "--seed '-1'"), ([str(tmp_path / "nope")], "nope"),
+                        ([str(out)], "config.json")]:
+        with pytest.raises(SystemExit) as stop:
+            departures_main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err and words in err, err
     config = json.loads((run / "config.json").read_text())
     (run / "config.json").write_text(json.dumps({**config, "hint_policy": None}))
     with pytest.raises(SystemExit):
         departures_main([str(run)])
     assert "its config.json has no hint_policy" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_hinted_models_of_every_actor_critic_algorithm_count_their_departures(algo):
+    """PPO and A2C predict without action masks: AgentPolicy passes them only where taken, and so does departures()."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from synergy_gym.agents.heuristic_hint import HeuristicHint, departures, hint_heuristic
+    from synergy_gym.agents.models import build_model
+    from synergy_gym.agents.wrappers import AgentPolicy
+
+    vec = DummyVecEnv([lambda: HeuristicHint(gym.make(ENV, **PREEMPTIVE), "tetris+greedy")])
+    agent = AgentPolicy(build_model(hint_config(algo=algo), vec, "cpu", tb_dir=None), None)
+    tetris = hint_heuristic("tetris+greedy")
+    env = gym.make(ENV, **PREEMPTIVE)
+    departed, decisions, jct = departures(agent, tetris, env, 5)
+    assert departed == 0 and decisions > 10 and departures(tetris, tetris, env, 5) == (0, decisions, jct)
+
+
+def test_a_hinted_model_without_its_wrapper_says_what_it_needs():
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from synergy_gym import evaluate
+    from synergy_gym.agents.heuristic_hint import HeuristicHint
+    from synergy_gym.agents.models import build_model
+
+    vec = DummyVecEnv([lambda: HeuristicHint(gym.make(ENV, **PREEMPTIVE), "tetris+greedy")])
+    model = build_model(hint_config(), vec, "cpu", tb_dir=None)
+    with pytest.raises(ValueError, match="trained with hint_policy: its observations need the heuristic's action"):
+        evaluate(model, ENV, seeds=[1], **PREEMPTIVE)
