@@ -183,19 +183,10 @@ def test_the_shipped_small_scarce_agent_was_trained_as_the_docs_say():
     assert card["checkpoint_step"] <= shipped.timesteps
 
 
-#: The hint recipe against the reference: the hint instead of imitation, the relative reward's heuristic named (the
-#: reference's "best" is the same tetris+greedy), validation every 25,000 steps.
-HINT_CHANGES = {"hint_policy": "tetris+greedy", "hint_weight": 10.0, "bc_steps": 0, "bc_policy": None, "dagger_rounds": None,
-                "bc_epochs": None, "bc_learning_rate": None, "relative_to": "tetris+greedy", "eval_freq": 25_000}
-
-
 @pytest.mark.parametrize("name, changes", [
     ("small_scarce_preemptive_dagger", {"dagger_rounds": 2, "dagger_steps": 10_000, "bc_steps": 20_000,
                                         "timesteps": 300_000, "stop_on_stall_after": 150_000}),
     ("small_scarce_preemptive_low_lr", {"learning_rate": 3e-5, "timesteps": 150_000}),
-    ("small_scarce_preemptive_hint", HINT_CHANGES),
-    ("small_scarce_preemptive_hint_lr", {**HINT_CHANGES, "hint_weight": 8.0, "learning_rate": 3e-4, "ent_coef": 0.0,
-                                         "ent_coef_final": None, "timesteps": 150_000}),
 ])
 def test_the_preemptive_ablation_configs_change_only_what_the_docs_say(name, changes):
     """docs/training.md compares each ablation with the reference config on the settings named here, and only those."""

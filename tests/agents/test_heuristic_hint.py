@@ -229,3 +229,26 @@ def test_a_hinted_model_without_its_wrapper_says_what_it_needs():
     model = build_model(hint_config(), vec, "cpu", tb_dir=None)
     with pytest.raises(ValueError, match="trained with hint_policy: its observations need the heuristic's action"):
         evaluate(model, ENV, seeds=[1], **PREEMPTIVE)
+
+
+#: The hint recipe against the reference: the hint instead of imitation, the relative reward's heuristic named (the
+#: reference's "best" is the same tetris+greedy), validation every 25,000 steps.
+HINT_CHANGES = {"hint_policy": "tetris+greedy", "hint_weight": 10.0, "bc_steps": 0, "bc_policy": None, "dagger_rounds": None,
+                "bc_epochs": None, "bc_learning_rate": None, "relative_to": "tetris+greedy", "eval_freq": 25_000}
+
+
+@pytest.mark.parametrize("name, changes", [
+    ("small_scarce_preemptive_hint", HINT_CHANGES),
+    ("small_scarce_preemptive_hint_lr", {**HINT_CHANGES, "hint_weight": 8.0, "learning_rate": 3e-4, "ent_coef": 0.0,
+                                         "ent_coef_final": None, "timesteps": 150_000}),
+])
+def test_the_hint_configs_change_only_what_the_docs_say(name, changes):
+    """docs/training.md compares each hint recipe with the preemptive reference config on these settings only."""
+    from synergy_gym.agents.config import TrainConfig, load_config_file
+    from tests.support import REPO
+
+    configs = REPO / "agents" / "configs"
+    reference = load_config_file(configs / "small_scarce_preemptive.toml")
+    recipe = load_config_file(configs / f"{name}.toml")
+    TrainConfig.from_mapping(recipe)  # valid
+    assert {k: recipe.get(k) for k in set(reference) | set(recipe) if reference.get(k) != recipe.get(k)} == changes
