@@ -165,8 +165,15 @@ def check_model_spaces(path: Path, model: Any, cfg: TrainConfig | None, env_id: 
 
 def check_stats_spaces(path: Path, vec_normalize: Any, model: Any, cfg: TrainConfig | None, env_id: str,
                        kwargs: dict[str, Any], env_parts: dict[str, str], flag: str = "--model") -> None:
-    """Refuse normalisation statistics whose observation shapes differ from the environment's (another env's)."""
-    rms = vars(vec_normalize).get("obs_rms") if vec_normalize is not None else None  # (vars: read_stats)
+    """Refuse normalisation statistics whose observation shapes differ from the environment's (another env's), or
+    that normalise observations where the model's run (``cfg``) did not, or the other way round."""
+    saved = vars(vec_normalize) if vec_normalize is not None else {}  # (vars: read_stats)
+    normalises = bool(saved.get("norm_obs", True))
+    if vec_normalize is not None and cfg is not None and normalises != cfg.normalize_obs:
+        raise ConfigError(f"{flag} {path}: its normalisation statistics {'' if normalises else 'do not '}normalise "
+                          f"observations, but its run was trained with normalize_obs {str(cfg.normalize_obs).lower()}: "
+                          "they are another run's; give the model's own")
+    rms = saved.get("obs_rms")
     if rms is None:
         return
     model_parts = model_space_parts(model)

@@ -120,7 +120,7 @@ def export_sources(model_zip: Path) -> tuple[Path, Path | None, TrainConfig]:
     run = run_folder(model_zip)
     require_file(run / "config.json", "export: the run's config", ConfigError)
     cfg = load_run_config(export_config(model_zip))
-    stats = find_stats(model_zip)
+    stats = find_stats(model_zip) if cfg.normalize_obs else None  # (a reward-only run's file: nothing to act with)
     if stats is None and cfg.normalize_obs:
         raise ConfigError(f"export: {model_zip}: its normalisation statistics are missing (looked for "
                           f"{', '.join(map(str, stats_candidates(model_zip)))}); its run normalised observations "

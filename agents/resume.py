@@ -80,14 +80,18 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
     check_hint_weight(checkpoint, cfg, model)
     env_parts = env_space_parts(cfg.env_id, cfg.env_kwargs)
     check_model_spaces(checkpoint, model, trained, cfg.env_id, cfg.env_kwargs, env_parts, flag="--resume")
-    if cfg.normalize_obs or cfg.normalize_reward:
-        stats = find_stats(checkpoint)
-        if stats is None:
-            raise ConfigError(f"--resume {checkpoint}: its normalisation statistics are missing (looked for "
-                              f"{', '.join(map(str, stats_candidates(checkpoint)))}); a normalised run cannot continue "
-                              "without them")
-        check_stats_spaces(checkpoint, read_stats(stats), model, trained, cfg.env_id, cfg.env_kwargs, env_parts,
-                           flag="--resume")
+    stats = find_stats(checkpoint)
+    if stats is None and (cfg.normalize_obs or cfg.normalize_reward):
+        raise ConfigError(f"--resume {checkpoint}: its normalisation statistics are missing (looked for "
+                          f"{', '.join(map(str, stats_candidates(checkpoint)))}); a normalised run cannot continue "
+                          "without them")
+    if stats is not None:
+        loaded = read_stats(stats)
+        if bool(vars(loaded).get("norm_obs", True)) != cfg.normalize_obs:  # (with no config.json, only they say)
+            raise ConfigError(f"--resume {checkpoint}: a resumed run keeps its normalisation, but the config changes "
+                              f"normalize_obs {str(cfg.normalize_obs).lower()} (its statistics {stats}: "
+                              f"{str(not cfg.normalize_obs).lower()}); leave it as trained, or train a new run")
+        check_stats_spaces(checkpoint, loaded, model, trained, cfg.env_id, cfg.env_kwargs, env_parts, flag="--resume")
     steps = int(model.num_timesteps)
     if steps >= cfg.timesteps and not evaluation_only(checkpoint, cfg, steps, in_place):
         unfinished = "" if in_place or not evaluation_only(checkpoint, cfg, steps, True) else (

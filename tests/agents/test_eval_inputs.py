@@ -261,3 +261,26 @@ def test_a_run_normalising_rewards_but_not_observations_evaluates_and_resumes(tm
     assert "paired" not in capsys.readouterr().err
     assert main(["train", "--resume", str(run), "--timesteps", "32", "--no-progress"]) == 0
     assert json.loads((run / "config.json").read_text())["normalize_obs"] is False
+    capsys.readouterr()
+    # Another run's statistics are refused both ways (they ran the model on other observations, silently).
+    normal = tmp_path / "normal"
+    assert main(["train", *QUICK, "--config", str(tiny_config(tmp_path)), "--timesteps", "16", "--out", str(normal)]) == 0
+    capsys.readouterr()
+    for model, stats, words in [(normal, run, "do not normalise observations, but its run was trained with normalize_obs "
+                                 "true"), (run, normal, "normalise observations, but its run was trained with "
+                                           "normalize_obs false")]:
+        code = main([*EVALUATE, "--model", str(model / "last_model.zip"), "--vecnormalize", str(stats / "vecnormalize.pkl"),
+                     "--env", ENV, "--env-kwargs", "num_jobs=10", "--out", str(tmp_path / "x")])
+        one_line_error(code, *capsys.readouterr(), words, command="evaluate")
+    # Resumed without its config.json, only the statistics say how it was trained: a change is refused.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("last_model.zip", "vecnormalize.pkl"):
+        shutil.copy(run / name, bare / name)
+    code = main(["train", *QUICK, "--config", str(tiny_config(tmp_path)), "--resume", str(bare / "last_model.zip"),
+                 "--timesteps", "64", "--out", str(tmp_path / "more")])
+    one_line_error(code, *capsys.readouterr(), "keeps its normalisation, but the config changes normalize_obs true")
+    # Exported, it ships no statistics file (it has nothing to normalise observations with) and loads without one.
+    from synergy_gym.agents.pretrained_policies import export_sources
+
+    assert export_sources(run / "last_model.zip")[1] is None

@@ -157,8 +157,10 @@ def test_a_hinted_run_trains_and_evaluates_through_the_commands(tmp_path, capsys
     from synergy_gym.cli import main
 
     config = tmp_path / "hint.toml"
-    config.write_text('action_head = "per_slot"\nhint_policy = "tetris+greedy"\nn_steps = 32\nbatch_size = 32\n'
-                      'n_epochs = 1\nnet_arch = [16]\nglobal_dim = 16\nslot_dim = 8\nlearning_rate = 1e-9\n')
+    tiny = ('action_head = "per_slot"\nn_steps = 32\nbatch_size = 32\nn_epochs = 1\nnet_arch = [16]\nglobal_dim = 16\n'
+            'slot_dim = 8\nlearning_rate = 1e-9\n')
+    config.write_text(tiny + 'hint_policy = "tetris+greedy"\n')
+    (tmp_path / "plain.toml").write_text(tiny)
     kwargs = ["--env-kwargs", "num_jobs=12", "preemptive=true"]
     run = tmp_path / "run"
     assert main(["train", "--config", str(config), "--env", ENV, *kwargs, "--n-envs", "1", "--timesteps", "32",
@@ -194,7 +196,24 @@ def test_a_hinted_run_trains_and_evaluates_through_the_commands(tmp_path, capsys
             departures_main(argv)
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.count("\n") == 1 and "Traceback" not in err and words in err, err
+    # Every folder is checked before the first episode: a bad one last stops the command before any output.
+    with pytest.raises(SystemExit):
+        departures_main([str(run), str(tmp_path / "nope")])
+    out, err = capsys.readouterr()
+    assert out == "" and "nope" in err
     config = json.loads((run / "config.json").read_text())
+    other = tmp_path / "other"  # a run folder whose model is not hinted, under a hinted config
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps(config))
+    assert main(["train", "--config", str(tmp_path / "plain.toml"), "--env", ENV, *kwargs, "--n-envs", "1", "--timesteps",
+                 "32", "--eval-episodes", "1", "--eval-freq", "1000", "--no-progress", "--device", "cpu", "--out",
+                 str(tmp_path / "plain")]) == 0
+    for name in ("last_model.zip", "vecnormalize.pkl"):
+        (other / name).write_bytes((tmp_path / "plain" / name).read_bytes())
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        departures_main([str(other)])
+    assert "the model's hint_policy is None, its run's config.json says 'tetris+greedy'" in capsys.readouterr().err
     (run / "config.json").write_text(json.dumps({**config, "hint_policy": None}))
     with pytest.raises(SystemExit):
         departures_main([str(run)])
