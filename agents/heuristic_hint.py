@@ -18,13 +18,12 @@ the stochastic one departs from it with a probability set by ``hint_weight``; PP
 A model trained so keeps ``hint_policy`` in its policy settings, and
 :class:`~synergy_gym.agents.wrappers.AgentPolicy` computes the hint again for every observation it is
 given (:func:`with_hint`), so that ``evaluate``, ``benchmark`` and the validation in training run the
-environment as it is.
+environment as it is. :func:`departures` counts a policy's departures in one episode
+(``python -m synergy_gym.agents.hint_departures`` for run folders).
 """
 
 from __future__ import annotations
 
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -101,65 +100,3 @@ def departures(policy: Any, heuristic: Any, env: gym.Env, seed: int, determinist
         obs, _, terminated, truncated, info = env.step(int(action))
         if terminated or truncated:
             return departed, decisions, float(info["mean_jct_h"])
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m synergy_gym.agents.heuristic_hint RUN_DIR… [--seed N]``: for each run folder of a ``hint_policy`` run,
-    its untrained model (the run's own seed; observations as they are) and its ``last_model.zip`` (with its
-    statistics, as ``evaluate`` runs it), the departures from the heuristic on the workload of one seed and the JCT
-    against the heuristic's."""
-    import argparse
-
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    from synergy_gym.agents.models import build_model
-    from synergy_gym.agents.wrappers import AgentPolicy
-    from synergy_gym.cli.args import parse_seed_list
-    from synergy_gym.errors import SynergyGymError
-
-    parser = argparse.ArgumentParser(prog="python -m synergy_gym.agents.heuristic_hint", description=main.__doc__)
-    parser.add_argument("runs", nargs="+", type=Path, help="run folders of synergy-gym train with hint_policy")
-    parser.add_argument("--seed", default="2000000", help="the workload seed (default: the first validation seed)")
-    args = parser.parse_args(argv)
-    try:
-        (seed,) = parse_seed_list(args.seed, limit=1)
-        runs = [_hinted_run(run) for run in args.runs]  # every folder checked before the first episode
-    except SynergyGymError as exc:
-        parser.exit(2, f"{parser.prog}: error: {exc}\n")
-    for run, cfg, last in runs:
-        heuristic = hint_heuristic(cfg.hint_policy)
-        env = gym.make(cfg.env_id, **cfg.env_kwargs)
-        baseline = departures(heuristic, heuristic, env, seed)[2]
-        hinted = DummyVecEnv([partial(HeuristicHint, gym.make(cfg.env_id, **cfg.env_kwargs), cfg.hint_policy)])
-        untrained = AgentPolicy(build_model(cfg, hinted, "cpu", tb_dir=None), None)
-        rows = [("step 0, stochastic", departures(untrained, heuristic, env, seed, False)),
-                ("last, deterministic", departures(last, heuristic, env, seed, True)),
-                ("last, stochastic", departures(last, heuristic, env, seed, False))]
-        head: Any = last.model.policy.action_net  # the per-slot head (SlotScorer)
-        print(f"{run}: {cfg.hint_policy} {baseline:.3f} h on seed {seed}; last weight "
-              f"{float(head.hint_weight.detach()):.3f}; " + "; ".join(
-                  f"{name}: {d:,} of {n:,} depart, {jct:.3f} h ({jct / baseline:.3f}×)" for name, (d, n, jct) in rows))
-    return 0
-
-
-def _hinted_run(run: Path) -> tuple[Path, Any, Any]:
-    """A run folder's config and last model (an ``AgentPolicy``), checked: a ``hint_policy`` run whose model has it."""
-    from synergy_gym.agents.config import load_run_config
-    from synergy_gym.agents.models import load_agent
-    from synergy_gym.agents.normalization import resolve_stats
-    from synergy_gym.cli.files import require_file
-
-    cfg = load_run_config(run / "config.json")
-    if cfg.hint_policy is None:
-        raise ConfigError(f"{run}: its config.json has no hint_policy")
-    model = require_file(run / "last_model.zip", "the run's last model", ConfigError)
-    stats = resolve_stats(model, advice="put the run's vecnormalize.pkl back beside it")
-    last = load_agent(model, cfg, "cpu", "last", stats=stats, normalize=stats is not None)
-    if model_hint(last.model) != cfg.hint_policy:
-        raise ConfigError(f"{model}: the model's hint_policy is {model_hint(last.model)!r}, its run's config.json says "
-                          f"{cfg.hint_policy!r}: is it another run's?")
-    return run, cfg, last
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

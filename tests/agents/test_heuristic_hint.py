@@ -175,8 +175,8 @@ def test_a_hinted_run_trains_and_evaluates_through_the_commands(tmp_path, capsys
     rows = {(row["policy"], row["source"]): row for row in json.loads((out / "results.json").read_text())["results"]}
     agent = next(row for (_, source), row in rows.items() if source == "agent")
     assert agent["per_seed"] == rows["tetris+greedy", "env"]["per_seed"]  # a learning rate of 1e-9: still the heuristic
-    # How often its models depart from the heuristic (python -m synergy_gym.agents.heuristic_hint).
-    from synergy_gym.agents.heuristic_hint import main as departures_main
+    # How often its models depart from the heuristic (python -m synergy_gym.agents.hint_departures).
+    from synergy_gym.agents.hint_departures import main as departures_main
 
     capsys.readouterr()
     assert departures_main([str(run), "--seed", "1000000"]) == 0
