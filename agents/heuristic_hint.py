@@ -85,18 +85,24 @@ def model_hint(model: Any) -> str | None:
 
 def departures(policy: Any, heuristic: Any, env: gym.Env, seed: int, deterministic: bool = True) -> tuple[int, int, float]:
     """One episode of ``policy`` (``predict`` as SB3's: an :class:`~synergy_gym.agents.wrappers.AgentPolicy`, say) on
-    the workload of ``seed`` in ``env``: how many of its decisions were not ``heuristic``'s in the same state, of how
-    many, and the episode's mean JCT in hours. A stochastic episode reseeds the policy's model with ``seed`` first."""
-    model = getattr(policy, "model", None)
-    if not deterministic and model is not None:
-        model.set_random_seed(seed)
-    obs, _ = env.reset(seed=seed, options={"workload_seed": seed})
-    departed = decisions = 0
-    while True:
-        mask = obs["action_mask"] > 0
-        action, _ = policy.predict(obs, deterministic=deterministic, action_masks=mask)
-        departed += int(int(action) != int(heuristic.predict(obs, action_masks=mask)[0]))
-        decisions += 1
-        obs, _, terminated, truncated, info = env.step(int(action))
-        if terminated or truncated:
-            return departed, decisions, float(info["mean_jct_h"])
+    the workload of ``seed`` in ``env``, run by :func:`synergy_gym.evaluate` (a stochastic one with torch seeded by
+    ``seed``): how many of its decisions were not ``heuristic``'s in the same state, of how many, and the episode's
+    mean JCT in hours."""
+    from synergy_gym.experiments.evaluation import evaluate
+
+    counted = _Departures(policy, heuristic)
+    row = evaluate(counted, lambda: env, seeds=[seed], name="policy", deterministic=deterministic).iloc[0]
+    return counted.departed, int(row["decisions"]), float(row["mean_jct_h"])
+
+
+class _Departures:
+    """``policy``'s decisions, counting those that are not ``heuristic``'s in the same state."""
+
+    def __init__(self, policy: Any, heuristic: Any) -> None:
+        self.policy, self.heuristic, self.departed = policy, heuristic, 0
+
+    def predict(self, observation: dict[str, np.ndarray], deterministic: bool = True,
+                action_masks: np.ndarray | None = None) -> tuple[Any, None]:
+        action, _ = self.policy.predict(observation, deterministic=deterministic, action_masks=action_masks)
+        self.departed += int(int(action) != int(self.heuristic.predict(observation, action_masks=action_masks)[0]))
+        return action, None

@@ -29,6 +29,7 @@ from dataclasses import fields
 from typing import Any
 
 from synergy_gym.errors import ConfigError
+from synergy_gym.sim.validation import is_number
 
 #: Algorithms whose minibatches are cut from one rollout (and normalise advantages per minibatch).
 PPO_FAMILY = ("maskable_ppo", "ppo")
@@ -52,7 +53,7 @@ MAX_HINT_WEIGHT = 1_000
 
 def check_number(name: str, value: Any) -> None:
     """Refuse a ``value`` of setting ``name`` that is not a finite number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_number(value) or (isinstance(value, float) and not math.isfinite(value)):  # (an int is finite)
         raise ConfigError(f"{name} must be a finite number, got {value!r}")
 
 

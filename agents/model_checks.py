@@ -22,6 +22,7 @@ import numpy as np
 from gymnasium import spaces
 
 from synergy_gym.agents.config import TrainConfig
+from synergy_gym.agents.normalization import normalises_observations
 from synergy_gym.agents.provenance import TrainedOn
 from synergy_gym.env.config import same_env_kwarg
 from synergy_gym.errors import ConfigError, SynergyGymError
@@ -167,13 +168,14 @@ def check_stats_spaces(path: Path, vec_normalize: Any, model: Any, cfg: TrainCon
                        kwargs: dict[str, Any], env_parts: dict[str, str], flag: str = "--model") -> None:
     """Refuse normalisation statistics whose observation shapes differ from the environment's (another env's), or
     that normalise observations where the model's run (``cfg``) did not, or the other way round."""
-    saved = vars(vec_normalize) if vec_normalize is not None else {}  # (vars: read_stats)
-    normalises = bool(saved.get("norm_obs", True))
-    if vec_normalize is not None and cfg is not None and normalises != cfg.normalize_obs:
+    if vec_normalize is None:
+        return
+    normalises = normalises_observations(vec_normalize)
+    if cfg is not None and normalises != cfg.normalize_obs:
         raise ConfigError(f"{flag} {path}: its normalisation statistics {'' if normalises else 'do not '}normalise "
                           f"observations, but its run was trained with normalize_obs {str(cfg.normalize_obs).lower()}: "
                           "they are another run's; give the model's own")
-    rms = saved.get("obs_rms")
+    rms = vec_normalize.obs_rms if normalises else None
     if rms is None:
         return
     model_parts = model_space_parts(model)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from synergy_gym.agents.config import ALGOS, TrainConfig, check_device, first_line
 from synergy_gym.agents.extras import require_extra
-from synergy_gym.agents.normalization import find_stats, read_stats, resolve_stats
+from synergy_gym.agents.normalization import find_stats, normalises_observations, read_stats, resolve_stats
 from synergy_gym.cli.files import require_file
 from synergy_gym.errors import ConfigError
 
@@ -231,10 +231,9 @@ def resume_model(path: Path, cfg: TrainConfig, env: VecEnv, device: str, tb_dir:
     stats = find_stats(path)
     if stats is not None and isinstance(env, VecNormalize):
         loaded = read_stats(stats)
-        saved = vars(loaded)  # (vars: normalization.read_stats)
-        if "obs_rms" in saved and env.norm_obs:
-            env.obs_rms = saved["obs_rms"]
-        env.ret_rms = saved.get("ret_rms", env.ret_rms)
+        if normalises_observations(loaded) and env.norm_obs:
+            env.obs_rms = loaded.obs_rms
+        env.ret_rms = loaded.ret_rms
     model.set_random_seed(continuation_seed(cfg.seed, model.num_timesteps))
     model.tensorboard_log = str(tb_dir)
     model.set_logger(configure(str(Path(tb_dir) / f"run_{get_latest_run_id(str(tb_dir), 'run') + 1}"), ["tensorboard"]))

@@ -85,6 +85,15 @@ def resolve_stats(model_path: Path, given: Path | None = None, normalize: bool =
                       f"{advice}")
 
 
+def normalises_observations(stats: VecNormalize) -> bool:
+    """Whether ``stats`` normalise observations: a run that normalises only its rewards saves no ``obs_rms``.
+
+    Read from the object's own attributes: a pickled ``VecNormalize`` has no ``venv``, and its ``__getattr__``
+    recursed for a missing attribute. When this is true, :func:`read_stats` made sure ``obs_rms`` is there.
+    """
+    return bool(vars(stats).get("norm_obs", True))
+
+
 def read_stats(path: Path) -> VecNormalize:
     """The ``VecNormalize`` statistics pickled in ``path``, ready to normalise (not training); errors name the file."""
     from stable_baselines3.common.vec_env import VecNormalize
@@ -97,9 +106,7 @@ def read_stats(path: Path) -> VecNormalize:
     except Exception as exc:  # truncated, corrupt, or pickled from code that is not here
         raise ConfigError(f"normalisation statistics {path} cannot be read ({type(exc).__name__}: {first_line(exc)}); "
                           "is the file damaged or truncated?") from None
-    # (vars: a pickled VecNormalize has no venv, and its __getattr__ recursed for a missing obs_rms, which a run
-    # that normalises rewards but not observations does not save)
-    if not isinstance(stats, VecNormalize) or (vars(stats).get("norm_obs", True) and "obs_rms" not in vars(stats)):
+    if not isinstance(stats, VecNormalize) or (normalises_observations(stats) and "obs_rms" not in vars(stats)):
         raise ConfigError(f"{path} does not hold VecNormalize statistics")
     stats.training = False
     return stats

@@ -25,7 +25,7 @@ from synergy_gym.agents.checkpoints import CHECKPOINT_DIR, LAST_MODEL, latest_ch
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.agents.model_checks import check_model_spaces, check_stats_spaces, env_space_parts
 from synergy_gym.agents.models import load_model
-from synergy_gym.agents.normalization import find_stats, read_stats, stats_candidates
+from synergy_gym.agents.normalization import find_stats, normalises_observations, read_stats, stats_candidates
 from synergy_gym.agents.provenance import run_config, run_folder
 from synergy_gym.agents.run_folder import check_not_locked, unfinished_evaluation
 from synergy_gym.cli.files import check_input_file
@@ -87,7 +87,7 @@ def check_resume(checkpoint: Path, cfg: TrainConfig, in_place: bool = False) -> 
                           "without them")
     if stats is not None:
         loaded = read_stats(stats)
-        if bool(vars(loaded).get("norm_obs", True)) != cfg.normalize_obs:  # (with no config.json, only they say)
+        if normalises_observations(loaded) != cfg.normalize_obs:  # (with no config.json, only they say)
             raise ConfigError(f"--resume {checkpoint}: a resumed run keeps its normalisation, but the config changes "
                               f"normalize_obs {str(cfg.normalize_obs).lower()} (its statistics {stats}: "
                               f"{str(not cfg.normalize_obs).lower()}); leave it as trained, or train a new run")
