@@ -10,7 +10,7 @@ and statistics a checkpoint saved at step N holds (the run's last step is evalua
 update, by :func:`synergy_gym.agents.train.train`). :class:`PeriodicCheckpoints` saves a checkpoint
 every ``checkpoint_freq`` steps (:mod:`synergy_gym.agents.checkpoints`). :class:`EntropySchedule` moves
 ``ent_coef`` linearly to ``ent_coef_final``; :class:`HintLog` logs how often a hinted policy departs
-from its heuristic. :class:`TrainingProgress` shows the steps with
+from its heuristic, and :class:`DepartureCredit` credits only its departures. :class:`TrainingProgress` shows the steps with
 :class:`synergy_gym.cli.progress.Progress` (plain lines when the output is not a terminal). Importing
 this module imports Stable-Baselines3 (``synergy_gym.agents.train`` does so only when training starts).
 """
@@ -111,6 +111,25 @@ class HintLog(BaseCallback):
         self.logger.record("rollout/hint_departures", float((chosen < 0.5).mean()))
         head: Any = self.model.policy.action_net  # the per-slot head (SlotScorer)
         self.logger.record("train/hint_weight", float(head.hint_weight.detach()))
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class DepartureCredit(BaseCallback):
+    """``hint_credit = "departures"``: after each rollout's advantages are computed, zero those of the steps whose action
+    was the hint's, so that PPO's policy loss counts only the departures (the model does not normalise advantages,
+    which would make the zeros non-zero). The value function still learns from every step's return. The idea: a
+    departure's cost shows over the following steps, and would otherwise lower the hint's probability there."""
+
+    def _on_rollout_end(self) -> None:
+        from synergy_gym.agents.heuristic_hint import HINT_KEY
+
+        assert isinstance(self.model, OnPolicyAlgorithm)
+        buffer = self.model.rollout_buffer
+        hint, actions = buffer.observations[HINT_KEY], buffer.actions.astype(int)
+        followed = np.take_along_axis(hint, actions, axis=-1)[..., 0] >= 0.5
+        buffer.advantages[followed] = 0.0
 
     def _on_step(self) -> bool:
         return True

@@ -102,10 +102,12 @@ class TrainConfig:
     # levels from its embedding and the context, one gives stop; net_arch is then the value
     # function's only). PPO-family algorithms only.
     action_head: str = "linear"
-    # Start at an env heuristic (synergy_gym.agents.heuristic_hint; per_slot only): its next action joins
-    # the observation and, × a learnt weight from hint_weight, the logits; None/"none": no hint.
+    # Start at an env heuristic (synergy_gym.agents.heuristic_hint; per_slot only): its next action joins the observation
+    # and, × a learnt weight from hint_weight, the logits; None/"none": no hint. hint_credit "departures": PPO's policy
+    # loss counts only the steps that departed from the hint, advantages unnormalised (the value loss every step).
     hint_policy: str | None = None
     hint_weight: float = 8.0
+    hint_credit: str = "all"
     # Where the n_envs training envs run: "subproc" (a worker process each, SB3's SubprocVecEnv) or
     # "dummy" (in this process: no inter-process traffic, and with shared workloads the relative
     # reward's heuristic runs once per workload for all – faster on a few cores: benchmarks/bench_train.py);
@@ -138,20 +140,18 @@ class TrainConfig:
     bc_epochs: int = 10
     # The imitation's learning rate (None: learning_rate).
     bc_learning_rate: float | None = None
-    # DAgger (Ross et al., 2011) after the warm start: dagger_rounds rounds, each running the
-    # policy itself for dagger_steps env steps (None: bc_steps), labelling the states it visits
-    # with bc_policy's actions, and fitting the policy again on all the states so far
-    # (bc_epochs passes); 0: plain imitation of the heuristic's own states.
+    # DAgger (Ross et al., 2011) after the warm start: dagger_rounds rounds, each running the policy itself for
+    # dagger_steps env steps (None: bc_steps), labelling the states it visits with bc_policy's actions, and fitting
+    # the policy again on all the states so far (bc_epochs passes); 0: plain imitation of the heuristic's own states.
     dagger_rounds: int = 0
     dagger_steps: int | None = None
     # Env heuristics evaluated once on the validation seeds (below) at the start, for reference
     # (TensorBoard baseline/<name>/mean_jct_h, eval/jct_vs_<name>).
     reference_baselines: list = field(default_factory=lambda: list(REFERENCE_BASELINES))
-    # Periodic evaluation (checkpoint selection) on validation workload seeds.
+    # Periodic evaluation (checkpoint selection) on validation workload seeds eval_seed_base, eval_seed_base + 1, …
+    # (from 2,000,000: disjoint from the held-out seeds 1,000,000 on that results are reported on).
     eval_freq: int = 20_000
     eval_episodes: int = 5
-    # Evaluation seeds: eval_seed_base, eval_seed_base + 1, … – the validation seeds from
-    # 2,000,000, disjoint from the held-out seeds 1,000,000 on that results are reported on.
     eval_seed_base: int = VALIDATION_SEED_BASE
     # Stop when the validation JCT stalls: from this many steps on, training ends at an
     # evaluation whose step count is at least 1.5 × the step of the best evaluation so far

@@ -24,7 +24,8 @@ environment as it is. :func:`departures` counts a policy's departures in one epi
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -83,26 +84,39 @@ def model_hint(model: Any) -> str | None:
     return kwargs.get("hint_policy") or None
 
 
-def departures(policy: Any, heuristic: Any, env: gym.Env, seed: int, deterministic: bool = True) -> tuple[int, int, float]:
+class DepartureCount(NamedTuple):
+    """What :func:`departures` counted in one episode."""
+
+    departed: int  # decisions that were not the heuristic's in the same state
+    decisions: int
+    mean_jct_h: float
+    kinds: Counter[str]  # the departures by what the policy did where the heuristic did something else
+
+
+def departures(policy: Any, heuristic: Any, env: gym.Env, seed: int, deterministic: bool = True) -> DepartureCount:
     """One episode of ``policy`` (``predict`` as SB3's: an :class:`~synergy_gym.agents.wrappers.AgentPolicy`, say) on
     the workload of ``seed`` in ``env``, run by :func:`synergy_gym.evaluate` (a stochastic one with torch seeded by
-    ``seed``): how many of its decisions were not ``heuristic``'s in the same state, of how many, and the episode's
-    mean JCT in hours."""
+    ``seed``): how many of its decisions were not ``heuristic``'s in the same state, of how many, the episode's
+    mean JCT in hours, and the departures by kind (``"admit for preempt"``: the policy admitted a job where the
+    heuristic preempted one; the kinds of :meth:`synergy_gym.env.masks.ActionLayout.kind`)."""
     from synergy_gym.experiments.evaluation import evaluate
 
-    counted = _Departures(policy, heuristic)
+    counted = _Departures(policy, heuristic, env.unwrapped.layout)  # type: ignore[attr-defined]
     row = evaluate(counted, lambda: env, seeds=[seed], name="policy", deterministic=deterministic).iloc[0]
-    return counted.departed, int(row["decisions"]), float(row["mean_jct_h"])
+    return DepartureCount(sum(counted.kinds.values()), int(row["decisions"]), float(row["mean_jct_h"]), counted.kinds)
 
 
 class _Departures:
-    """``policy``'s decisions, counting those that are not ``heuristic``'s in the same state."""
+    """``policy``'s decisions, counting by kind those that are not ``heuristic``'s in the same state."""
 
-    def __init__(self, policy: Any, heuristic: Any) -> None:
-        self.policy, self.heuristic, self.departed = policy, heuristic, 0
+    def __init__(self, policy: Any, heuristic: Any, layout: Any) -> None:
+        self.policy, self.heuristic, self.layout = policy, heuristic, layout
+        self.kinds: Counter[str] = Counter()
 
     def predict(self, observation: dict[str, np.ndarray], deterministic: bool = True,
                 action_masks: np.ndarray | None = None) -> tuple[Any, None]:
         action, _ = self.policy.predict(observation, deterministic=deterministic, action_masks=action_masks)
-        self.departed += int(int(action) != int(self.heuristic.predict(observation, action_masks=action_masks)[0]))
+        hint = int(self.heuristic.predict(observation, action_masks=action_masks)[0])
+        if int(action) != hint:
+            self.kinds[f"{self.layout.kind(int(action))} for {self.layout.kind(hint)}"] += 1
         return action, None

@@ -3,8 +3,9 @@
 For each run folder of ``synergy-gym train`` with ``hint_policy`` (:mod:`synergy_gym.agents.heuristic_hint`): its
 untrained model (built as the run built it, with its seed) and its ``last_model.zip`` (with its statistics, as
 ``evaluate`` runs it), one episode each on the workload of one seed (default 2,000,000, the first validation seed):
-how many decisions were not the heuristic's, and the episode's mean JCT against the heuristic's. Every folder is
-checked before the first episode; bad input is one line.
+how many decisions were not the heuristic's (and the two most frequent kinds of departure, such as "admit for
+preempt": the policy admitted a job where the heuristic preempted one), and the episode's mean JCT against the
+heuristic's. Every folder is checked before the first episode; bad input is one line.
 
     python -m synergy_gym.agents.hint_departures RUN_DIR [RUN_DIR …] [--seed N]
 """
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     for run, cfg, last in runs:
         heuristic = hint_heuristic(cfg.hint_policy)
         env = gym.make(cfg.env_id, **cfg.env_kwargs)
-        baseline = departures(heuristic, heuristic, env, seed)[2]
+        baseline = departures(heuristic, heuristic, env, seed).mean_jct_h
         hinted = DummyVecEnv([partial(HeuristicHint, gym.make(cfg.env_id, **cfg.env_kwargs), cfg.hint_policy)])
         untrained = AgentPolicy(build_model(cfg, hinted, "cpu", tb_dir=None), None)
         rows = [("step 0, stochastic", departures(untrained, heuristic, env, seed, False)),
@@ -56,8 +57,14 @@ def main(argv: list[str] | None = None) -> int:
         head: Any = last.model.policy.action_net  # the per-slot head (SlotScorer)
         print(f"{run}: {cfg.hint_policy} {baseline:.3f} h on seed {seed}; last weight "
               f"{float(head.hint_weight.detach()):.3f}; " + "; ".join(
-                  f"{name}: {d:,} of {n:,} depart, {jct:.3f} h ({jct / baseline:.3f}×)" for name, (d, n, jct) in rows))
+                  f"{name}: {c.departed:,} of {c.decisions:,} depart{_most(c.kinds)}, {c.mean_jct_h:.3f} h "
+                  f"({c.mean_jct_h / baseline:.3f}×)" for name, c in rows))
     return 0
+
+
+def _most(kinds: Any) -> str:
+    """The two most frequent kinds of departure, as `` (most: admit for preempt 2,806, …)``; nothing without any."""
+    return f" (most: {', '.join(f'{kind} {n:,}' for kind, n in kinds.most_common(2))})" if kinds else ""
 
 
 def _hinted_run(run: Path) -> tuple[Path, Any, Any]:

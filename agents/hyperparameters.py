@@ -11,7 +11,8 @@ settings, their values and the rule:
 * DQN: ``batch_size`` at most ``buffer_size`` (a batch is drawn from the replay buffer), and
   ``learning_starts``, ``train_freq`` and ``target_update_interval`` below ``timesteps`` (else the
   network, or its target, is never updated);
-* ``hint_policy`` only with the per-slot action head, and a deterministic env heuristic;
+* ``hint_policy`` only with the per-slot action head, and a deterministic env heuristic; ``hint_credit``
+  ``"departures"`` only with ``hint_policy``;
 * the env kwarg ``invalid_action="raise"`` only with ``maskable_ppo``: the other algorithms sample
   masked actions too, and the first one would end the run.
 
@@ -49,6 +50,8 @@ ALGORITHM_SETTINGS: dict[str, tuple[tuple[str, ...], str]] = {
 #: The largest ``hint_weight``: far above any logit difference the network learns (at 20 the stochastic policy
 #: departs from the heuristic about once in 10⁷ decisions), far below float32's range.
 MAX_HINT_WEIGHT = 1_000
+#: ``hint_credit``: which steps PPO's policy loss counts (every one, or those that departed from the hint).
+HINT_CREDITS: tuple[str, ...] = ("all", "departures")
 
 
 def check_number(name: str, value: Any) -> None:
@@ -87,6 +90,10 @@ def check_hyperparameters(cfg: Any) -> None:
         if cfg.action_head != "per_slot":
             raise ConfigError(f"hint_policy {cfg.hint_policy!r} needs action_head 'per_slot' (its logits take the hint), "
                               f"got {cfg.action_head!r}")
+    if cfg.hint_credit not in HINT_CREDITS:
+        raise ConfigError(f"hint_credit must be one of {', '.join(map(repr, HINT_CREDITS))}, got {cfg.hint_credit!r}")
+    if cfg.hint_credit == "departures" and cfg.hint_policy is None:
+        raise ConfigError("hint_credit 'departures' needs a hint_policy (its departures are the steps PPO learns from)")
     check_number("hint_weight", cfg.hint_weight)
     if not 0 <= cfg.hint_weight <= MAX_HINT_WEIGHT:  # negative: anything but the heuristic; huge: inf in float32
         raise ConfigError(f"hint_weight must be from 0 to {MAX_HINT_WEIGHT:,} (the hint's weight in the logits), "

@@ -127,7 +127,8 @@ def algorithm_settings(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.algo in ("maskable_ppo", "ppo"):
         return {**common, "n_steps": cfg.n_steps, "batch_size": cfg.batch_size, "n_epochs": cfg.n_epochs,
                 "gae_lambda": cfg.gae_lambda, "ent_coef": cfg.ent_coef, "clip_range": cfg.clip_range,
-                "vf_coef": cfg.vf_coef, "max_grad_norm": cfg.max_grad_norm, "target_kl": cfg.target_kl}
+                "vf_coef": cfg.vf_coef, "max_grad_norm": cfg.max_grad_norm, "target_kl": cfg.target_kl,
+                "normalize_advantage": cfg.hint_credit != "departures"}  # zeroed advantages stay zero (DepartureCredit)
     if cfg.algo == "a2c":
         return {**common, "n_steps": cfg.n_steps, "gae_lambda": cfg.gae_lambda, "ent_coef": cfg.ent_coef,
                 "vf_coef": cfg.vf_coef, "max_grad_norm": cfg.max_grad_norm}

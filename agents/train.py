@@ -312,7 +312,14 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
     then reinforcement learning up to ``cfg.timesteps`` in all (a resumed model continues from its step count) with
     evaluations, once more at the end, and checkpoints. ``evaluate_only``: the final evaluation alone; ``redo_final``:
     the final evaluation Ctrl-C cut short first, then training on (a resume with larger ``timesteps``)."""
-    from synergy_gym.agents.callbacks import EntropySchedule, HeldOutEvaluation, HintLog, PeriodicCheckpoints, TrainingProgress
+    from synergy_gym.agents.callbacks import (
+        DepartureCredit,
+        EntropySchedule,
+        HeldOutEvaluation,
+        HintLog,
+        PeriodicCheckpoints,
+        TrainingProgress,
+    )
     from synergy_gym.cli.progress import is_terminal
 
     bc = behaviour_clone(model, env, cfg) if cfg.imitates and model.num_timesteps == 0 else None
@@ -320,7 +327,8 @@ def _learn(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig, run_dir: Path, b
     schedule = ([EntropySchedule(cfg.ent_coef, cfg.ent_coef_final, cfg.timesteps, first=0)]
                 if cfg.ent_coef_final is not None and cfg.algo != "dqn" else [])
     checkpoints = [PeriodicCheckpoints(run_dir, cfg.checkpoint_freq)] if cfg.checkpoint_freq else []
-    hints = [HintLog()] if cfg.hint_policy is not None else []
+    hints: list[Any] = [HintLog()] if cfg.hint_policy is not None else []
+    hints += [DepartureCredit()] if cfg.hint_credit == "departures" else []  # after HintLog, which reads the rollout
     bar = cfg.progress_bar and is_terminal(sys.stdout)  # SB3's bar redraws in place: only on a terminal
     lines = [TrainingProgress()] if cfg.progress_bar and not bar else []
     model.learn(

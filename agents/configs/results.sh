@@ -72,6 +72,12 @@ evaluate ablation-preemptive-hint --env Synergy-small-scarce-v0 --env-kwargs pre
     $(models ss-pre-hint)
 evaluate ablation-preemptive-hint-lr --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
     $(models ss-pre-hint-lr)
+evaluate ablation-preemptive-hint-credit --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
+    $(models ss-pre-hint-credit)
+evaluate ablation-preemptive-hint-gamma1 --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
+    $(models ss-pre-hint-g1)
+evaluate ablation-preemptive-hint-mc --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
+    $(models ss-pre-hint-mc)
 
 # Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario (at 0.7× load the 300
 # jobs arrive over a longer time than the scenario's max_rounds allow, so it is doubled there).

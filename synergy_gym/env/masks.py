@@ -80,6 +80,10 @@ class ActionLayout:
         ci, mi = divmod(level, n_mem)
         return np.array(sorted(others, key=lambda k: (abs(k // n_mem - ci) + abs(k % n_mem - mi), k)))
 
+    def kind(self, a: int) -> str:
+        """What action ``a`` does: ``"admit"``, ``"admit ahead"`` (before the running jobs), ``"preempt"`` or ``"stop"``."""
+        return "stop" if a >= self.stop else "preempt" if a >= self.preempt else "admit ahead" if a >= self.ahead else "admit"
+
     def parse(self, action, call: str = "env.step()") -> int:
         """``action`` as an int in ``[0, n)``, or :class:`~synergy_gym.env.calls.EnvCallError` naming ``call``."""
         if type(action) is int and 0 <= action < self.n:  # the common case, first

@@ -1,6 +1,7 @@
 """An agent that starts at an env heuristic (synergy_gym.agents.heuristic_hint): the hint key, the logit bias, the config."""
 
 import re
+from collections import Counter
 from types import SimpleNamespace
 
 import gymnasium as gym
@@ -113,6 +114,9 @@ def test_the_hint_weight_sets_how_often_the_stochastic_policy_departs():
     ({"hint_weight": -8.0}, ["hint_weight must be from 0 to 1,000", "-8.0"]),
     ({"hint_weight": 1e40}, ["hint_weight must be from 0 to 1,000", "1e+40"]),
     ({"hint_policy": None, "hint_weight": "high"}, ["hint_weight", "'high'"]),  # checked without a hint too
+    ({"hint_credit": "departure"}, ["hint_credit must be one of 'all', 'departures'", "'departure'"]),
+    ({"hint_credit": ["all"]}, ["hint_credit", "['all']"]),
+    ({"hint_policy": None, "hint_credit": "departures"}, ["hint_credit 'departures' needs a hint_policy"]),
 ])
 def test_bad_hint_settings_are_one_line_errors_naming_them(extra, words):
     with pytest.raises(ConfigError) as error:
@@ -233,8 +237,35 @@ def test_hinted_models_of_every_actor_critic_algorithm_count_their_departures(al
     agent = AgentPolicy(build_model(hint_config(algo=algo), vec, "cpu", tb_dir=None), None)
     tetris = hint_heuristic("tetris+greedy")
     env = gym.make(ENV, **PREEMPTIVE)
-    departed, decisions, jct = departures(agent, tetris, env, 5)
-    assert departed == 0 and decisions > 10 and departures(tetris, tetris, env, 5) == (0, decisions, jct)
+    departed, decisions, jct, kinds = departures(agent, tetris, env, 5)
+    assert departed == 0 and not kinds and decisions > 10
+    assert departures(tetris, tetris, env, 5) == (0, decisions, jct, kinds)
+
+
+def test_departures_are_counted_by_what_the_policy_did_where_the_heuristic_did_something_else():
+    """departures() with a policy that preempts where it can and otherwise follows the heuristic: every departure is
+    a preemption, counted under the heuristic's own action (decoded as ActionLayout.kind does)."""
+    from synergy_gym.agents.heuristic_hint import departures, hint_heuristic
+
+    tetris = hint_heuristic("tetris+greedy")
+    env = gym.make(ENV, **PREEMPTIVE)
+    layout = env.unwrapped.layout
+    assert [layout.kind(a) for a in (0, layout.ahead, layout.preempt, layout.stop)] == \
+        ["admit", "admit ahead", "preempt", "stop"]
+    seen = []
+
+    class Preempting:
+        def predict(self, obs, deterministic=True, action_masks=None):
+            hint = int(tetris.predict(obs, action_masks=action_masks)[0])
+            rows = np.flatnonzero(action_masks[layout.preempt:layout.stop])
+            action = hint if len(seen) % 10 or not len(rows) else layout.preempt + int(rows[0])
+            seen.append(f"preempt for {layout.kind(hint)}" if action != hint else None)
+            return action, None
+
+    count = departures(Preempting(), tetris, env, 5)
+    expected = [k for k in seen if k is not None]
+    assert count.departed == len(expected) > 0 and count.kinds == Counter(expected)
+    assert count.decisions == len(seen)
 
 
 def test_a_hinted_model_without_its_wrapper_says_what_it_needs():
@@ -260,6 +291,10 @@ HINT_CHANGES = {"hint_policy": "tetris+greedy", "hint_weight": 10.0, "bc_steps":
     ("small_scarce_preemptive_hint", HINT_CHANGES),
     ("small_scarce_preemptive_hint_lr", {**HINT_CHANGES, "hint_weight": 8.0, "learning_rate": 3e-4, "ent_coef": 0.0,
                                          "ent_coef_final": None, "timesteps": 150_000}),
+    ("small_scarce_preemptive_hint_credit", {**HINT_CHANGES, "hint_weight": 8.0, "learning_rate": 3e-4, "ent_coef": 0.0,
+                                             "ent_coef_final": None, "timesteps": 150_000, "hint_credit": "departures"}),
+    ("small_scarce_preemptive_hint_mc", {**HINT_CHANGES, "hint_weight": 8.0, "learning_rate": 3e-4, "ent_coef": 0.0,
+                                         "ent_coef_final": None, "timesteps": 150_000, "gamma": 1.0, "gae_lambda": 1.0}),
 ])
 def test_the_hint_configs_change_only_what_the_docs_say(name, changes):
     """docs/training.md compares each hint recipe with the preemptive reference config on these settings only."""
@@ -271,3 +306,34 @@ def test_the_hint_configs_change_only_what_the_docs_say(name, changes):
     recipe = load_config_file(configs / f"{name}.toml")
     TrainConfig.from_mapping(recipe)  # valid
     assert {k: recipe.get(k) for k in set(reference) | set(recipe) if reference.get(k) != recipe.get(k)} == changes
+
+
+def test_departure_credit_zeroes_the_advantages_of_the_steps_that_followed_the_hint():
+    """hint_credit "departures": after a rollout, the steps whose action was the hint's have advantage 0 and the
+    departures keep theirs, and PPO does not normalise them (which would move the zeros)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from synergy_gym.agents.callbacks import DepartureCredit
+    from synergy_gym.agents.heuristic_hint import HINT_KEY, HeuristicHint
+    from synergy_gym.agents.models import build_model
+
+    class Seen(BaseCallback):  # runs after DepartureCredit: the buffer PPO's update reads
+        def _on_rollout_end(self):
+            buffer = self.model.rollout_buffer
+            chosen = np.take_along_axis(buffer.observations[HINT_KEY], buffer.actions.astype(int), axis=-1)[..., 0]
+            self.followed, self.advantages = chosen >= 0.5, buffer.advantages.copy()
+
+        def _on_step(self):
+            return True
+
+    vec = DummyVecEnv([lambda: HeuristicHint(gym.make(ENV, **PREEMPTIVE), "tetris+greedy")])
+    assert build_model(hint_config(), vec, "cpu", tb_dir=None).normalize_advantage  # "all": SB3's default
+    cfg = hint_config(hint_credit="departures", hint_weight=2.0)
+    model = build_model(cfg, vec, "cpu", tb_dir=None)
+    assert model.normalize_advantage is False
+    seen = Seen()
+    model.learn(total_timesteps=cfg.n_steps, callback=[DepartureCredit(), seen])
+    assert seen.followed.any() and (~seen.followed).any(), seen.followed.mean()  # both kinds of step in the rollout
+    assert (seen.advantages[seen.followed] == 0).all()
+    assert (seen.advantages[~seen.followed] != 0).all()
