@@ -96,19 +96,23 @@ class EntropySchedule(BaseCallback):
         return True
 
 
+def followed_hint(model: OnPolicyAlgorithm) -> np.ndarray:
+    """For each step of ``model``'s rollout buffer ``(n_steps, n_envs)``: whether its action was the hint's."""
+    from synergy_gym.agents.heuristic_hint import HINT_KEY
+
+    buffer: Any = model.rollout_buffer  # a Dict buffer: observations by key
+    chosen = np.take_along_axis(buffer.observations[HINT_KEY], buffer.actions.astype(int), axis=-1)
+    return chosen[..., 0] >= 0.5
+
+
 class HintLog(BaseCallback):
     """With ``hint_policy`` (:mod:`synergy_gym.agents.heuristic_hint`): TensorBoard's ``train/hint_weight`` (the
     learnt weight of the heuristic's action in the logits) and ``rollout/hint_departures`` (the share of the rollout's
     actions that were not the heuristic's), each rollout."""
 
     def _on_rollout_end(self) -> None:
-        from synergy_gym.agents.heuristic_hint import HINT_KEY
-
         assert isinstance(self.model, OnPolicyAlgorithm)
-        buffer = self.model.rollout_buffer
-        hint, actions = buffer.observations[HINT_KEY], buffer.actions.astype(int)
-        chosen = np.take_along_axis(hint, actions, axis=-1)
-        self.logger.record("rollout/hint_departures", float((chosen < 0.5).mean()))
+        self.logger.record("rollout/hint_departures", float((~followed_hint(self.model)).mean()))
         head: Any = self.model.policy.action_net  # the per-slot head (SlotScorer)
         self.logger.record("train/hint_weight", float(head.hint_weight.detach()))
 
@@ -123,13 +127,8 @@ class DepartureCredit(BaseCallback):
     departure's cost shows over the following steps, and would otherwise lower the hint's probability there."""
 
     def _on_rollout_end(self) -> None:
-        from synergy_gym.agents.heuristic_hint import HINT_KEY
-
         assert isinstance(self.model, OnPolicyAlgorithm)
-        buffer = self.model.rollout_buffer
-        hint, actions = buffer.observations[HINT_KEY], buffer.actions.astype(int)
-        followed = np.take_along_axis(hint, actions, axis=-1)[..., 0] >= 0.5
-        buffer.advantages[followed] = 0.0
+        self.model.rollout_buffer.advantages[followed_hint(self.model)] = 0.0
 
     def _on_step(self) -> bool:
         return True

@@ -86,6 +86,5 @@ def _hinted_run(run: Path) -> tuple[Path, Any, Any]:
     return run, cfg, last
 
 
-
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
