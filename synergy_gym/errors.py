@@ -34,6 +34,11 @@ class UnknownNameError(SynergyGymError):
         self.valid = tuple(valid)
         super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.valid)}")
 
+    def __reduce__(self) -> tuple[type[UnknownNameError], tuple[str, str, tuple[str, ...]]]:
+        """Pickle by the constructor's arguments, so the error survives a worker process (a plain ``ValueError``
+        would be rebuilt from its message alone, which this ``__init__`` does not take)."""
+        return type(self), (self.kind, self.name, self.valid)
+
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C, with a one-line message saying what was kept (the command-line tool exits with 130)."""

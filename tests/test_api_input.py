@@ -171,3 +171,20 @@ def test_allocation_levels_refuses_a_zoo_or_cluster_by_name_and_takes_numpy_inte
         allocation_levels(ZOO, "small", 0, 1)
     assert allocation_levels(ZOO, ClusterSpec(), np.int64(3), np.int64(2)) == allocation_levels(ZOO, ClusterSpec(), 3, 2)
     assert allocation_levels(ZOO, ClusterSpec(), 3, 2.0) == allocation_levels(ZOO, ClusterSpec(), 3, 2)
+
+
+# -- errors cross process boundaries ------------------------------------------------------------
+
+
+def test_every_error_survives_pickling_with_its_message_and_fields():
+    import pickle
+
+    from synergy_gym.errors import PathError, WorkloadError
+
+    errors = [UnknownNameError("policy", "nope", ("fifo", "srtf")), ConfigError("gpus must be positive, got 0"),
+              WorkloadError("num_jobs 0"), PathError("--out x")]
+    for error in errors:  # a worker process (ProcessPoolExecutor, ray) returns its error pickled
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and str(back) == str(error) and back.args == error.args
+    back = pickle.loads(pickle.dumps(errors[0]))
+    assert (back.kind, back.name, back.valid) == ("policy", "nope", ("fifo", "srtf"))
