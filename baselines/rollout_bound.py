@@ -87,6 +87,15 @@ def check_env(env: Any) -> None:
         raise ConfigError("the rollout runs only non-preemptive environments, got env kwarg preemptive=True")
 
 
+def check_env_id_and_json(env_id: str, json_path: Path | None) -> None:
+    """Refuse, before any rollout, an environment id that is not one of the project's scenarios (the heuristics
+    read its observations and masks) and a ``--json`` path that cannot be written (a folder, a missing parent)."""
+    if env_id not in synergy_gym.SCENARIOS:
+        raise UnknownNameError("environment id", env_id, tuple(synergy_gym.SCENARIOS))
+    if json_path is not None:
+        check_output_file(json_path, "--json")
+
+
 def total_jct_s(env: Any) -> float:
     """Sum of the JCTs (seconds) of the jobs that have arrived; an unfinished one counts with its time so far.
 
@@ -340,10 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         seeds = parse_seed_list(args.seeds, "--seeds")
         policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe)
-        if args.env not in gym.registry:
-            raise UnknownNameError("environment id", args.env, tuple(synergy_gym.SCENARIOS))
-        if args.json is not None:  # before any rollout: a folder or a missing parent fails now, not after a seed
-            check_output_file(args.json, "--json")
+        check_env_id_and_json(args.env, args.json)
     except SynergyGymError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -45,7 +45,6 @@ from typing import Any
 
 import gymnasium as gym
 
-import synergy_gym  # registers the environments
 from synergy_gym.baselines.env_heuristics import EnvHeuristic
 from synergy_gym.baselines.rollout_bound import (
     BASE_NAMES,
@@ -54,14 +53,15 @@ from synergy_gym.baselines.rollout_bound import (
     base_action,
     base_episode,
     base_policy,
+    check_env_id_and_json,
     finish_with_base,
     summary,
     total_jct_s,
 )
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.files import atomic_write_text, check_output_file
+from synergy_gym.cli.files import atomic_write_text
 from synergy_gym.cli.results_json import json_safe
-from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
+from synergy_gym.errors import ConfigError, SynergyGymError
 
 #: The candidates by default: the deterministic heuristics that preempt or pack differently.
 DEFAULT_POLICIES: tuple[str, ...] = ("tetris+greedy", "tetris", "srtf+tune", "srtf+price", "las+tune")
@@ -196,10 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers < 1:
             raise ConfigError(f"--workers must be at least 1, got {args.workers}")
         rollout = SwitchingRollout(args.base, tuple(p.strip() for p in args.policies.split(",")))
-        if args.env not in synergy_gym.SCENARIOS:  # the heuristics read this project's observations and masks
-            raise UnknownNameError("environment id", args.env, tuple(synergy_gym.SCENARIOS))
-        if args.json is not None:  # before any rollout: a folder or a missing parent fails now, not after a seed
-            check_output_file(args.json, "--json")
+        check_env_id_and_json(args.env, args.json)
     except SynergyGymError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

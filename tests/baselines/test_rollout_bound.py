@@ -124,6 +124,9 @@ def test_unknown_names_raise_naming_the_valid_ones(capsys):
     assert main(["--base", "nope", "--seeds", "0"]) == 2
     assert "nope" in capsys.readouterr().err
     assert main(["--env", "Nope-v0", "--seeds", "0"]) == 2
+    capsys.readouterr()
+    assert main(["--env", "CartPole-v1", "--seeds", "0"]) == 2  # registered, but not this project's: one line
+    assert capsys.readouterr().err.strip().startswith("error: unknown environment id 'CartPole-v1'")
 
 
 def test_a_json_path_that_cannot_be_written_is_refused_before_any_rollout(tmp_path, capsys, monkeypatch):
