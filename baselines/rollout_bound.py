@@ -1,39 +1,46 @@
-"""A clairvoyant one-step policy rollout (Bertsekas) over an environment heuristic: how much room a non-preemptive policy has.
+"""A clairvoyant one-step policy rollout (Bertsekas) over an environment heuristic: how much room a policy has.
 
 At every decision the rollout policy tries candidate actions on copies of the environment
 (``copy.deepcopy(env.unwrapped)``): each copy takes the candidate, then the *base* heuristic
 (``srtf+price`` by default, :mod:`synergy_gym.baselines.env_heuristics`) finishes the whole episode, and the
 candidate whose episode has the least total JCT is taken (ties: the base heuristic's own action,
-then the lowest action index). The real environment then takes that action, and so on. Only
-non-preemptive environments: one with ``preemptive=True`` is refused (:func:`check_env`) before any work.
+then the lowest action index). The real environment then takes that action, and so on.
+
+**Sampled decisions.** With ``every`` = K > 1 only every K-th decision (the first, the (K+1)-th,
+...) is improved, the others take the base action: the cost falls K-fold. The gain is not a bound on
+the full rollout's either way (an improvement changes the states later decisions see), only a
+measure of how often and how much single decisions beat the base: how the preemptive mode (about
+1,900 decisions and 85 valid actions a decision; only the ``all`` candidates, :func:`check_env`) is measured.
 
 **Clairvoyant.** The copies hold the episode's whole workload, so each rollout sees every future
-arrival and every job's true run time. The policy is therefore *not* one an agent with the
-environment's information could run; it is an optimistic reference for what a non-preemptive
-policy can gain over the base heuristic on a given workload (not an upper bound on all
-policies either: one-step rollout is one policy-improvement step, not the optimum).
+arrival and every job's true run time: *not* a policy an agent with the environment's information
+could run, but an optimistic reference for what a policy can gain over the base on a given workload
+(not an upper bound on all policies either: one rollout step is one policy-improvement step).
 
-**No worse than the base.** The base action is always a candidate, so the value of the chosen
-action never exceeds that of following the base from the current state, which is (by
+**Hidden future** (``future="hidden"``). Each copy first forgets the jobs that have not arrived
+(:meth:`~synergy_gym.sim.simulator.Simulator.forget_future`) and scores a candidate by the total JCT
+of the jobs already there: a policy with the environment's information, which may be worse than the base.
+
+**No worse than the base** (known future). The base action is always a candidate, so the value of the
+chosen action never exceeds that of following the base from the current state, which is (by
 determinism) the value chosen one decision earlier: the episode's total JCT is at most the
 base heuristic's (sequential improvement; :meth:`RolloutPolicy.run_episode` asserts it).
 
 **Candidate sets.**
 
-* ``all``: every valid action (mask true), stop included. With ``dedupe`` (default) actions
-  that admit the same job at the same CPU and memory target (two allocation levels that are
-  the same grid point) are evaluated once: the environment's state after either differs only
-  in the level index it records, which neither the observation nor the simulator reads.
+* ``all``: every valid action (mask true), stop and preemptions included. With ``dedupe``
+  (default) actions that admit the same job at the same CPU and memory target (two allocation
+  levels that are the same grid point; an admission ahead of the running jobs is not the same as
+  one after them) are evaluated once: the environment's state after either differs only in the
+  level index it records, which neither the observation nor the simulator reads.
 * ``reduced``: the base action, stop, every valid slot at the level the base heuristic would
   give that slot (``srtf+price``: max speed-up − λ · cost; the ``+tune`` heuristics: the
   demand level; others: the demand level), and every valid level of the base action's slot.
 
-**Cost.** One full-episode base rollout per candidate per decision, i.e. about
-``Σ_k candidates_k · (episode remaining after k)`` environment steps; the base candidate's
-value is known from the previous decision (it continues the trajectory that decision chose)
-and is not re-simulated. On ``Synergy-small-scarce-v0`` (300 jobs, ~300 decisions, ~47 valid
-actions per decision, ~28 after dedupe, ~14 ``reduced``) a base episode takes ~0.1 s and
-a rollout episode a few minutes on one core (see ``docs/results/rollout_bound_small_scarce.json``).
+**Cost.** One full-episode base rollout per candidate per sampled decision (with a known future the
+base candidate's value carries over from the previous decision). On ``Synergy-small-scarce-v0``
+(~300 decisions, ~47 valid actions, ~28 after dedupe, ~14 ``reduced``) a rollout episode takes a
+few minutes on one core; with ``preemptive=True`` a sampled decision takes 30–90 s (``--every 100``: 488–1,799 s an episode).
 
     python -m synergy_gym.baselines.rollout_bound --env Synergy-small-scarce-v0 --base srtf+price \\
         --seeds 1000000..1000004 --json docs/results/rollout_bound_small_scarce.json
@@ -43,11 +50,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import math
+import numbers
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,14 +64,16 @@ import numpy as np
 
 import synergy_gym  # registers the environments
 from synergy_gym.baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
+from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
+from synergy_gym.baselines.seed_pool import check_workers, results_in_order
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.files import atomic_write_text, check_output_file
-from synergy_gym.cli.results_json import json_safe
+from synergy_gym.cli.files import check_output_file
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
-from synergy_gym.experiments.statistics import ci95_half_width
 
 #: Candidate sets (see the module docstring).
 CANDIDATE_SETS: tuple[str, ...] = ("all", "reduced")
+#: What the copies know of the future: every arrival (clairvoyant) or none (the environment's information).
+FUTURES: tuple[str, ...] = ("known", "hidden")
 #: Base heuristics a rollout can use: the deterministic ones (``random`` would make rollouts unrepeatable).
 BASE_NAMES: tuple[str, ...] = tuple(n for n in env_heuristics() if n != "random")
 #: Two totals closer than this (job-seconds) are a tie (they differ only by float summation order).
@@ -77,14 +87,15 @@ def base_policy(name: str) -> EnvHeuristic:
     return env_heuristics()[name]
 
 
-def check_env(env: Any) -> None:
-    """Refuse (:class:`~synergy_gym.errors.ConfigError`) an environment the rollout cannot run: a preemptive one.
+def check_env(env: Any, candidates: str) -> None:
+    """Refuse (:class:`~synergy_gym.errors.ConfigError`) ``reduced`` candidates in a preemptive environment.
 
-    The candidates decode every action as a slot admission; a preemptive environment's ahead
-    admissions and preemptions are not, and the rollout measures non-preemptive policies.
+    They decode every action as a slot admission; a preemptive environment's ahead admissions
+    and preemptions are not.
     """
-    if env.unwrapped.cfg.preemptive:
-        raise ConfigError("the rollout runs only non-preemptive environments, got env kwarg preemptive=True")
+    if env.unwrapped.cfg.preemptive and candidates != "all":
+        raise ConfigError(f"--candidates {candidates} runs only non-preemptive environments (env kwarg "
+                          "preemptive=True needs --candidates all)")
 
 
 def check_env_id_and_json(env_id: str, json_path: Path | None) -> None:
@@ -149,12 +160,19 @@ class RolloutPolicy:
     base_name: str = "srtf+price"
     candidates: str = "all"
     dedupe: bool = True
+    every: int = 1  # improve every ``every``-th decision only (the module docstring's sampled decisions)
+    future: str = "known"  # one of FUTURES
     base: EnvHeuristic = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.base = base_policy(self.base_name)
         if self.candidates not in CANDIDATE_SETS:
             raise UnknownNameError("candidate set", str(self.candidates), CANDIDATE_SETS)
+        if isinstance(self.every, bool) or not isinstance(self.every, numbers.Integral) or self.every < 1:
+            raise ConfigError(f"--every must be a whole number of at least 1, got {self.every!r}")
+        self.every = int(self.every)
+        if self.future not in FUTURES:
+            raise UnknownNameError("future", str(self.future), FUTURES)
 
     # -- candidates ------------------------------------------------------------------------
     def _slot_level(self, obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> int:
@@ -167,7 +185,8 @@ class RolloutPolicy:
         """The candidate actions in ``env``'s current state: the base action first, then by index."""
         u = env.unwrapped
         mask = np.asarray(u.action_masks(), dtype=bool)
-        n_levels, stop = u.layout.n_levels, u.layout.stop
+        layout = u.layout
+        n_levels, stop = layout.n_levels, layout.stop
         if self.candidates == "all":
             chosen = set(np.flatnonzero(mask).tolist())
         else:
@@ -186,11 +205,13 @@ class RolloutPolicy:
         seen: set[tuple] = set()
         kept: list[int] = []
         for a in ordered:
-            if a == stop:
-                key: tuple = ("stop",)
-            else:
-                j, level = int(slot_jobs[a // n_levels]), a % n_levels
-                key = (j, float(u.state.level_cpu[j, level]), float(u.state.level_mem[j, level]))
+            kind = layout.kind(a)
+            if kind in ("stop", "preempt"):
+                key: tuple = (kind, a)
+            else:  # an admission (ahead ones are offset by ``layout.ahead``)
+                slot_level = a - layout.ahead if kind == "admit ahead" else a
+                j, level = int(slot_jobs[slot_level // n_levels]), slot_level % n_levels
+                key = (kind, j, float(u.state.level_cpu[j, level]), float(u.state.level_mem[j, level]))
             if key not in seen:
                 seen.add(key)
                 kept.append(a)
@@ -200,6 +221,8 @@ class RolloutPolicy:
     def value(self, env: Any, action: int) -> float:
         """Total JCT (s) of the episode if ``env`` takes ``action`` now and ``base`` finishes it (``env`` untouched)."""
         twin = copy.deepcopy(env.unwrapped)
+        if self.future == "hidden":
+            twin.sim.forget_future()
         obs, _, terminated, truncated, _ = twin.step(action)
         if terminated or truncated:
             return total_jct_s(twin)
@@ -230,34 +253,44 @@ class RolloutPolicy:
     def run_episode(self, env: Any, seed: int, verify: bool = False) -> RolloutEpisode:
         """Run one episode of ``env`` (workload seed ``seed``) with the rollout policy.
 
-        ``verify`` re-simulates the base candidate at every decision instead of reusing the
-        previous decision's value, and asserts that both agree (the copy is faithful).
+        ``verify`` re-simulates the base candidate at every sampled decision instead of reusing the
+        value carried from the previous one, and asserts that both agree (the copy is faithful).
         """
-        check_env(env)
+        check_env(env, self.candidates)
         started = time.perf_counter()
         obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
         u = env.unwrapped
+        hidden = self.future == "hidden"  # no value carries over: each decision scores its own base candidate
         known: float | None = None
         decisions: list[Decision] = []
         info: dict[str, Any] = {}
         while True:
-            d = self.decide(env, obs, None if verify else known)
+            if len(decisions) % self.every and (known is not None or hidden):  # not sampled: the base action
+                b = base_action(self.base, env, obs)
+                v = math.nan if known is None else known
+                d = Decision(action=b, base_action=b, value_s=v, base_value_s=v, candidates=1, rollouts=0)
+            else:
+                d = self.decide(env, obs, None if verify or hidden else known)
             if verify and known is not None and abs(d.base_value_s - known) > TIE_TOLERANCE_S:
                 raise AssertionError(f"base rollout {d.base_value_s} s differs from the previous decision's value {known} s")
             decisions.append(d)
             obs, _, terminated, truncated, info = env.step(d.action)
-            known = d.value_s
+            known = None if hidden else d.value_s
             if terminated or truncated:
                 break
         total = total_jct_s(u)
-        if abs(total - d.value_s) > TIE_TOLERANCE_S:
+        if not hidden and abs(total - d.value_s) > TIE_TOLERANCE_S:
             raise AssertionError(f"the episode's total JCT {total} s differs from its last rollout's {d.value_s} s")
+        sampled = decisions[:: self.every]
+        kinds = Counter(f"{u.layout.kind(d.base_action)} -> {u.layout.kind(d.action)}"
+                        for d in decisions if d.action != d.base_action)
         return RolloutEpisode(
             seed=int(seed), mean_jct_h=float(info["mean_jct_h"]), total_jct_s=total, decisions=len(decisions),
             deviations=sum(d.action != d.base_action for d in decisions),
             rollouts=sum(d.rollouts for d in decisions),
-            mean_candidates=float(np.mean([d.candidates for d in decisions])),
-            truncated=bool(truncated), wall_s=time.perf_counter() - started, actions=[d.action for d in decisions],
+            mean_candidates=float(np.mean([d.candidates for d in sampled])), sampled=len(sampled),
+            deviation_kinds=dict(sorted(kinds.items())), truncated=bool(truncated), wall_s=time.perf_counter() - started,
+            actions=[d.action for d in decisions],
         )
 
 
@@ -271,26 +304,12 @@ class RolloutEpisode:
     decisions: int
     deviations: int  # decisions where the rollout did not take the base heuristic's action
     rollouts: int  # base-finished episodes simulated
-    mean_candidates: float
+    mean_candidates: float  # over the sampled decisions
+    sampled: int  # decisions the rollout tried to improve (all with ``every`` = 1)
+    deviation_kinds: dict[str, int]  # deviations by "base action's kind -> chosen action's kind"
     truncated: bool
     wall_s: float
     actions: list[int]
-
-
-@dataclass
-class SeedRow:
-    """One row of the JSON: base and rollout on one workload seed."""
-
-    seed: int
-    base_mean_jct_h: float
-    rollout_mean_jct_h: float
-    diff_pct: float  # (rollout − base) / base · 100
-    decisions: int
-    deviations: int
-    rollouts: int
-    mean_candidates: float
-    truncated: bool
-    wall_s: float
 
 
 def base_episode(env: Any, base: EnvHeuristic, seed: int) -> tuple[float, float]:
@@ -304,34 +323,19 @@ def compare_seed(env_id: str, policy: RolloutPolicy, seed: int, env_kwargs: dict
     """Base and rollout on one workload seed, the same way ``synergy_gym.evaluate`` scores an episode."""
     env = gym.make(env_id, **(env_kwargs or {}))
     try:
-        check_env(env)  # before the base episode
+        check_env(env, policy.candidates)  # before the base episode
         base_h, base_total = base_episode(env, policy.base, seed)
         ep = policy.run_episode(env, seed)
     finally:
         env.close()
-    if ep.total_jct_s > base_total + TIE_TOLERANCE_S:  # sequential improvement
+    if policy.future == "known" and ep.total_jct_s > base_total + TIE_TOLERANCE_S:  # sequential improvement
         raise AssertionError(f"seed {seed}: rollout total JCT {ep.total_jct_s} s exceeds the base's {base_total} s")
     return SeedRow(
         seed=int(seed), base_mean_jct_h=base_h, rollout_mean_jct_h=ep.mean_jct_h,
         diff_pct=100.0 * (ep.mean_jct_h - base_h) / base_h, decisions=ep.decisions, deviations=ep.deviations,
         rollouts=ep.rollouts, mean_candidates=ep.mean_candidates, truncated=ep.truncated, wall_s=ep.wall_s,
+        sampled=ep.sampled, deviation_kinds=ep.deviation_kinds,
     )
-
-
-def summary(rows: list[SeedRow]) -> dict[str, float]:
-    """Means over seeds and the paired difference (mean and 95 % CI half-width, t-distribution; NaN for one seed:
-    printed ``-``, ``null`` in the JSON)."""
-    base = np.array([r.base_mean_jct_h for r in rows])
-    roll = np.array([r.rollout_mean_jct_h for r in rows])
-    diff = roll - base
-    ci = float(ci95_half_width(diff.std(ddof=1), len(rows))) if len(rows) > 1 else float("nan")
-    return {
-        "episodes": len(rows), "base_mean_jct_h": float(base.mean()), "rollout_mean_jct_h": float(roll.mean()),
-        "paired_diff_h": float(diff.mean()), "paired_diff_ci95_h": ci,
-        "paired_diff_pct": float(100.0 * diff.mean() / base.mean()),
-        "mean_of_seed_pct": float(np.mean([r.diff_pct for r in rows])),
-        "mean_wall_s": float(np.mean([r.wall_s for r in rows])),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,43 +343,54 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m synergy_gym.baselines.rollout_bound", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--env", default="Synergy-small-scarce-v0", help="environment id (default Synergy-small-scarce-v0)")
+    parser.add_argument("--preemptive", action="store_true", help="make the environment with preemptive=True")
     parser.add_argument("--base", default="srtf+price", help=f"base heuristic: {', '.join(BASE_NAMES)} (default srtf+price)")
     parser.add_argument("--seeds", default="1000000..1000004", help="workload seeds: 1000000..1000019 or a,b,c")
     parser.add_argument("--candidates", default="all", help=f"candidate set: {', '.join(CANDIDATE_SETS)} (default all)")
     parser.add_argument("--no-dedupe", action="store_true", help="evaluate actions with identical effect separately")
+    parser.add_argument("--every", type=int, default=1, help="improve every K-th decision only (default 1: all)")
+    parser.add_argument("--future", default="known",
+                        help="known: the copies see every arrival (clairvoyant); hidden: none to come (default known)")
+    parser.add_argument("--workers", type=int, default=1, help="seeds run in parallel processes (default 1)")
     parser.add_argument("--json", type=Path, default=None,
                         help="write the rows and summary to this file, in an existing folder (rewritten after each seed)")
     args = parser.parse_args(argv)
+    env_kwargs = {"preemptive": True} if args.preemptive else {}
     try:
         seeds = parse_seed_list(args.seeds, "--seeds")
-        policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe)
+        check_workers(args.workers)
+        policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe, every=args.every, future=args.future)
         check_env_id_and_json(args.env, args.json)
+        if args.preemptive and args.candidates != "all":
+            raise ConfigError(f"--candidates {args.candidates} runs only non-preemptive environments (--preemptive "
+                              "needs --candidates all)")
     except SynergyGymError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    meta = {"env": args.env, "base": args.base, "candidates": args.candidates, "dedupe": policy.dedupe,
-            "clairvoyant": True, "jct": "mean over all jobs of the episode, hours (info['mean_jct_h'])"}
+    meta = {"env": args.env, "env_kwargs": env_kwargs, "base": args.base, "candidates": args.candidates,
+            "dedupe": policy.dedupe, "every": policy.every, "future": policy.future, "clairvoyant": policy.future == "known",
+            "jct": "mean over all jobs of the episode, hours (info['mean_jct_h'])"}
     rows: list[SeedRow] = []
-    print(f"{args.env}, rollout over {args.base}, candidates={args.candidates}{'' if policy.dedupe else ' (no dedupe)'}")
-    print(f"{'seed':>8} {'base h':>9} {'rollout h':>10} {'diff %':>8} {'decisions':>9} {'deviations':>10} {'cand':>6} "
-          f"{'wall s':>8}")
-    for seed in seeds:
-        try:
-            r = compare_seed(args.env, policy, seed)
-        except SynergyGymError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        rows.append(r)
-        print(f"{r.seed:>8} {r.base_mean_jct_h:>9.3f} {r.rollout_mean_jct_h:>10.3f} {r.diff_pct:>+8.2f} {r.decisions:>9} "
-              f"{r.deviations:>10} {r.mean_candidates:>6.1f} {r.wall_s:>8.1f}", flush=True)
-        if args.json is not None:
-            record = {**meta, "summary": summary(rows), "rows": [asdict(x) for x in rows]}
-            atomic_write_text(args.json, json.dumps(json_safe(record), indent=1, allow_nan=False) + "\n")
-    s = summary(rows)
-    ci = "-" if math.isnan(s["paired_diff_ci95_h"]) else f"{s['paired_diff_ci95_h']:.3f}"  # one seed: no CI
-    print(f"mean: base {s['base_mean_jct_h']:.3f} h, rollout {s['rollout_mean_jct_h']:.3f} h, paired "
-          f"{s['paired_diff_h']:+.3f} h ± {ci} ({s['paired_diff_pct']:+.2f} %), "
-          f"{s['mean_wall_s']:.0f} s per rollout episode")
+    sampled = f", one decision in {policy.every} improved" if policy.every > 1 else ""
+    sampled += ", future hidden (the environment's information)" if policy.future == "hidden" else ""
+    print(f"{args.env}{f' {env_kwargs}' if env_kwargs else ''}, rollout over {args.base}, candidates={args.candidates}"
+          f"{'' if policy.dedupe else ' (no dedupe)'}{sampled}")
+    print(f"{'seed':>8} {'base h':>9} {'rollout h':>10} {'diff %':>8} {'decisions':>9} {'sampled':>7} {'deviations':>10} "
+          f"{'cand':>6} {'wall s':>8}")
+    tasks = [(args.env, policy, seed, env_kwargs) for seed in seeds]
+    try:
+        with results_in_order(compare_seed, tasks, args.workers) as results:
+            for r in results:
+                rows.append(r)
+                print(f"{r.seed:>8} {r.base_mean_jct_h:>9.3f} {r.rollout_mean_jct_h:>10.3f} {r.diff_pct:>+8.2f} "
+                      f"{r.decisions:>9} {r.sampled:>7} {r.deviations:>10} {r.mean_candidates:>6.1f} {r.wall_s:>8.1f}",
+                      flush=True)
+                if args.json is not None:
+                    write_rows(args.json, meta, rows)
+    except SynergyGymError as exc:  # e.g. an environment setting the scenario refuses (raised in a worker too)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(summary_line(rows, "per rollout episode"))
     return 0
 
 

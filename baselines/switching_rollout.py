@@ -32,14 +32,10 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,18 +45,16 @@ from synergy_gym.baselines.env_heuristics import EnvHeuristic
 from synergy_gym.baselines.rollout_bound import (
     BASE_NAMES,
     TIE_TOLERANCE_S,
-    SeedRow,
     base_action,
     base_episode,
     base_policy,
     check_env_id_and_json,
     finish_with_base,
-    summary,
     total_jct_s,
 )
+from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
+from synergy_gym.baselines.seed_pool import check_workers, results_in_order
 from synergy_gym.cli.args import parse_seed_list
-from synergy_gym.cli.files import atomic_write_text
-from synergy_gym.cli.results_json import json_safe
 from synergy_gym.errors import ConfigError, SynergyGymError
 
 #: The candidates by default: the deterministic heuristics that preempt or pack differently.
@@ -167,12 +161,13 @@ def episode_on_new_env(env_id: str, env_kwargs: dict[str, Any], rollout: Switchi
 
 def _row(ep: SwitchingEpisode, rollout: SwitchingRollout) -> SeedRow:
     """The JSON row of one episode, in :mod:`~synergy_gym.baselines.rollout_bound`'s shape: its ``decisions``
-    are the events, its ``deviations`` the switches, its ``mean_candidates`` the candidates an event."""
+    are the events (all of them ``sampled``), its ``deviations`` the switches, its ``mean_candidates`` the candidates
+    an event; ``deviation_kinds`` is ``None`` (``events_by_heuristic`` says which heuristic decided)."""
     return SeedRow(
         seed=ep.seed, base_mean_jct_h=ep.base_mean_jct_h, rollout_mean_jct_h=ep.mean_jct_h,
         diff_pct=100.0 * (ep.mean_jct_h - ep.base_mean_jct_h) / ep.base_mean_jct_h, decisions=ep.events,
         deviations=ep.switches, rollouts=ep.rollouts, mean_candidates=float(len(rollout.candidates) + 1),
-        truncated=ep.truncated, wall_s=ep.wall_s,
+        truncated=ep.truncated, wall_s=ep.wall_s, sampled=ep.events, deviation_kinds=None,
     )
 
 
@@ -193,8 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds, "--seeds")
-        if args.workers < 1:
-            raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+        check_workers(args.workers)
         rollout = SwitchingRollout(args.base, tuple(p.strip() for p in args.policies.split(",")))
         check_env_id_and_json(args.env, args.json)
     except SynergyGymError as exc:
@@ -205,16 +199,12 @@ def main(argv: list[str] | None = None) -> int:
             "clairvoyant": True, "jct": "mean over all jobs of the episode, hours (info['mean_jct_h'])"}
     rows: list[SeedRow] = []
     chosen: list[dict[str, int]] = []
-    print(f"{args.env} {env_kwargs or ''}, per-event choice among {','.join(rollout.policies)}, base {args.base}")
+    kwargs = f" {env_kwargs}" if env_kwargs else ""
+    print(f"{args.env}{kwargs}, per-event choice among {','.join(rollout.policies)}, base {args.base}")
     print(f"{'seed':>8} {'base h':>9} {'rollout h':>10} {'diff %':>8} {'events':>7} {'switches':>8} {'wall s':>8}  chosen")
     tasks = [(args.env, env_kwargs, rollout, seed) for seed in seeds]
     try:
-        with ExitStack() as stack:
-            if args.workers == 1:  # in this process: no pool to start, tracebacks of bugs as they are
-                episodes: Iterator[SwitchingEpisode] = (episode_on_new_env(*task) for task in tasks)
-            else:  # in seed order, each once it and those before are done
-                pool = stack.enter_context(ProcessPoolExecutor(max_workers=min(args.workers, len(seeds))))
-                episodes = pool.map(episode_on_new_env, *zip(*tasks))
+        with results_in_order(episode_on_new_env, tasks, args.workers) as episodes:
             for ep in episodes:
                 rows.append(_row(ep, rollout))
                 chosen.append(ep.chosen)
@@ -223,16 +213,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{r.seed:>8} {r.base_mean_jct_h:>9.3f} {r.rollout_mean_jct_h:>10.3f} {r.diff_pct:>+8.2f} "
                       f"{r.decisions:>7} {r.deviations:>8} {r.wall_s:>8.0f}  {others or '-'}", flush=True)
                 if args.json is not None:
-                    record = {**meta, "summary": summary(rows),
-                              "rows": [{**asdict(x), "events_by_heuristic": c} for x, c in zip(rows, chosen)]}
-                    atomic_write_text(args.json, json.dumps(json_safe(record), indent=1, allow_nan=False) + "\n")
+                    write_rows(args.json, meta, rows, [{"events_by_heuristic": c} for c in chosen])
     except SynergyGymError as exc:  # raised in a worker, e.g. an environment setting the scenario refuses
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    s = summary(rows)
-    ci = "-" if len(rows) < 2 else f"{s['paired_diff_ci95_h']:.3f}"
-    print(f"mean: base {s['base_mean_jct_h']:.3f} h, rollout {s['rollout_mean_jct_h']:.3f} h, paired "
-          f"{s['paired_diff_h']:+.3f} h ± {ci} ({s['paired_diff_pct']:+.2f} %), {s['mean_wall_s']:.0f} s per episode")
+    print(summary_line(rows, "per episode"))
     return 0
 
 

@@ -1,31 +1,28 @@
 """The round-based cluster simulator.
 
-Every round (300 s by default) the ordering ranks the runnable jobs, the
-allocation mechanism gives them GPUs, CPUs and memory from an empty cluster,
-and the placed jobs progress at their throughput. Timing follows the paper's
-simulator (``timing="round"``):
+Every round (300 s by default) the ordering ranks the runnable jobs, the allocation mechanism gives
+them GPUs, CPUs and memory from an empty cluster, and the placed jobs progress at their throughput.
+Timing follows the paper's simulator (``timing="round"``):
 
 * a job that arrives mid-round waits for the next round boundary;
-* a placed job is credited the whole round up front:
-  ``floor(round_s / (iter_time / throughput))`` iterations, capped at what it
-  has left;
-* a job whose last iteration runs in a round completes at that round's end, so
-  JCT = that boundary − arrival.
+* a placed job is credited the whole round up front: ``floor(round_s / (iter_time / throughput))``
+  iterations, capped at what it has left;
+* a job whose last iteration runs in a round completes at that round's end, so JCT = that
+  boundary − arrival.
 
-With ``timing="exact"`` progress is continuous and a job completes at the exact
-moment its last iteration ends; its resources are free from then on, because
-the scheduler re-plans at every completion as well as at every round boundary.
+With ``timing="exact"`` progress is continuous and a job completes at the exact moment its last
+iteration ends; its resources are free from then on, because the scheduler re-plans at every
+completion as well as at every round boundary.
 
-With ``sensitivity="profiled"`` the policies decide on each job's estimated
-sensitivity (:mod:`synergy_gym.sim.profiling`) and jobs progress at the throughput
-the model zoo's measured matrix gives their allocation.
+With ``sensitivity="profiled"`` the policies decide on each job's estimated sensitivity
+(:mod:`synergy_gym.sim.profiling`) and jobs progress at the throughput the model zoo's measured
+matrix gives their allocation.
 
-Rounds in which nothing can change are skipped in one step: with an ordering
-whose order only changes when jobs arrive or finish (FIFO), the allocation stays
-the same until the next completion or the next arrival that could be admitted,
-so the simulator advances every running job over all those rounds at once; under
-any other ordering the same holds with one job in the system, until the next
-arrival (which may outrank it).
+Rounds in which nothing can change are skipped in one step: with an ordering whose order only
+changes when jobs arrive or finish (FIFO), the allocation stays the same until the next completion
+or the next arrival that could be admitted, so the simulator advances every running job over all
+those rounds at once; under any other ordering the same holds with one job in the system, until
+the next arrival (which may outrank it).
 """
 
 from __future__ import annotations
@@ -258,6 +255,23 @@ class Simulator:
             self._queue.append(self._next, end)
             self._next = end
             self._top_up_stream()
+
+    def forget_future(self) -> None:
+        """Drop every job that has not arrived yet, as if the workload ended now: a same-information model of the
+        future for lookahead on a copy (``copy.deepcopy``). The dropped rows stay in :attr:`jobs` with an infinite
+        arrival time, so they never arrive, run or count; a stream stops."""
+        self.admit_arrivals()  # jobs that arrived since the last round began are in the system
+        self._more = None
+        jobs, first = self.jobs, self._next
+        gone = jobs.n - first
+        if gone > 0:
+            measured = int(jobs.measured[first:].sum())
+            self._measured_left -= measured
+            self._measured_loaded -= measured
+            self._unfinished -= gone
+            jobs.arrival_s[first:] = math.inf
+            jobs.arrival_l[first:] = [math.inf] * gone
+            self._next = jobs.n
 
     def _top_up_stream(self) -> None:
         while self._more is not None and self.jobs.n - self._next < _STREAM_LOW_WATER:

@@ -20,6 +20,7 @@ from synergy_gym.baselines.rollout_bound import (
     base_episode,
     base_policy,
     compare_seed,
+    finish_with_base,
     main,
     total_jct_s,
 )
@@ -141,12 +142,93 @@ def test_a_json_path_that_cannot_be_written_is_refused_before_any_rollout(tmp_pa
     assert "parent folder" in capsys.readouterr().err and not (tmp_path / "missing").exists()
 
 
-def test_a_preemptive_environment_is_refused_up_front():
-    with pytest.raises(ConfigError, match="only non-preemptive environments, got env kwarg preemptive=True"):
-        compare_seed(ENV, RolloutPolicy(), 1, {**TINY, "preemptive": True})
+def test_reduced_candidates_are_refused_in_a_preemptive_environment_up_front(capsys):
+    with pytest.raises(ConfigError, match="--candidates reduced runs only non-preemptive environments"):
+        compare_seed(ENV, RolloutPolicy(candidates="reduced"), 1, {**TINY, "preemptive": True})
     env = gym.make(ENV, preemptive=True, **TINY)
-    with pytest.raises(ConfigError, match="non-preemptive"):
-        RolloutPolicy().run_episode(env, 1)
+    with pytest.raises(ConfigError, match="preemptive=True needs --candidates all"):
+        RolloutPolicy(candidates="reduced").run_episode(env, 1)
+    assert main(["--preemptive", "--candidates", "reduced", "--seeds", "1"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --candidates reduced runs only non-preemptive environments (--preemptive needs --candidates all)\n")
+
+
+@pytest.mark.parametrize("every", [1, 3])
+def test_a_preemptive_rollout_is_never_worse_and_improves_every_kth_decision(every):
+    env = gym.make(ENV, preemptive=True, **TINY)
+    policy = RolloutPolicy("tetris+greedy", "all", every=every)
+    base_h, base_total = base_episode(env, policy.base, 1)
+    ep = policy.run_episode(env, 1, verify=True)
+    assert ep.total_jct_s <= base_total + 1e-6 and ep.mean_jct_h <= base_h + 1e-9
+    assert ep.sampled == -(-ep.decisions // every) and ep.rollouts > 0
+    assert sum(ep.deviation_kinds.values()) == ep.deviations <= ep.sampled
+    if every == 1:  # seed 1 has a better action than tetris+greedy's (an admission after the running jobs)
+        assert ep.total_jct_s < base_total - 1.0 and ep.deviation_kinds == {"admit ahead -> admit": 2}
+    kinds = {env.unwrapped.layout.kind(a) for a in ep.actions}
+    assert "admit ahead" in kinds  # an action only the preemptive layout has
+
+
+def test_preemptive_dedupe_keeps_ahead_admissions_and_preemptions_apart():
+    env = gym.make(ENV, preemptive=True, **TINY)
+    obs, _ = env.reset(seed=4, options={"workload_seed": 4})
+    u = env.unwrapped
+    policy = RolloutPolicy("tetris+greedy", "all", dedupe=False)
+    deduped = RolloutPolicy("tetris+greedy", "all")
+    seen = set()
+    for _ in range(25):
+        b = int(policy.base.predict(obs, action_masks=u.action_masks())[0])
+        every, kept = policy.candidate_actions(env, obs, b), deduped.candidate_actions(env, obs, b)
+        assert set(every) == set(np.flatnonzero(u.action_masks()).tolist()) and set(kept) <= set(every)
+        for a in every:
+            seen.add(u.layout.kind(a))
+            if u.layout.kind(a) in ("preempt", "stop"):
+                assert a in kept  # never merged
+        dropped = set(every) - set(kept)
+        values = {a: policy.value(env, a) for a in dropped | set(kept)} if dropped else {}
+        for a in dropped:  # a kept twin of the same kind with the same value
+            assert any(values[k] == values[a] and u.layout.kind(k) == u.layout.kind(a) for k in kept)
+        obs, _, te, tr, _ = env.step(b)
+        if te or tr:
+            break
+    assert {"admit", "admit ahead", "preempt"} <= seen
+
+
+def test_a_hidden_future_scores_candidates_on_the_jobs_already_there():
+    env = gym.make(ENV, preemptive=True, num_jobs=30)
+    obs, _ = env.reset(seed=2, options={"workload_seed": 2})
+    u = env.unwrapped
+    known, hidden = RolloutPolicy("tetris+greedy"), RolloutPolicy("tetris+greedy", future="hidden")
+    for _ in range(3):
+        obs, *_ = env.step(int(known.base.predict(obs, action_masks=u.action_masks())[0]))
+    arrived = u.sim.jobs.arrival_s <= u.sim.now
+    assert 0 < arrived.sum() < 30
+    b = int(known.base.predict(obs, action_masks=u.action_masks())[0])
+    twin = copy.deepcopy(u)
+    twin.sim.forget_future()
+    o2, *_ = twin.step(b)
+    expected = total_jct_s(twin) if twin.sim.done else finish_with_base(twin, o2, known.base)[0]
+    assert hidden.value(env, b) == expected < known.value(env, b)  # fewer jobs, less contention
+    assert u.sim.jobs.arrival_s[~arrived].min() < float("inf")  # the real environment keeps its future
+
+
+def test_a_hidden_future_rollout_scores_every_sampled_base_candidate_and_may_lose(capsys):
+    env = gym.make(ENV, preemptive=True, **TINY)
+    ep = RolloutPolicy("tetris+greedy", future="hidden", every=2).run_episode(env, 3)
+    assert ep.sampled == -(-ep.decisions // 2)
+    assert ep.rollouts == round(ep.mean_candidates * ep.sampled)  # every candidate simulated, the base one too
+    with pytest.raises(UnknownNameError, match="unknown future 'soon'; valid: known, hidden"):
+        RolloutPolicy(future="soon")
+    assert main(["--future", "soon", "--seeds", "1"]) == 2
+    assert capsys.readouterr().err.startswith("error: unknown future 'soon'")
+
+
+@pytest.mark.parametrize("every", [0, -1, True, 1.5])
+def test_every_must_be_a_whole_number_of_at_least_one(every, capsys):
+    with pytest.raises(ConfigError, match=f"--every must be a whole number of at least 1, got {every!r}"):
+        RolloutPolicy(every=every)
+    if isinstance(every, int) and not isinstance(every, bool):
+        assert main(["--every", str(every), "--seeds", "1"]) == 2
+        assert capsys.readouterr().err == f"error: --every must be a whole number of at least 1, got {every}\n"
 
 
 def test_one_seed_has_no_ci_printed_as_dash_and_written_as_null(tmp_path, capsys, monkeypatch):

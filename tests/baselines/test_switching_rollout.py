@@ -81,7 +81,7 @@ def test_bad_candidate_lists_raise_naming_the_list():
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--workers", "0"], "--workers must be at least 1, got 0"),
+    (["--workers", "0"], "--workers must be a whole number of at least 1, got 0"),
     (["--env", "Synergy-nope-v0"], "Synergy-nope-v0"),
     (["--policies", "tetris+greedy,nope"], "nope"),
     (["--seeds", "x"], "--seeds"),
