@@ -1,4 +1,4 @@
-"""A clairvoyant one-step policy rollout (Bertsekas) over an environment heuristic: how much room a policy has.
+"""A one-step policy rollout (Bertsekas) over an environment heuristic, clairvoyant by default: how much room a policy has.
 
 At every decision the rollout policy tries candidate actions on copies of the environment
 (``copy.deepcopy(env.unwrapped)``): each copy takes the candidate, then the *base* heuristic
@@ -12,10 +12,11 @@ the full rollout's either way (an improvement changes the states later decisions
 measure of how often and how much single decisions beat the base: how the preemptive mode (about
 1,900 decisions and 85 valid actions a decision; only the ``all`` candidates, :func:`check_env`) is measured.
 
-**Clairvoyant.** The copies hold the episode's whole workload, so each rollout sees every future
-arrival and every job's true run time: *not* a policy an agent with the environment's information
-could run, but an optimistic reference for what a policy can gain over the base on a given workload
-(not an upper bound on all policies either: one rollout step is one policy-improvement step).
+**Clairvoyant** (``future="known"``, the default). The copies hold the episode's whole workload, so
+each rollout sees every future arrival and every job's true run time: *not* a policy an agent with
+the environment's information could run, but an optimistic reference for what a policy can gain over
+the base on a given workload (not an upper bound on all policies either: one rollout step is one
+policy-improvement step).
 
 **Hidden future** (``future="hidden"``). Each copy first forgets the jobs that have not arrived
 (:meth:`~synergy_gym.sim.simulator.Simulator.forget_future`) and scores a candidate by the total JCT
