@@ -88,15 +88,17 @@ def base_policy(name: str) -> EnvHeuristic:
     return env_heuristics()[name]
 
 
-def check_env(env: Any, candidates: str) -> None:
-    """Refuse (:class:`~synergy_gym.errors.ConfigError`) ``reduced`` candidates in a preemptive environment.
+def check_env(env: Any, candidates: str, preemptive_named: str = "env kwarg preemptive=True") -> None:
+    """Refuse (:class:`~synergy_gym.errors.ConfigError`) ``reduced`` candidates in a preemptive environment
+    (``env`` itself, or ``None`` with ``preemptive_named`` the flag that asks for one).
 
     They decode every action as a slot admission; a preemptive environment's ahead admissions
     and preemptions are not.
     """
-    if env.unwrapped.cfg.preemptive and candidates != "all":
-        raise ConfigError(f"--candidates {candidates} runs only non-preemptive environments (env kwarg "
-                          "preemptive=True needs --candidates all)")
+    preemptive = env is None or env.unwrapped.cfg.preemptive
+    if preemptive and candidates != "all":
+        raise ConfigError(f"--candidates {candidates} runs only non-preemptive environments ({preemptive_named} "
+                          "needs --candidates all)")
 
 
 def check_env_id_and_json(env_id: str, json_path: Path | None) -> None:
@@ -266,7 +268,7 @@ class RolloutPolicy:
         decisions: list[Decision] = []
         info: dict[str, Any] = {}
         while True:
-            if len(decisions) % self.every and (known is not None or hidden):  # not sampled: the base action
+            if len(decisions) % self.every:  # not sampled: the base action (its value is known, or not used)
                 b = base_action(self.base, env, obs)
                 v = math.nan if known is None else known
                 d = Decision(action=b, base_action=b, value_s=v, base_value_s=v, candidates=1, rollouts=0)
@@ -362,9 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         check_workers(args.workers)
         policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe, every=args.every, future=args.future)
         check_env_id_and_json(args.env, args.json)
-        if args.preemptive and args.candidates != "all":
-            raise ConfigError(f"--candidates {args.candidates} runs only non-preemptive environments (--preemptive "
-                              "needs --candidates all)")
+        if args.preemptive:
+            check_env(None, args.candidates, "--preemptive")
     except SynergyGymError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
