@@ -22,6 +22,11 @@ policy-improvement step).
 (:meth:`~synergy_gym.sim.simulator.Simulator.forget_future`) and scores a candidate by the total JCT
 of the jobs already there: a policy with the environment's information, which may be worse than the base.
 
+**Sampled futures** (``future="sampled"``, ``futures`` = N). At each sampled decision N model environments
+keep the jobs that have arrived and draw the jobs to come from the scenario's generator
+(:func:`~synergy_gym.baselines.sampled_futures.future_models`); a candidate's value is its mean total JCT
+over the N models (the same N for every candidate: a paired comparison). Also the environment's information.
+
 **No worse than the base** (known future). The base action is always a candidate, so the value of the
 chosen action never exceeds that of following the base from the current state, which is (by
 determinism) the value chosen one decision earlier: the episode's total JCT is at most the
@@ -39,7 +44,8 @@ base heuristic's (sequential improvement; :meth:`RolloutPolicy.run_episode` asse
   demand level; others: the demand level), and every valid level of the base action's slot.
 
 **Cost.** One full-episode base rollout per candidate per sampled decision (with a known future the
-base candidate's value carries over from the previous decision). On ``Synergy-small-scarce-v0``
+base candidate's value carries over from the previous decision; with N sampled futures N rollouts per
+candidate, the base one included, after N model environments replay the episode so far). On ``Synergy-small-scarce-v0``
 (~300 decisions, ~47 valid actions, ~28 after dedupe, ~14 ``reduced``) a rollout episode takes a
 few minutes on one core; with ``preemptive=True`` a sampled decision takes 30–90 s (``--every 100``: 488–1,799 s an episode).
 
@@ -56,6 +62,7 @@ import numbers
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,8 +71,10 @@ import gymnasium as gym
 import numpy as np
 
 import synergy_gym  # registers the environments
+from synergy_gym.baselines.base_episode import base_action, base_episode, finish_with_base, total_jct_s
 from synergy_gym.baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
 from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
+from synergy_gym.baselines.sampled_futures import future_models
 from synergy_gym.baselines.seed_pool import check_workers, results_in_order
 from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.cli.files import check_output_file
@@ -73,8 +82,8 @@ from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 
 #: Candidate sets (see the module docstring).
 CANDIDATE_SETS: tuple[str, ...] = ("all", "reduced")
-#: What the copies know of the future: every arrival (clairvoyant) or none (the environment's information).
-FUTURES: tuple[str, ...] = ("known", "hidden")
+#: What the copies know of the future: every arrival (clairvoyant), none, or arrivals drawn anew (see the docstring).
+FUTURES: tuple[str, ...] = ("known", "hidden", "sampled")
 #: Base heuristics a rollout can use: the deterministic ones (``random`` would make rollouts unrepeatable).
 BASE_NAMES: tuple[str, ...] = tuple(n for n in env_heuristics() if n != "random")
 #: Two totals closer than this (job-seconds) are a tie (they differ only by float summation order).
@@ -110,52 +119,23 @@ def check_env_id_and_json(env_id: str, json_path: Path | None) -> None:
         check_output_file(json_path, "--json")
 
 
-def total_jct_s(env: Any) -> float:
-    """Sum of the JCTs (seconds) of the jobs that have arrived; an unfinished one counts with its time so far.
-
-    The same jobs and convention as the episode summary's ``mean_jct_h``
-    (:func:`synergy_gym.env.summary.episode_summary`): at the end of an episode it is
-    ``mean_jct_h · 3600 · jobs counted``.
-    """
-    sim = env.unwrapped.sim
-    jobs = sim.jobs
-    arrived = jobs.arrival_s <= sim.now
-    finish = np.where(np.isnan(jobs.finish_s), sim.now, jobs.finish_s)
-    return float((finish - jobs.arrival_s)[arrived].sum())
-
-
-def base_action(base: EnvHeuristic, env: Any, obs: dict[str, np.ndarray]) -> int:
-    """The base heuristic's action in ``env``'s current state (``obs`` its observation)."""
-    action, _ = base.predict(obs, action_masks=env.unwrapped.action_masks())
-    return int(np.asarray(action).item())
-
-
-def finish_with_base(env: Any, obs: dict[str, np.ndarray], base: EnvHeuristic) -> tuple[float, dict[str, Any]]:
-    """Run ``env`` (already mid-episode, ``obs`` its observation) to the end with ``base``: (total JCT s, final info)."""
-    u = env.unwrapped
-    while True:
-        obs, _, terminated, truncated, info = u.step(base_action(base, u, obs))
-        if terminated or truncated:
-            return total_jct_s(u), info
-
-
 @dataclass
 class Decision:
     """What the rollout did at one decision."""
 
     action: int
     base_action: int
-    value_s: float  # total JCT of the episode if the chosen action is followed by the base heuristic
+    value_s: float  # total JCT if the chosen action is followed by the base heuristic (the mean over sampled futures)
     base_value_s: float  # the same for the base action
     candidates: int  # candidate actions evaluated (after dedupe; the base one included)
-    rollouts: int  # episodes simulated for this decision
+    rollouts: int  # episodes simulated for this decision (one per candidate and sampled future)
 
 
 @dataclass
 class RolloutPolicy:
     """One-step rollout over ``base``: try each candidate on a copy, finish the episode with ``base``, keep the best.
 
-    Clairvoyant (the copies hold the future workload); see the module docstring. Use
+    Clairvoyant by default (the copies hold the future workload); see the module docstring. Use
     :meth:`run_episode` for a whole episode (it reuses the base candidate's value across
     decisions), or :meth:`decide` for one decision.
     """
@@ -165,6 +145,7 @@ class RolloutPolicy:
     dedupe: bool = True
     every: int = 1  # improve every ``every``-th decision only (the module docstring's sampled decisions)
     future: str = "known"  # one of FUTURES
+    futures: int = 2  # futures drawn per sampled decision (``future="sampled"``)
     base: EnvHeuristic = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -176,6 +157,9 @@ class RolloutPolicy:
         self.every = int(self.every)
         if self.future not in FUTURES:
             raise UnknownNameError("future", str(self.future), FUTURES)
+        if isinstance(self.futures, bool) or not isinstance(self.futures, numbers.Integral) or self.futures < 1:
+            raise ConfigError(f"--futures must be a whole number of at least 1, got {self.futures!r}")
+        self.futures = int(self.futures)
 
     # -- candidates ------------------------------------------------------------------------
     def _slot_level(self, obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> int:
@@ -231,18 +215,30 @@ class RolloutPolicy:
             return total_jct_s(twin)
         return finish_with_base(twin, obs, self.base)[0]
 
-    def decide(self, env: Any, obs: dict[str, np.ndarray], base_value_s: float | None = None) -> Decision:
-        """The rollout's action in ``env``'s current state; ``base_value_s``, if known, spares the base candidate's rollout."""
+    def decide(
+        self, env: Any, obs: dict[str, np.ndarray], base_value_s: float | None = None, seed: int | None = None,
+        history: Sequence[int] = (),
+    ) -> Decision:
+        """The rollout's action in ``env``'s current state; ``base_value_s``, if known, spares the base candidate's rollout.
+
+        Sampled futures need the episode's workload ``seed`` and the actions taken since its reset (``history``).
+        """
         b = base_action(self.base, env, obs)
         actions = self.candidate_actions(env, obs, b)
+        if self.future == "sampled":
+            if seed is None:
+                raise ConfigError("a rollout over sampled futures needs the episode's workload seed")
+            models = future_models(env, seed, history, self.futures)
+        else:
+            models = [env]
         rollouts = 0
         values: list[float] = []
         for a in actions:
             if a == b and base_value_s is not None:
                 values.append(base_value_s)
             else:
-                values.append(self.value(env, a))
-                rollouts += 1
+                values.append(float(np.mean([self.value(m, a) for m in models])))
+                rollouts += len(models)
         best = min(values)
         if values[0] <= best + TIE_TOLERANCE_S:  # the base action wins ties
             i = 0
@@ -263,7 +259,7 @@ class RolloutPolicy:
         started = time.perf_counter()
         obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
         u = env.unwrapped
-        hidden = self.future == "hidden"  # no value carries over: each decision scores its own base candidate
+        hidden = self.future != "known"  # no value carries over: each decision scores its own base candidate
         known: float | None = None
         decisions: list[Decision] = []
         info: dict[str, Any] = {}
@@ -273,7 +269,7 @@ class RolloutPolicy:
                 v = math.nan if known is None else known
                 d = Decision(action=b, base_action=b, value_s=v, base_value_s=v, candidates=1, rollouts=0)
             else:
-                d = self.decide(env, obs, None if verify or hidden else known)
+                d = self.decide(env, obs, None if verify or hidden else known, seed, [d.action for d in decisions])
             if verify and known is not None and abs(d.base_value_s - known) > TIE_TOLERANCE_S:
                 raise AssertionError(f"base rollout {d.base_value_s} s differs from the previous decision's value {known} s")
             decisions.append(d)
@@ -315,13 +311,6 @@ class RolloutEpisode:
     actions: list[int]
 
 
-def base_episode(env: Any, base: EnvHeuristic, seed: int) -> tuple[float, float]:
-    """The base heuristic's episode on workload ``seed``: (mean JCT h from the final info, total JCT s)."""
-    obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
-    total, info = finish_with_base(env, obs, base)
-    return float(info["mean_jct_h"]), total
-
-
 def compare_seed(env_id: str, policy: RolloutPolicy, seed: int, env_kwargs: dict[str, Any] | None = None) -> SeedRow:
     """Base and rollout on one workload seed, the same way ``synergy_gym.evaluate`` scores an episode."""
     env = gym.make(env_id, **(env_kwargs or {}))
@@ -353,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-dedupe", action="store_true", help="evaluate actions with identical effect separately")
     parser.add_argument("--every", type=int, default=1, help="improve every K-th decision only (default 1: all)")
     parser.add_argument("--future", default="known",
-                        help="known: the copies see every arrival (clairvoyant); hidden: none to come (default known)")
+                        help="known: the copies see every arrival (clairvoyant); hidden: none to come; sampled: "
+                             "drawn from the scenario's generator (default known)")
+    parser.add_argument("--futures", type=int, default=None, help="futures per decision, --future sampled (default 2)")
     parser.add_argument("--workers", type=int, default=1, help="seeds run in parallel processes (default 1)")
     parser.add_argument("--json", type=Path, default=None,
                         help="write the rows and summary to this file, in an existing folder (rewritten after each seed)")
@@ -362,7 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         seeds = parse_seed_list(args.seeds, "--seeds")
         check_workers(args.workers)
-        policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe, every=args.every, future=args.future)
+        policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe, every=args.every, future=args.future,
+                               futures=2 if args.futures is None else args.futures)
+        if args.futures is not None and args.future != "sampled":
+            raise ConfigError(f"--futures applies only with --future sampled, not --future {args.future}")
         check_env_id_and_json(args.env, args.json)
         if args.preemptive:
             check_env(None, args.candidates, "--preemptive")
@@ -370,11 +364,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     meta = {"env": args.env, "env_kwargs": env_kwargs, "base": args.base, "candidates": args.candidates,
-            "dedupe": policy.dedupe, "every": policy.every, "future": policy.future, "clairvoyant": policy.future == "known",
+            "dedupe": policy.dedupe, "every": policy.every, "future": policy.future,
+            **({"futures": policy.futures} if policy.future == "sampled" else {}), "clairvoyant": policy.future == "known",
             "jct": "mean over all jobs of the episode, hours (info['mean_jct_h'])"}
     rows: list[SeedRow] = []
     sampled = f", one decision in {policy.every} improved" if policy.every > 1 else ""
-    sampled += ", future hidden (the environment's information)" if policy.future == "hidden" else ""
+    sampled += {"known": "", "hidden": ", future hidden (the environment's information)",
+                "sampled": f", {policy.futures} sampled future{'s' * (policy.futures > 1)} (the environment's information)",
+                }[policy.future]
     print(f"{args.env}{f' {env_kwargs}' if env_kwargs else ''}, rollout over {args.base}, candidates={args.candidates}"
           f"{'' if policy.dedupe else ' (no dedupe)'}{sampled}")
     print(f"{'seed':>8} {'base h':>9} {'rollout h':>10} {'diff %':>8} {'decisions':>9} {'sampled':>7} {'deviations':>10} "

@@ -41,17 +41,9 @@ from typing import Any
 
 import gymnasium as gym
 
+from synergy_gym.baselines.base_episode import base_action, base_episode, finish_with_base, total_jct_s
 from synergy_gym.baselines.env_heuristics import EnvHeuristic
-from synergy_gym.baselines.rollout_bound import (
-    BASE_NAMES,
-    TIE_TOLERANCE_S,
-    base_action,
-    base_episode,
-    base_policy,
-    check_env_id_and_json,
-    finish_with_base,
-    total_jct_s,
-)
+from synergy_gym.baselines.rollout_bound import BASE_NAMES, TIE_TOLERANCE_S, base_policy, check_env_id_and_json
 from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
 from synergy_gym.baselines.seed_pool import check_workers, results_in_order
 from synergy_gym.cli.args import parse_seed_list

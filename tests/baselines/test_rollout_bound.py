@@ -13,17 +13,8 @@ import numpy as np
 import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.baselines.rollout_bound import (
-    BASE_NAMES,
-    RolloutPolicy,
-    SeedRow,
-    base_episode,
-    base_policy,
-    compare_seed,
-    finish_with_base,
-    main,
-    total_jct_s,
-)
+from synergy_gym.baselines.base_episode import base_episode, finish_with_base, total_jct_s
+from synergy_gym.baselines.rollout_bound import BASE_NAMES, RolloutPolicy, SeedRow, base_policy, compare_seed, main
 from synergy_gym.errors import ConfigError, UnknownNameError
 
 ENV = "Synergy-small-scarce-v0"

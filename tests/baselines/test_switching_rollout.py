@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import synergy_gym  # noqa: F401  (registers the environments)
-from synergy_gym.baselines.rollout_bound import base_action, base_episode, base_policy, total_jct_s
+from synergy_gym.baselines.base_episode import base_action, base_episode, total_jct_s
+from synergy_gym.baselines.rollout_bound import base_policy
 from synergy_gym.baselines.switching_rollout import DEFAULT_POLICIES, SwitchingRollout, main, play_event
 from synergy_gym.errors import ConfigError, UnknownNameError
 
