@@ -44,10 +44,11 @@ base heuristic's (sequential improvement; :meth:`RolloutPolicy.run_episode` asse
   demand level; others: the demand level), and every valid level of the base action's slot.
 
 **Cost.** One full-episode base rollout per candidate per sampled decision (with a known future the
-base candidate's value carries over from the previous decision; with N sampled futures N rollouts per
-candidate, the base one included, after N model environments replay the episode so far). On ``Synergy-small-scarce-v0``
-(~300 decisions, ~47 valid actions, ~28 after dedupe, ~14 ``reduced``) a rollout episode takes a
-few minutes on one core; with ``preemptive=True`` a sampled decision takes 30–90 s (``--every 100``: 488–1,799 s an episode).
+base candidate's value carries over from the previous decision; with N sampled futures, N rollouts
+per candidate, the base one included, after N model environments replay the episode so far). On
+``Synergy-small-scarce-v0`` (~300 decisions, ~47 valid actions, ~28 after dedupe, ~14 ``reduced``)
+a rollout episode takes a few minutes on one core; with ``preemptive=True`` a sampled decision takes
+30–90 s (``--every 100``: 488–1,799 s an episode; with 2 sampled futures, 729–1,943 s).
 
     python -m synergy_gym.baselines.rollout_bound --env Synergy-small-scarce-v0 --base srtf+price \\
         --seeds 1000000..1000004 --json docs/results/rollout_bound_small_scarce.json
@@ -136,8 +137,8 @@ class RolloutPolicy:
     """One-step rollout over ``base``: try each candidate on a copy, finish the episode with ``base``, keep the best.
 
     Clairvoyant by default (the copies hold the future workload); see the module docstring. Use
-    :meth:`run_episode` for a whole episode (it reuses the base candidate's value across
-    decisions), or :meth:`decide` for one decision.
+    :meth:`run_episode` for a whole episode (with a known future it reuses the base candidate's
+    value across decisions), or :meth:`decide` for one decision.
     """
 
     base_name: str = "srtf+price"
