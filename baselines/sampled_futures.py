@@ -25,15 +25,14 @@ import numpy as np
 from synergy_gym.errors import ConfigError
 from synergy_gym.sim.workload import Workload
 
-_COLUMNS = ("job_id", "model", "gpus", "arrival_s", "total_iters", "iter_time_s", "cpu_demand_per_gpu",
-            "mem_demand_per_gpu", "measured")
+_COLUMNS = ("model", "gpus", "total_iters", "iter_time_s", "cpu_demand_per_gpu", "mem_demand_per_gpu", "measured")
 
 
 def sampled_workload(past: Workload, drawn: Workload, arrived: int, now_s: float, first_id: int | None = None) -> Workload:
     """``past``'s first ``arrived`` jobs, then ``drawn``'s jobs ``arrived`` to ``len(past) - 1``, shifted so that the
     first of them arrives as long after ``now_s`` as it arrived after ``drawn``'s job ``arrived - 1``.
 
-    The drawn jobs are numbered from ``first_id`` (default ``len(past)``): never an id of the episode's own
+    The drawn jobs are numbered from ``first_id`` (default: above ``past``'s ids), never an id of the episode's own
     jobs, whose ids seed their profiling noise (``sensitivity="profiled"``), which the model must not share.
     """
     n = len(past)
@@ -47,12 +46,15 @@ def sampled_workload(past: Workload, drawn: Workload, arrived: int, now_s: float
     origin = float(drawn.arrival_s[arrived - 1]) if arrived else 0.0
     future_arrival = now_s + (drawn.arrival_s[arrived:n] - origin)
     columns = {name: np.concatenate([getattr(past, name)[:arrived], getattr(drawn, name)[arrived:n]]) for name in _COLUMNS}
-    columns["arrival_s"] = np.concatenate([past.arrival_s[:arrived], future_arrival])
-    first = n if first_id is None else int(first_id)
-    if first <= int(past.job_id.max()):
-        raise ConfigError(f"first_id must be above the episode's job ids (up to {int(past.job_id.max())}), got {first}")
-    columns["job_id"] = np.concatenate([past.job_id[:arrived], np.arange(first, first + n - arrived, dtype=np.int64)])
-    return Workload.build(past.zoo, **columns, run_until="all", source="sampled future")
+    top = int(past.job_id.max())
+    first = top + 1 if first_id is None else int(first_id)
+    if first <= top:
+        raise ConfigError(f"first_id must be above the episode's job ids (up to {top}), got {first}")
+    return Workload.build(
+        past.zoo, **columns, run_until="all", source="sampled future",
+        job_id=np.concatenate([past.job_id[:arrived], np.arange(first, first + n - arrived, dtype=np.int64)]),
+        arrival_s=np.concatenate([past.arrival_s[:arrived], future_arrival]),
+    )
 
 
 def draw_seeds(episode_seed: int, decision: int, count: int) -> list[int]:
