@@ -260,7 +260,7 @@ class RolloutPolicy:
         started = time.perf_counter()
         obs, _ = env.reset(seed=int(seed), options={"workload_seed": int(seed)})
         u = env.unwrapped
-        hidden = self.future != "known"  # no value carries over: each decision scores its own base candidate
+        carry = self.future == "known"  # else no value carries over: each decision scores its own base candidate
         known: float | None = None
         decisions: list[Decision] = []
         info: dict[str, Any] = {}
@@ -270,16 +270,16 @@ class RolloutPolicy:
                 v = math.nan if known is None else known
                 d = Decision(action=b, base_action=b, value_s=v, base_value_s=v, candidates=1, rollouts=0)
             else:
-                d = self.decide(env, obs, None if verify or hidden else known, seed, [d.action for d in decisions])
+                d = self.decide(env, obs, known if carry and not verify else None, seed, [d.action for d in decisions])
             if verify and known is not None and abs(d.base_value_s - known) > TIE_TOLERANCE_S:
                 raise AssertionError(f"base rollout {d.base_value_s} s differs from the previous decision's value {known} s")
             decisions.append(d)
             obs, _, terminated, truncated, info = env.step(d.action)
-            known = None if hidden else d.value_s
+            known = d.value_s if carry else None
             if terminated or truncated:
                 break
         total = total_jct_s(u)
-        if not hidden and abs(total - d.value_s) > TIE_TOLERANCE_S:
+        if carry and abs(total - d.value_s) > TIE_TOLERANCE_S:
             raise AssertionError(f"the episode's total JCT {total} s differs from its last rollout's {d.value_s} s")
         sampled = decisions[:: self.every]
         kinds = Counter(f"{u.layout.kind(d.base_action)} -> {u.layout.kind(d.action)}"

@@ -1,4 +1,4 @@
-"""The per-seed rows, the summary and the JSON of the clairvoyant rollouts.
+"""The per-seed rows, the summary and the JSON of the rollouts.
 
 Shared by :mod:`~synergy_gym.baselines.rollout_bound` and
 :mod:`~synergy_gym.baselines.switching_rollout` (whose rows count events where these count decisions).

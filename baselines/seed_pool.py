@@ -1,6 +1,6 @@
 """Run one task per workload seed, in this process or in a pool of processes, results in seed order.
 
-The clairvoyant rollouts (:mod:`~synergy_gym.baselines.rollout_bound`,
+The rollouts (:mod:`~synergy_gym.baselines.rollout_bound`,
 :mod:`~synergy_gym.baselines.switching_rollout`) take minutes an episode; ``--workers N`` runs N
 seeds at a time. With one worker everything runs in this process (no pool to start, and a bug's
 traceback as it is). A task's error reaches the caller once the tasks already running end; those
