@@ -10,7 +10,7 @@ then the lowest action index). The real environment then takes that action, and 
 ...) is improved, the others take the base action: the cost falls K-fold. The gain is not a bound on
 the full rollout's either way (an improvement changes the states later decisions see), only a
 measure of how often and how much single decisions beat the base: how the preemptive mode (about
-1,900 decisions and 85 valid actions a decision; only the ``all`` candidates, :func:`check_env`) is measured.
+1,900 decisions and 85 valid actions a decision; ``all`` or ``heuristics`` candidates, :func:`check_env`) is measured.
 
 **Clairvoyant** (``future="known"``, the default). The copies hold the episode's whole workload, so
 each rollout sees every future arrival and every job's true run time: *not* a policy an agent with
@@ -32,23 +32,21 @@ chosen action never exceeds that of following the base from the current state, w
 determinism) the value chosen one decision earlier: the episode's total JCT is at most the
 base heuristic's (sequential improvement; :meth:`RolloutPolicy.run_episode` asserts it).
 
-**Candidate sets.**
+**Candidate sets** (``all``, ``reduced``, ``heuristics``): :mod:`synergy_gym.baselines.rollout_candidates`.
 
-* ``all``: every valid action (mask true), stop and preemptions included. With ``dedupe``
-  (default) actions that admit the same job at the same CPU and memory target (two allocation
-  levels that are the same grid point; an admission ahead of the running jobs is not the same as
-  one after them) are evaluated once: the environment's state after either differs only in the
-  level index it records, which neither the observation nor the simulator reads.
-* ``reduced``: the base action, stop, every valid slot at the level the base heuristic would
-  give that slot (``srtf+price``: max speed-up − λ · cost; the ``+tune`` heuristics: the
-  demand level; others: the demand level), and every valid level of the base action's slot.
+**Departing only when the futures agree** (``depart="agree"``, sampled futures). By default the
+candidate with the least mean wins; with many candidates and few futures that is mostly the one
+whose futures were luckiest (a winner's curse). ``agree`` takes a candidate other than the base only
+if it beats the base on every sampled future, and then the best mean among those that do.
 
 **Cost.** One full-episode base rollout per candidate per sampled decision (with a known future the
 base candidate's value carries over from the previous decision; with N sampled futures, N rollouts
 per candidate, the base one included, after N model environments replay the episode so far). On
 ``Synergy-small-scarce-v0`` (~300 decisions, ~47 valid actions, ~28 after dedupe, ~14 ``reduced``)
 a rollout episode takes a few minutes on one core; with ``preemptive=True`` a sampled decision takes
-30–90 s (``--every 100``: 488–1,799 s an episode; with 2 sampled futures, 729–1,943 s).
+30–90 s (``--every 100``: 488–1,799 s an episode; with 2 sampled futures, 729–1,943 s); with the
+``heuristics`` candidates (4.6 on average) 1–3 s (``--every 50``: 55–110 s an episode; with 8 sampled
+futures and ``--depart agree``, 754–1,139 s).
 
     python -m synergy_gym.baselines.rollout_bound --env Synergy-small-scarce-v0 --base srtf+price \\
         --seeds 1000000..1000004 --json docs/results/rollout_bound_small_scarce.json
@@ -59,7 +57,6 @@ from __future__ import annotations
 import argparse
 import copy
 import math
-import numbers
 import sys
 import time
 from collections import Counter
@@ -73,20 +70,19 @@ import numpy as np
 
 import synergy_gym  # registers the environments
 from synergy_gym.baselines.base_episode import base_action, base_episode, finish_with_base, total_jct_s
-from synergy_gym.baselines.env_heuristics import EnvHeuristic, PriceAllocator, env_heuristics
+from synergy_gym.baselines.env_heuristics import EnvHeuristic, env_heuristics
+from synergy_gym.baselines.rollout_candidates import BASE_NAMES, CANDIDATE_SETS, candidate_actions, deterministic_heuristics
 from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
 from synergy_gym.baselines.sampled_futures import future_models
-from synergy_gym.baselines.seed_pool import check_workers, results_in_order
+from synergy_gym.baselines.seed_pool import check_count, check_workers, results_in_order
 from synergy_gym.cli.args import parse_seed_list
 from synergy_gym.cli.files import check_output_file
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 
-#: Candidate sets (see the module docstring).
-CANDIDATE_SETS: tuple[str, ...] = ("all", "reduced")
 #: What the copies know of the future: every arrival (clairvoyant), none, or arrivals drawn anew (see the docstring).
 FUTURES: tuple[str, ...] = ("known", "hidden", "sampled")
-#: Base heuristics a rollout can use: the deterministic ones (``random`` would make rollouts unrepeatable).
-BASE_NAMES: tuple[str, ...] = tuple(n for n in env_heuristics() if n != "random")
+#: When the rollout may leave the base action (see the docstring): the least mean, or only if every future agrees.
+DEPARTURE_RULES: tuple[str, ...] = ("best", "agree")
 #: Two totals closer than this (job-seconds) are a tie (they differ only by float summation order).
 TIE_TOLERANCE_S = 1e-6
 
@@ -106,9 +102,9 @@ def check_env(env: Any, candidates: str, preemptive_named: str = "env kwarg pree
     and preemptions are not.
     """
     preemptive = env is None or env.unwrapped.cfg.preemptive
-    if preemptive and candidates != "all":
+    if preemptive and candidates == "reduced":
         raise ConfigError(f"--candidates {candidates} runs only non-preemptive environments ({preemptive_named} "
-                          "needs --candidates all)")
+                          "needs --candidates all or heuristics)")
 
 
 def check_env_id_and_json(env_id: str, json_path: Path | None) -> None:
@@ -147,63 +143,29 @@ class RolloutPolicy:
     every: int = 1  # improve every ``every``-th decision only (the module docstring's sampled decisions)
     future: str = "known"  # one of FUTURES
     futures: int = 2  # futures drawn per sampled decision (``future="sampled"``)
+    depart: str = "best"  # one of DEPARTURE_RULES
     base: EnvHeuristic = field(init=False, repr=False)
+    heuristics: dict[str, EnvHeuristic] = field(init=False, repr=False)  # the ``heuristics`` candidates' policies
 
     def __post_init__(self) -> None:
         self.base = base_policy(self.base_name)
         if self.candidates not in CANDIDATE_SETS:
             raise UnknownNameError("candidate set", str(self.candidates), CANDIDATE_SETS)
-        if isinstance(self.every, bool) or not isinstance(self.every, numbers.Integral) or self.every < 1:
-            raise ConfigError(f"--every must be a whole number of at least 1, got {self.every!r}")
-        self.every = int(self.every)
+        self.every = check_count("--every", self.every)
         if self.future not in FUTURES:
             raise UnknownNameError("future", str(self.future), FUTURES)
-        if isinstance(self.futures, bool) or not isinstance(self.futures, numbers.Integral) or self.futures < 1:
-            raise ConfigError(f"--futures must be a whole number of at least 1, got {self.futures!r}")
-        self.futures = int(self.futures)
+        self.futures = check_count("--futures", self.futures)
+        if self.depart not in DEPARTURE_RULES:
+            raise UnknownNameError("departure rule", str(self.depart), DEPARTURE_RULES)
+        if self.depart == "agree" and self.future != "sampled":
+            raise ConfigError(f"--depart agree applies only with --future sampled, not --future {self.future}")
+        self.heuristics = deterministic_heuristics()
 
     # -- candidates ------------------------------------------------------------------------
-    def _slot_level(self, obs: dict[str, np.ndarray], mask: np.ndarray, slot: int) -> int:
-        """The level the base heuristic would give ``slot`` if it chose that slot."""
-        if isinstance(self.base, PriceAllocator):
-            return self.base.level(obs, mask, slot)
-        return EnvHeuristic.demand_level(obs, mask, slot)
-
     def candidate_actions(self, env: Any, obs: dict[str, np.ndarray], base_act: int) -> list[int]:
-        """The candidate actions in ``env``'s current state: the base action first, then by index."""
-        u = env.unwrapped
-        mask = np.asarray(u.action_masks(), dtype=bool)
-        layout = u.layout
-        n_levels, stop = layout.n_levels, layout.stop
-        if self.candidates == "all":
-            chosen = set(np.flatnonzero(mask).tolist())
-        else:
-            sobs = EnvHeuristic.structured(obs)
-            chosen = {stop}
-            for slot in EnvHeuristic.valid_slots(sobs, mask):
-                chosen.add(int(slot) * n_levels + self._slot_level(sobs, mask, int(slot)))
-            if base_act != stop:
-                slot = base_act // n_levels
-                chosen.update(slot * n_levels + int(k) for k in np.flatnonzero(mask[slot * n_levels : (slot + 1) * n_levels]))
-        chosen.discard(base_act)
-        ordered = [base_act, *sorted(chosen)]
-        if not self.dedupe:
-            return ordered
-        slot_jobs = u.slot_jobs
-        seen: set[tuple] = set()
-        kept: list[int] = []
-        for a in ordered:
-            kind = layout.kind(a)
-            if kind in ("stop", "preempt"):
-                key: tuple = (kind, a)
-            else:  # an admission (ahead ones are offset by ``layout.ahead``)
-                slot_level = a - layout.ahead if kind == "admit ahead" else a
-                j, level = int(slot_jobs[slot_level // n_levels]), slot_level % n_levels
-                key = (kind, j, float(u.state.level_cpu[j, level]), float(u.state.level_mem[j, level]))
-            if key not in seen:
-                seen.add(key)
-                kept.append(a)
-        return kept
+        """The candidate actions in ``env``'s current state: the base action first, then by index
+        (:func:`~synergy_gym.baselines.rollout_candidates.candidate_actions`)."""
+        return candidate_actions(env, obs, base_act, self.candidates, self.base, self.heuristics, self.dedupe)
 
     # -- evaluation --------------------------------------------------------------------------
     def value(self, env: Any, action: int) -> float:
@@ -220,10 +182,13 @@ class RolloutPolicy:
         self, env: Any, obs: dict[str, np.ndarray], base_value_s: float | None = None, seed: int | None = None,
         history: Sequence[int] = (),
     ) -> Decision:
-        """The rollout's action in ``env``'s current state; ``base_value_s``, if known, spares the base candidate's rollout.
+        """The rollout's action in ``env``'s current state; ``base_value_s``, if known (a known future only), spares the
+        base candidate's rollout.
 
         Sampled futures need the episode's workload ``seed`` and the actions taken since its reset (``history``).
         """
+        if base_value_s is not None and self.future != "known":
+            raise ConfigError(f"base_value_s carries over only with a known future, not future={self.future!r}")
         b = base_action(self.base, env, obs)
         actions = self.candidate_actions(env, obs, b)
         if self.future == "sampled":
@@ -233,18 +198,21 @@ class RolloutPolicy:
         else:
             models = [env]
         rollouts = 0
-        values: list[float] = []
+        per_future: list[np.ndarray] = []  # each candidate's total JCT on each model
         for a in actions:
             if a == b and base_value_s is not None:
-                values.append(base_value_s)
+                per_future.append(np.array([base_value_s]))
             else:
-                values.append(float(np.mean([self.value(m, a) for m in models])))
+                per_future.append(np.array([self.value(m, a) for m in models]))
                 rollouts += len(models)
-        best = min(values)
+        values = [float(v.mean()) for v in per_future]
+        allowed = [k for k in range(len(actions))
+                   if k == 0 or self.depart == "best" or bool(np.all(per_future[k] < per_future[0] - TIE_TOLERANCE_S))]
+        best = min(values[k] for k in allowed)
         if values[0] <= best + TIE_TOLERANCE_S:  # the base action wins ties
             i = 0
         else:
-            i = next(k for k, v in enumerate(values) if v <= best + TIE_TOLERANCE_S)
+            i = next(k for k in allowed if values[k] <= best + TIE_TOLERANCE_S)
         return Decision(
             action=actions[i], base_action=b, value_s=values[i], base_value_s=values[0], candidates=len(actions),
             rollouts=rollouts,
@@ -346,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="known: the copies see every arrival (clairvoyant); hidden: none to come; sampled: "
                              "drawn from the scenario's generator (default known)")
     parser.add_argument("--futures", type=int, default=None, help="futures per decision, --future sampled (default 2)")
+    parser.add_argument("--depart", default="best",
+                        help="best: the least mean over the futures; agree: leave the base action only for one that "
+                             "beats it on every sampled future (default best)")
     parser.add_argument("--workers", type=int, default=1, help="seeds run in parallel processes (default 1)")
     parser.add_argument("--json", type=Path, default=None,
                         help="write the rows and summary to this file, in an existing folder (rewritten after each seed)")
@@ -355,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         seeds = parse_seed_list(args.seeds, "--seeds")
         check_workers(args.workers)
         policy = RolloutPolicy(args.base, args.candidates, dedupe=not args.no_dedupe, every=args.every, future=args.future,
-                               futures=2 if args.futures is None else args.futures)
+                               futures=2 if args.futures is None else args.futures, depart=args.depart)
         if args.futures is not None and args.future != "sampled":
             raise ConfigError(f"--futures applies only with --future sampled, not --future {args.future}")
         check_env_id_and_json(args.env, args.json)
@@ -366,12 +337,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     meta = {"env": args.env, "env_kwargs": env_kwargs, "base": args.base, "candidates": args.candidates,
             "dedupe": policy.dedupe, "every": policy.every, "future": policy.future,
-            **({"futures": policy.futures} if policy.future == "sampled" else {}), "clairvoyant": policy.future == "known",
+            **({"futures": policy.futures, "depart": policy.depart} if policy.future == "sampled" else {}),
+            "clairvoyant": policy.future == "known",
             "jct": "mean over all jobs of the episode, hours (info['mean_jct_h'])"}
     rows: list[SeedRow] = []
     sampled = f", one decision in {policy.every} improved" if policy.every > 1 else ""
     sampled += {"known": "", "hidden": ", future hidden (the environment's information)",
-                "sampled": f", {policy.futures} sampled future{'s' * (policy.futures > 1)} (the environment's information)",
+                "sampled": f", {policy.futures} sampled future{'s' * (policy.futures > 1)} (the environment's information)"
+                           f"{', departing only where they agree' * (policy.depart == 'agree')}",
                 }[policy.future]
     print(f"{args.env}{f' {env_kwargs}' if env_kwargs else ''}, rollout over {args.base}, candidates={args.candidates}"
           f"{'' if policy.dedupe else ' (no dedupe)'}{sampled}")

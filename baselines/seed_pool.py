@@ -20,10 +20,17 @@ from synergy_gym.errors import ConfigError
 T = TypeVar("T")
 
 
+def check_count(option: str, value: Any) -> int:
+    """``value`` as an ``int``; a :class:`~synergy_gym.errors.ConfigError` naming ``option`` unless it is a whole
+    number of at least 1 (NumPy's integers count; ``bool`` and ``2.0`` do not)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ConfigError(f"{option} must be a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
 def check_workers(workers: int) -> None:
     """Refuse (:class:`~synergy_gym.errors.ConfigError`) a worker count below 1."""
-    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
-        raise ConfigError(f"--workers must be a whole number of at least 1, got {workers!r}")
+    check_count("--workers", workers)
 
 
 @contextmanager

@@ -141,7 +141,8 @@ def test_reduced_candidates_are_refused_in_a_preemptive_environment_up_front(cap
         RolloutPolicy(candidates="reduced").run_episode(env, 1)
     assert main(["--preemptive", "--candidates", "reduced", "--seeds", "1"]) == 2
     assert capsys.readouterr().err == (
-        "error: --candidates reduced runs only non-preemptive environments (--preemptive needs --candidates all)\n")
+        "error: --candidates reduced runs only non-preemptive environments "
+        "(--preemptive needs --candidates all or heuristics)\n")
 
 
 @pytest.mark.parametrize("every", [1, 3])
