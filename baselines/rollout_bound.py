@@ -206,8 +206,9 @@ class RolloutPolicy:
                 per_future.append(np.array([self.value(m, a) for m in models]))
                 rollouts += len(models)
         values = [float(v.mean()) for v in per_future]
-        allowed = [k for k in range(len(actions))
-                   if k == 0 or self.depart == "best" or bool(np.all(per_future[k] < per_future[0] - TIE_TOLERANCE_S))]
+        allowed = list(range(len(actions)))  # the candidates that may win: all, or with ``agree`` the base and those
+        if self.depart == "agree":  # better than it on every future
+            allowed = [k for k in allowed if k == 0 or bool(np.all(per_future[k] < per_future[0] - TIE_TOLERANCE_S))]
         best = min(values[k] for k in allowed)
         if values[0] <= best + TIE_TOLERANCE_S:  # the base action wins ties
             i = 0
