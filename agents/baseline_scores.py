@@ -13,24 +13,26 @@ import pandas as pd
 
 from synergy_gym.agents.baseline_cache import cached_scores
 from synergy_gym.agents.config import TrainConfig
-from synergy_gym.baselines.env_heuristics import env_heuristics
+from synergy_gym.baselines.env_heuristics import VARIANT_NAMES, env_heuristic, env_heuristics
 from synergy_gym.experiments.evaluation import evaluate
 
 
 def evaluate_baselines(cfg: TrainConfig) -> dict[str, pd.DataFrame]:
-    """Every env heuristic (:func:`synergy_gym.baselines.env_heuristics.env_heuristics`) on the evaluation seeds.
+    """Every env heuristic (:func:`synergy_gym.baselines.env_heuristics.env_heuristics`) on the evaluation seeds,
+    and a named variant (:func:`~synergy_gym.baselines.env_heuristics.heuristic_variants`) where ``reference_baselines``
+    or ``relative_to`` names one.
 
     ``random`` included: every heuristic takes about as long as one evaluation of the
     agent (0.1 s an episode on ``Synergy-small-*``, 0.7 s on the 128-GPU ids). The rows are
     kept on disk and reused by later runs on the same code, env and seeds
     (:mod:`synergy_gym.agents.baseline_cache`).
     """
-    heuristics = env_heuristics(seed=cfg.seed)
-    names = list(heuristics) + [n for n in cfg.reference_baselines if n not in heuristics]
+    named = [*cfg.reference_baselines, cfg.relative_to]
+    names = list(env_heuristics()) + [n for n in VARIANT_NAMES if n in named]
 
     def score() -> dict[str, pd.DataFrame]:
-        return {name: evaluate(heuristics[name], cfg.env_id, cfg.eval_seeds, name=name, **cfg.env_kwargs)
-                for name in names}
+        return {name: evaluate(env_heuristic(name, seed=cfg.seed), cfg.env_id, cfg.eval_seeds, name=name,
+                               **cfg.env_kwargs) for name in names}
 
     return cached_scores(score, cfg.env_id, cfg.env_kwargs, cfg.eval_seeds, names, cfg.seed)
 

@@ -39,7 +39,8 @@ ACTION_HEADS: tuple[str, ...] = ("linear", "per_slot")
 #: ``vec_env`` settings (the comment on ``TrainConfig.vec_env``).
 VEC_ENVS: tuple[str, ...] = ("auto", "subproc", "dummy")
 #: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT
-#: on the evaluation seeds, scored at the start of the run (``random`` excluded).
+#: on the evaluation seeds, scored at the start of the run (``random`` excluded; a named variant counts where
+#: ``reference_baselines`` names it).
 BEST = "best"
 #: Held-out workload seeds (1,000,000 on): results are reported on these only (``synergy-gym evaluate``); training
 #: envs use ``seed + rank``, far below, so evaluation workloads are never training workloads.
@@ -275,10 +276,10 @@ def check_device(device: object) -> str:
 
 
 def heuristic_names() -> tuple[str, ...]:
-    """The env heuristics (:func:`synergy_gym.baselines.env_heuristics.env_heuristics`) by name."""
-    from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
+    """The env heuristics and their named variants (:data:`synergy_gym.baselines.env_heuristics.NAMED_HEURISTICS`)."""
+    from synergy_gym.baselines.env_heuristics import NAMED_HEURISTICS
 
-    return HEURISTIC_NAMES
+    return NAMED_HEURISTICS
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:

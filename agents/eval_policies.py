@@ -102,7 +102,7 @@ def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> t
     ``env``, ``sim``, ``none``; ``env:NAME``, ``sim:NAME``; a bare NAME selects the env
     heuristic and/or the simulator policy of that name (or the bound: ``no-wait-bound``, ``contention-bound``).
     """
-    from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES
+    from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES, NAMED_HEURISTICS, VARIANT_NAMES
     from synergy_gym.baselines.registry import make_policy
     from synergy_gym.baselines.sim_on_env import BOUNDS
 
@@ -126,7 +126,7 @@ def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> t
             source, name = "", item
         elif source not in ("env", "sim"):
             raise ConfigError(f"--baselines {text!r}: unknown source {source!r} in {raw.strip()!r}; use env:NAME or sim:NAME")
-        is_env = name in HEURISTIC_NAMES and source in ("", "env")
+        is_env = name in NAMED_HEURISTICS and source in ("", "env")
         try:
             if name not in BOUNDS:
                 make_policy(name)
@@ -137,7 +137,8 @@ def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> t
             what = {"env": "env heuristic", "sim": "simulator policy"}.get(source, "baseline")
             raise ConfigError(
                 f"--baselines {text!r}: unknown {what} {name!r}; valid: all, env, sim, none, the env heuristics "
-                f"{', '.join(HEURISTIC_NAMES)}, or a simulator policy <order>+<allocation> such as "
+                f"{', '.join(HEURISTIC_NAMES)} (and, by name only, {', '.join(VARIANT_NAMES)}), or a simulator policy "
+                f"<order>+<allocation> such as "
                 f"{', '.join(default_sim_policies())}"
             )
         env += [name] if is_env else []

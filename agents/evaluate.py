@@ -160,7 +160,7 @@ def run_policies(
     jobs (a truncated episode's unfinished ones have none); the column ``load`` is :func:`workload_load`.
     ``progress`` is told each policy as it starts, and the callback it returns each finished episode.
     """
-    from synergy_gym.baselines.env_heuristics import env_heuristics
+    from synergy_gym.baselines.env_heuristics import env_heuristic
     from synergy_gym.baselines.sim_on_env import BOUNDS, simulate_on_env
 
     runs: list[tuple[str, str, Any]] = [("agent", a.name, a) for a in agents]
@@ -172,7 +172,7 @@ def run_policies(
             df = simulate_on_env(name, env_id, seeds, keep_jcts=True, keep_jobs=keep_jobs, on_episode=episode,
                                  **env_kwargs)
         else:  # (evaluate reseeds random with each episode's seed)
-            policy = policy if policy is not None else env_heuristics(0)[name]
+            policy = policy if policy is not None else env_heuristic(name, 0)
             df = evaluate(policy, env_id, seeds, name=name, keep_jcts=True, keep_jobs=keep_jobs,
                           log_decisions=log_decisions, on_episode=episode, **env_kwargs)
         df.insert(1, "source", "bound" if source == "sim" and name in BOUNDS else source)

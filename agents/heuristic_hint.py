@@ -39,9 +39,9 @@ HINT_KEY = "hint"
 
 def hint_heuristic(name: str) -> Any:
     """The env heuristic ``name`` as the hint's source; refused for one that draws random numbers (``random``)."""
-    from synergy_gym.baselines.env_heuristics import RandomValid, env_heuristics
+    from synergy_gym.baselines.env_heuristics import RandomValid, env_heuristics, heuristic_variants
 
-    heuristics = env_heuristics()
+    heuristics = {**env_heuristics(), **heuristic_variants()}
     if not isinstance(name, str) or name not in heuristics or isinstance(heuristics[name], RandomValid):
         usable = ", ".join(k for k, v in heuristics.items() if not isinstance(v, RandomValid))
         raise ConfigError(f"hint_policy must be a deterministic env heuristic ({usable}), got {name!r}")

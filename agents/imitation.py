@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from synergy_gym.agents.config import TrainConfig
-from synergy_gym.baselines.env_heuristics import env_heuristics
+from synergy_gym.baselines.env_heuristics import env_heuristic
 
 if TYPE_CHECKING:  # pragma: no cover
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -59,7 +59,7 @@ def behaviour_clone(model: BaseAlgorithm, env: VecEnv, cfg: TrainConfig) -> dict
     """
     if cfg.bc_policy is None:
         raise ValueError("behaviour cloning needs an env heuristic to imitate (bc_policy)")
-    heuristic = env_heuristics(seed=cfg.seed)[cfg.bc_policy]
+    heuristic = env_heuristic(cfg.bc_policy, seed=cfg.seed)
     data = _Samples()
     obs = _dict_observation(env.reset())
     obs, _ = _collect(model, env, cfg, heuristic, obs, max(1, cfg.bc_steps // cfg.n_envs), data, policy_acts=False)

@@ -175,14 +175,13 @@ class HeuristicRelativeReward(gym.Wrapper):
                  run_cache: HeuristicRunCache | None = None) -> None:
         super().__init__(env)
         if isinstance(heuristic, str):
-            from synergy_gym.baselines.env_heuristics import env_heuristics
+            from synergy_gym.baselines.env_heuristics import NAMED_HEURISTICS, env_heuristic
 
-            table = env_heuristics()
-            if heuristic not in table:
+            if heuristic not in NAMED_HEURISTICS:
                 from synergy_gym.errors import UnknownNameError
 
-                raise UnknownNameError("relative_to heuristic", heuristic, tuple(table))
-            self.heuristic_name, self.heuristic = heuristic, table[heuristic]
+                raise UnknownNameError("relative_to heuristic", heuristic, NAMED_HEURISTICS)
+            self.heuristic_name, self.heuristic = heuristic, env_heuristic(heuristic)
         else:
             self.heuristic_name, self.heuristic = getattr(heuristic, "name", type(heuristic).__name__), heuristic
         own_reference = reference_env is None

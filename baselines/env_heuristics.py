@@ -62,6 +62,7 @@ from synergy_gym.baselines.preempting import (
 )
 from synergy_gym.env.levels import DEMAND_LEVEL, level_count
 from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
+from synergy_gym.errors import UnknownNameError
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.validation import check_positive
 
@@ -226,6 +227,13 @@ class TetrisGreedy(EnvHeuristic):
 
     name = "tetris+greedy"
 
+    def __init__(self, readmit: bool = False) -> None:
+        #: With ``preemptive=True``: a job preempted in an event may be admitted again in it, at the level the
+        #: new placement leaves room for (``tetris+greedy+readmit``); by default it waits for the next event.
+        self.readmit = readmit
+        if readmit:
+            self.name = "tetris+greedy+readmit"
+
     def choose(self, obs: dict[str, np.ndarray], mask: np.ndarray) -> int:
         if has_running_rows(obs):
             return self.choose_preempting(obs, mask)
@@ -281,7 +289,8 @@ class TetrisGreedy(EnvHeuristic):
                         axis=1)
         free = np.array([float(obs["cluster"][k]) for k in (_FREE_GPUS, _FREE_CPU, _FREE_MEM)])
         return choose_by_target(obs, mask, score, run_score, need, run_need, free, admissible,
-                                lambda i: self.action(obs, int(filled[i]), int(demand[i])), run_takes=held)
+                                lambda i: self.action(obs, int(filled[i]), int(demand[i])), run_takes=held,
+                                readmit=self.readmit)
 
 
 def _tetris_score(obs: dict[str, np.ndarray], slots: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -364,3 +373,26 @@ def env_heuristics(seed: int | None = 0, price: float = DEFAULT_PRICE) -> dict[s
 
 
 HEURISTIC_NAMES: tuple[str, ...] = tuple(env_heuristics())
+"""The environment heuristics of ``--baselines env``, the ceilings and the benchmark."""
+
+
+def heuristic_variants() -> dict[str, EnvHeuristic]:
+    """Variants run only when named (``--baselines env:NAME``, ``bc_policy``, ``relative_to``, ``reference_baselines``,
+    ``hint_policy``, the rollouts' ``--base``): ``tetris+greedy+readmit``, ``tetris+greedy`` that with
+    ``preemptive=True`` admits a job preempted in an event again in that event (lower JCT, more decisions:
+    docs/baselines.md; without preemption the same)."""
+    return {"tetris+greedy+readmit": TetrisGreedy(readmit=True)}
+
+
+VARIANT_NAMES: tuple[str, ...] = tuple(heuristic_variants())
+#: Every name :func:`env_heuristic` knows.
+NAMED_HEURISTICS: tuple[str, ...] = HEURISTIC_NAMES + VARIANT_NAMES
+
+
+def env_heuristic(name: str, seed: int | None = 0, price: float = DEFAULT_PRICE) -> Any:
+    """The environment heuristic or variant ``name`` (:data:`NAMED_HEURISTICS`); ``seed`` and ``price`` as in
+    :func:`env_heuristics`. An unknown name is a one-line :class:`~synergy_gym.errors.UnknownNameError`."""
+    table = {**env_heuristics(seed, price), **heuristic_variants()}
+    if not isinstance(name, str) or name not in table:
+        raise UnknownNameError("env heuristic", str(name), NAMED_HEURISTICS)
+    return table[name]

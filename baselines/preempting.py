@@ -18,7 +18,8 @@ time, with :func:`choose_by_target`:
    it offers only the first that fits, and stopping would leave the cluster idle for good). A
    job preempted in the event waits for the next one (re-admitting it in the same event, once
    the placement has changed, would cost two decisions for what the next event decides anyway),
-   except under ``fifo+tune``, which keeps its placement in arrival order exactly.
+   except under ``fifo+tune``, which keeps its placement in arrival order exactly, and the named
+   variant ``tetris+greedy+readmit`` (``readmit``), which pays the decisions for the lower JCT.
 
 Each action changes the observation the next one reads, and the walk over the new observation
 gives the same target set, so an event costs one decision per preemption and per admission,
@@ -97,6 +98,7 @@ def choose_by_target(
     admit: Callable[[int], int],
     exact_order: bool = False,
     run_takes: np.ndarray | None = None,
+    readmit: bool = False,
 ) -> int:
     """One action of the walk (module docstring) over the filled slots and :func:`running_rows`.
 
@@ -108,7 +110,9 @@ def choose_by_target(
     preempts those it outranks (they are admitted again after it), where by default it is placed
     ahead of all of them. ``run_takes`` (running rows × 3): what each running job takes from the
     capacity when the walk keeps it (default: ``run_need``; ``free`` is then what is free beside
-    those). Returns an admission, a preemption (action ``stop − running rows + row``) or stop.
+    those). ``readmit``: a job preempted in this event may be admitted again in it (by default it waits for
+    the next event, as the module docstring says). Returns an admission, a preemption (action
+    ``stop − running rows + row``) or stop.
     """
     stop = mask.size - 1
     first_preempt = stop - np.asarray(obs["running_mask"]).size
@@ -124,7 +128,7 @@ def choose_by_target(
     out = np.flatnonzero(~keep[n_wait:] & (mask[first_preempt : first_preempt + n_run] > 0))
     if out.size:  # the lowest priority first (ties: the later arrival)
         return first_preempt + int(out[np.lexsort((ages[n_wait + out], -run_key[out]))[0]])
-    if not exact_order:  # a job preempted in this event waits for the next one
+    if not (exact_order or readmit):  # a job preempted in this event waits for the next one
         admissible = admissible & (obs["slots"][:n_wait, _WAS_RUNNING] == 0)
     ready = np.flatnonzero(keep[:n_wait] & admissible)
     if not ready.size:

@@ -70,7 +70,7 @@ import numpy as np
 
 import synergy_gym  # registers the environments
 from synergy_gym.baselines.base_episode import base_action, base_episode, finish_with_base, total_jct_s
-from synergy_gym.baselines.env_heuristics import EnvHeuristic, env_heuristics
+from synergy_gym.baselines.env_heuristics import VARIANT_NAMES, EnvHeuristic, env_heuristic
 from synergy_gym.baselines.rollout_candidates import BASE_NAMES, CANDIDATE_SETS, candidate_actions, deterministic_heuristics
 from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
 from synergy_gym.baselines.sampled_futures import future_models
@@ -85,13 +85,15 @@ FUTURES: tuple[str, ...] = ("known", "hidden", "sampled")
 DEPARTURE_RULES: tuple[str, ...] = ("best", "agree")
 #: Two totals closer than this (job-seconds) are a tie (they differ only by float summation order).
 TIE_TOLERANCE_S = 1e-6
+#: The possible bases: the deterministic environment heuristics and their named variants.
+BASES: tuple[str, ...] = BASE_NAMES + VARIANT_NAMES
 
 
 def base_policy(name: str) -> EnvHeuristic:
-    """The environment heuristic ``name`` (one of :data:`BASE_NAMES`), or :class:`UnknownNameError`."""
-    if name not in BASE_NAMES:
-        raise UnknownNameError("base policy", str(name), BASE_NAMES)
-    return env_heuristics()[name]
+    """The environment heuristic ``name`` (one of :data:`BASES`), or :class:`UnknownNameError`."""
+    if name not in BASES:
+        raise UnknownNameError("base policy", str(name), BASES)
+    return env_heuristic(name)
 
 
 def check_env(env: Any, candidates: str, preemptive_named: str = "env kwarg preemptive=True") -> None:
@@ -306,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--env", default="Synergy-small-scarce-v0", help="environment id (default Synergy-small-scarce-v0)")
     parser.add_argument("--preemptive", action="store_true", help="make the environment with preemptive=True")
-    parser.add_argument("--base", default="srtf+price", help=f"base heuristic: {', '.join(BASE_NAMES)} (default srtf+price)")
+    parser.add_argument("--base", default="srtf+price", help=f"base heuristic: {', '.join(BASES)} (default srtf+price)")
     parser.add_argument("--seeds", default="1000000..1000004", help="workload seeds: 1000000..1000019 or a,b,c")
     parser.add_argument("--candidates", default="all", help=f"candidate set: {', '.join(CANDIDATE_SETS)} (default all)")
     parser.add_argument("--no-dedupe", action="store_true", help="evaluate actions with identical effect separately")

@@ -43,7 +43,7 @@ import gymnasium as gym
 
 from synergy_gym.baselines.base_episode import base_action, base_episode, finish_with_base, total_jct_s
 from synergy_gym.baselines.env_heuristics import EnvHeuristic
-from synergy_gym.baselines.rollout_bound import BASE_NAMES, TIE_TOLERANCE_S, base_policy, check_env_id_and_json
+from synergy_gym.baselines.rollout_bound import BASES, TIE_TOLERANCE_S, base_policy, check_env_id_and_json
 from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
 from synergy_gym.baselines.seed_pool import check_workers, results_in_order
 from synergy_gym.cli.args import parse_seed_list
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", default="Synergy-small-scarce-v0", help="environment id (default Synergy-small-scarce-v0)")
     parser.add_argument("--preemptive", action="store_true", help="make the environment with preemptive=True")
     parser.add_argument("--base", default="tetris+greedy",
-                        help=f"base heuristic: {', '.join(BASE_NAMES)} (default tetris+greedy)")
+                        help=f"base heuristic: {', '.join(BASES)} (default tetris+greedy)")
     parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
                         help=f"candidate heuristics, comma-separated (default {','.join(DEFAULT_POLICIES)})")
     parser.add_argument("--seeds", default="1000000..1000007", help="workload seeds: 1000000..1000019 or a,b,c")

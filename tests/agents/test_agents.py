@@ -207,7 +207,7 @@ def test_the_preemptive_ablation_configs_change_only_what_the_docs_say(name, cha
         (["train", "--config", "{unknown}"], "unknown setting 'epochs'"),
         (["train", "--bc-policy", "tune"],
          "unknown bc_policy 'tune'; valid: fifo+tune, srtf+tune, las+tune, tetris, tetris+greedy, fifo+price, srtf+price, "
-         "random, none"),
+         "random, tetris+greedy+readmit, none"),
         (["train", "--env", "Synergy-v1"],
          "unknown env 'Synergy-v1'; valid: Synergy-v0, Synergy-small-v0, Synergy-scarce-v0, Synergy-small-scarce-v0"),
         (["train", "--device", "cuda"], "--device cuda: PyTorch sees no CUDA device"),

@@ -14,7 +14,7 @@ from scipy.optimize import linprog
 import synergy_gym  # noqa: F401  (registers the environments)
 from synergy_gym import ClusterSpec, ConfigError, SimulationConfig, Simulator, SyntheticWorkload, Workload, WorkloadError
 from synergy_gym.baselines import make_policy, policy_names
-from synergy_gym.baselines.env_heuristics import HEURISTIC_NAMES, env_heuristics
+from synergy_gym.baselines.env_heuristics import NAMED_HEURISTICS, env_heuristic
 from synergy_gym.experiments.evaluation import evaluate
 from synergy_gym.sim.bounds import no_wait_jct_s
 from synergy_gym.sim.contention_bound import TIME_LIMIT_S, ContentionBound, contention_bound, release_s
@@ -118,8 +118,8 @@ def test_no_env_heuristic_beats_the_bound(mode):
         bounds[seed] = contention_bound(workload, base.cluster, round_s=base.sim_config.round_s,
                                         timing=base.sim_config.timing).mean_jct_h
     env.close()
-    for name in HEURISTIC_NAMES:
-        rows = evaluate(env_heuristics(0)[name], "Synergy-small-scarce-v0", seeds, name=name, **kwargs)
+    for name in NAMED_HEURISTICS:
+        rows = evaluate(env_heuristic(name, 0), "Synergy-small-scarce-v0", seeds, name=name, **kwargs)
         for row in rows.itertuples():
             assert row.terminated, (name, row.seed)  # a truncated episode's mean is not a JCT
             assert row.mean_jct_h >= bounds[row.seed] * (1 - REL), (name, row.seed, mode)
@@ -132,8 +132,8 @@ def test_env_episodes_with_exact_timing_do_not_beat_the_bound():
     base = env.unwrapped
     bound = contention_bound(base.workload_for_seed(5), base.cluster, timing="exact")
     env.close()
-    for name in ("srtf+tune", "tetris+greedy", "srtf+price"):
-        row = evaluate(env_heuristics(0)[name], "Synergy-small-scarce-v0", [5], name=name, **kwargs).iloc[0]
+    for name in ("srtf+tune", "tetris+greedy", "tetris+greedy+readmit", "srtf+price"):
+        row = evaluate(env_heuristic(name, 0), "Synergy-small-scarce-v0", [5], name=name, **kwargs).iloc[0]
         assert row["terminated"] and row["mean_jct_h"] >= bound.mean_jct_h * (1 - REL), name
 
 
