@@ -38,9 +38,8 @@ REWARDS: tuple[str, ...] = ("absolute", "heuristic_relative")
 ACTION_HEADS: tuple[str, ...] = ("linear", "per_slot")
 #: ``vec_env`` settings (the comment on ``TrainConfig.vec_env``).
 VEC_ENVS: tuple[str, ...] = ("auto", "subproc", "dummy")
-#: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT
-#: on the evaluation seeds, scored at the start of the run (``random`` excluded; a named variant counts where
-#: ``reference_baselines`` names it).
+#: ``relative_to`` (and the comparisons of the evaluations): the env heuristic with the lowest mean JCT on the
+#: evaluation seeds, scored at the start of the run (``random`` excluded; a variant if ``reference_baselines`` names it).
 BEST = "best"
 #: Held-out workload seeds (1,000,000 on): results are reported on these only (``synergy-gym evaluate``); training
 #: envs use ``seed + rank``, far below, so evaluation workloads are never training workloads.
