@@ -39,13 +39,12 @@ HINT_KEY = "hint"
 
 def hint_heuristic(name: str) -> Any:
     """The env heuristic ``name`` as the hint's source; refused for one that draws random numbers (``random``)."""
-    from synergy_gym.baselines.env_heuristics import RandomValid, env_heuristics, heuristic_variants
+    from synergy_gym.baselines.env_heuristics import NAMED_HEURISTICS, RandomValid, env_heuristic
 
-    heuristics = {**env_heuristics(), **heuristic_variants()}
-    if not isinstance(name, str) or name not in heuristics or isinstance(heuristics[name], RandomValid):
-        usable = ", ".join(k for k, v in heuristics.items() if not isinstance(v, RandomValid))
-        raise ConfigError(f"hint_policy must be a deterministic env heuristic ({usable}), got {name!r}")
-    return heuristics[name]
+    usable = [n for n in NAMED_HEURISTICS if not isinstance(env_heuristic(n), RandomValid)]
+    if not isinstance(name, str) or name not in usable:
+        raise ConfigError(f"hint_policy must be a deterministic env heuristic ({', '.join(usable)}), got {name!r}")
+    return env_heuristic(name)
 
 
 def with_hint(heuristic: Any, observation: dict[str, np.ndarray], action_masks: np.ndarray | None = None
