@@ -134,6 +134,7 @@ def test_tiny_models_act_the_same_in_batches_as_one_at_a_time(algo, action_head,
     assert (one["decisions"] > 0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preemptive", [False, True])
 def test_the_pretrained_policy_acts_the_same_in_batches_as_one_at_a_time(preemptive):
     # A default-mode policy: with preemption, in the mode that re-decides every job (the same spaces).

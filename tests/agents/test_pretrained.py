@@ -41,6 +41,7 @@ def test_a_shipped_policy_is_small_and_complete(name):
     assert card["validation_seeds"][0] >= 2_000_000 and "synergy-gym train" in card["trained_with"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_load_pretrained_reproduces_the_card_on_a_held_out_seed(name):
     """The policy loads on the CPU and schedules the check seed's episode exactly as when it was exported."""

@@ -110,6 +110,7 @@ def test_console_shows_the_run_folder_first_and_one_line_per_evaluation(short_ru
     assert "(best heuristic)" in lines[-2] and lines[-1] == f"run folder: {out}"
 
 
+@pytest.mark.slow
 def test_progress_into_a_log_is_plain_lines(tmp_path, capsys):
     """Output that is not a terminal gets a plain line at the start and the end of training, not a redrawn bar."""
     config = tmp_path / "tiny.toml"
@@ -182,6 +183,7 @@ class Probe:
         return _Probe()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configured, expected", [(None, 1), (2, 2)])
 def test_torch_runs_on_one_cpu_thread_unless_configured(tmp_path, configured, expected):
     from synergy_gym.agents.train import train

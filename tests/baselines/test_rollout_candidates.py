@@ -62,6 +62,7 @@ def _expected(actions: list[int], totals: np.ndarray, agree: bool) -> int:
     return actions[next(k for k in allowed if means[k] <= best + 1e-6)]
 
 
+@pytest.mark.slow
 def test_agree_departs_only_for_a_candidate_that_beats_the_base_on_every_future():
     env = gym.make(ENV, preemptive=True, num_jobs=30)
     obs, _ = env.reset(seed=5, options={"workload_seed": 5})

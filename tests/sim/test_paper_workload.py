@@ -76,10 +76,11 @@ def _drawn_with_random_api(spec: SyntheticWorkload, n: int):
     size, arrival = random.Random(spec.seed), random.Random(spec.seed)
     counts, probs = gpu_mix(spec.max_gpus)
     cdf = np.cumsum(probs).tolist()
+    num_models = len(ModelZoo.default())
     clock, arrivals, durations, gpus = 0, [], [], []
     for _ in range(n):
         clock += math.ceil(-math.log(1.0 - arrival.random()) / spec.jobs_per_hour * 60 * 60)
-        arrival.randint(0, len(ModelZoo.default()) - 1)
+        arrival.randint(0, num_models - 1)
         arrivals.append(float(clock))
         long_job = size.random() >= spec.short_job_fraction
         durations.append(60.0 * (10.0 ** (size.uniform(3.0, 4.0) if long_job else size.uniform(1.5, 3.0))))
