@@ -1,6 +1,6 @@
 """Reliability suite: long adversarial use of the environment and the sweep.
 
-CI runs a short version (5·10^4 fuzzed steps per mode); ``pytest --long -m reliability -s``
+CI runs a short version (5·10^4 fuzzed steps per mode); ``pytest --long -m reliability -s -n 0``
 runs the full one (10^6 fuzzed steps in each of the default and the preemptive mode, 50 long
 episodes) and prints its figures.
 """
