@@ -41,10 +41,10 @@ def hint_heuristic(name: str) -> Any:
     """The env heuristic ``name`` as the hint's source; refused for one that draws random numbers (``random``)."""
     from synergy_gym.baselines.env_heuristics import NAMED_HEURISTICS, RandomValid, env_heuristic
 
-    usable = [n for n in NAMED_HEURISTICS if not isinstance(env_heuristic(n), RandomValid)]
+    usable = {n: h for n in NAMED_HEURISTICS if not isinstance(h := env_heuristic(n), RandomValid)}
     if not isinstance(name, str) or name not in usable:
         raise ConfigError(f"hint_policy must be a deterministic env heuristic ({', '.join(usable)}), got {name!r}")
-    return env_heuristic(name)
+    return usable[name]
 
 
 def with_hint(heuristic: Any, observation: dict[str, np.ndarray], action_masks: np.ndarray | None = None
