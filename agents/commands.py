@@ -190,8 +190,8 @@ def register_benchmark(subparsers: argparse._SubParsersAction) -> None:
                    help="env kwargs for every cell on top of the scenario's and the mode's, e.g. num_jobs=50; "
                         "repeated groups add up, each key once (default: none; preemptive is the mode's)")
     p.add_argument("--contention-bound", action="store_true",
-                   help="also the contention-aware bound: an LP per seed, cached once solved; about 1 s a seed on "
-                        "Synergy-small-v0 and Synergy-v0, 7 s on Synergy-small-scarce-v0 and 12 s on Synergy-scarce-v0 "
+                   help="also the contention-aware bound: an LP per seed, cached once solved; about 0.5 s a seed on "
+                        "Synergy-small-v0, 1 s on Synergy-v0, 7 s on Synergy-small-scarce-v0 and 12 s on Synergy-scarce-v0 "
                         "(default: the no-waiting bound alone)")
     p.add_argument("--no-normalize", action="store_true",
                    help="run every --model on unnormalised observations: models trained without VecNormalize "
