@@ -43,7 +43,7 @@ from synergy_gym.agents.benchmark_runs import (
     run_cell,
 )
 from synergy_gym.agents.benchmark_scores import SCORE_DEFINITION, CellScore, score_cell
-from synergy_gym.agents.config import parse_env_kwargs
+from synergy_gym.agents.env_kwargs import parse_env_kwargs
 from synergy_gym.agents.eval_outputs import staged_writer
 from synergy_gym.agents.eval_policies import agent_labels
 from synergy_gym.agents.evaluate import PolicyProgress

@@ -2,7 +2,7 @@
 
 A config file (``--config FILE``, TOML or YAML) sets any of the fields of
 :class:`TrainConfig`; command-line options override it (``--env-kwargs key=value``:
-:func:`parse_env_kwargs`); the resolved config is saved in the run folder as
+:func:`~synergy_gym.agents.env_kwargs.parse_env_kwargs`); the resolved config is saved in the run folder as
 ``config.json``, from which ``--resume`` and ``evaluate`` read it
 (:func:`load_run_config`).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -365,27 +365,6 @@ def first_line(exc: BaseException) -> str:
     """An exception's message, first line only (its type when it has none)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
-    """``--env-kwargs key=value …``: values are parsed as JSON where possible (numbers, true/false), else strings.
-
-    A key given twice (``num_jobs=20 num_jobs=30``, or in two ``--env-kwargs`` groups) is refused, naming both.
-    """
-    out: dict[str, Any] = {}
-    given: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--env-kwargs {item!r}: expected key=value")
-        if key in given:
-            raise ConfigError(f"--env-kwargs {key} given twice ({given[key]!r}, {item!r}); give each key once")
-        given[key] = item
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
 
 
 def load_run_config(path: str | Path) -> TrainConfig:

@@ -90,7 +90,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from synergy_gym.agents.config import DEFAULT_EPISODES, EVAL_SEED_BASE, check_device, parse_env_kwargs
+from synergy_gym.agents.config import DEFAULT_EPISODES, EVAL_SEED_BASE, check_device
+from synergy_gym.agents.env_kwargs import parse_env_kwargs
 from synergy_gym.agents.eval_outputs import (
     FIELDS,
     OUTPUT_FILES,

@@ -16,7 +16,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from synergy_gym.agents.config import TrainConfig, load_config_file, parse_env_kwargs
+from synergy_gym.agents.config import TrainConfig, load_config_file
+from synergy_gym.agents.env_kwargs import parse_env_kwargs
 from synergy_gym.agents.resume import saved_config_path
 from synergy_gym.agents.vec_envs import check_env_kwargs
 from synergy_gym.errors import ConfigError, SynergyGymError

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from synergy_gym.agents.config import parse_env_kwargs
+from synergy_gym.agents.env_kwargs import UNUSED_WITH_FIXED_JOBS, parse_env_kwargs
 from synergy_gym.cli import main
 from synergy_gym.cli.command import RunLater, build_parser
 from synergy_gym.errors import ConfigError
@@ -64,6 +64,19 @@ def test_an_env_kwarg_given_twice_is_refused_naming_both():
     with pytest.raises(ConfigError, match=r"^--env-kwargs num_jobs given twice \('num_jobs=20', 'num_jobs=30'\); "
                                           r"give each key once$"):
         parse_env_kwargs(["num_jobs=20", "round_s=600", "num_jobs=30"])
+
+
+@pytest.mark.parametrize("source, key", [(source, key) for source, keys in UNUSED_WITH_FIXED_JOBS.items() for key in keys])
+def test_a_generator_kwarg_that_fixed_jobs_leave_unused_is_refused(source, key):
+    with pytest.raises(ConfigError, match=rf"^--env-kwargs {key}=2 does not apply with {source}=jobs\.csv "
+                                          rf"\({key} shapes generated workloads only\)$"):
+        parse_env_kwargs([f"{key}=2", f"{source}=jobs.csv"])
+    assert parse_env_kwargs([f"{key}=2", f"{source}=null"]) == {key: 2, source: None}  # no fixed jobs: it applies
+
+
+def test_a_trace_keeps_its_first_num_jobs_drawn_with_class_split():
+    assert parse_env_kwargs(["trace=t.csv", "num_jobs=5", "class_split=[1,0,0]"]) == {
+        "trace": "t.csv", "num_jobs": 5, "class_split": [1, 0, 0]}
 
 
 @pytest.mark.parametrize("command, flag", [
