@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from synergy_gym.cli.args import list_items
 from synergy_gym.env.scenarios import SCENARIOS
 from synergy_gym.errors import ConfigError
 
@@ -55,18 +56,13 @@ def parse_names(values: Sequence[str] | None, valid: Sequence[str], flag: str, w
         return tuple(valid)
     names: list[str] = []
     for value in values:
-        for raw in value.split(","):
-            name = raw.strip()
-            if not name:
-                continue
+        for name in list_items(value, flag):
             if name.lower() == "all":
                 names += list(valid)
                 continue
             if name not in valid:
                 raise ConfigError(f"{flag} {name!r}: unknown {what}; valid: {', '.join(valid)}, all")
             names.append(name)
-    if not names:
-        raise ConfigError(f"{flag} {','.join(values)!r}: no {what} given; valid: {', '.join(valid)}, all")
     return tuple(dict.fromkeys(names))
 
 

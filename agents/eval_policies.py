@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from synergy_gym.cli.args import list_items
 from synergy_gym.errors import ConfigError, UnknownNameError
 
 #: The name of the models' mean row (several ``--model``), which no ``--label`` may take then.
@@ -82,7 +83,7 @@ def parse_sim_policies(text: str) -> tuple[str, ...]:
 
     if text.strip().lower() in ("", "none"):
         return ()
-    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    names = [item.lower() for item in list_items(text, "--sim-policies")]
     bound = tuple(b for b in BOUNDS if b in names)
     rest = ",".join(n for n in names if n not in BOUNDS)
     if not rest:
@@ -107,16 +108,13 @@ def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> t
     from synergy_gym.baselines.sim_on_env import BOUNDS
 
     sims = default_sim_policies() if sim_policies is None else tuple(sim_policies)
-    items = [raw.strip().lower() for raw in text.split(",")]
+    items = [item.lower() for item in list_items(text, "--baselines")]
     if sim_policies and not {"all", "sim"} & set(items):  # (``none`` asks for nothing: it is accepted)
         raise ConfigError(f"--sim-policies {','.join(sim_policies)}: has no effect with --baselines {text!r}, which "
                           "runs no simulator policies by that list (it applies to --baselines all or sim)")
     env: list[str] = []
     sim: list[str] = []
-    for raw in text.split(","):
-        item = raw.strip().lower()
-        if not item:
-            continue
+    for item in items:
         if item in ("all", "env", "sim", "none"):
             env += list(HEURISTIC_NAMES) if item in ("all", "env") else []
             sim += list(sims) if item in ("all", "sim") else []
@@ -125,7 +123,7 @@ def parse_baselines(text: str, sim_policies: tuple[str, ...] | None = None) -> t
         if not sep:
             source, name = "", item
         elif source not in ("env", "sim"):
-            raise ConfigError(f"--baselines {text!r}: unknown source {source!r} in {raw.strip()!r}; use env:NAME or sim:NAME")
+            raise ConfigError(f"--baselines {text!r}: unknown source {source!r} in {item!r}; use env:NAME or sim:NAME")
         is_env = name in NAMED_HEURISTICS and source in ("", "env")
         try:
             if name not in BOUNDS:

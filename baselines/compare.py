@@ -39,7 +39,7 @@ import numpy as np
 from synergy_gym.baselines.compare_runs import CompareOutcome, CompareSpec, load_text, run_compare
 from synergy_gym.baselines.plots import avg_jct_png, describe_runs, present
 from synergy_gym.baselines.registry import parse_policy_list
-from synergy_gym.cli.args import check_job_count, parse_float_list, parse_seeds
+from synergy_gym.cli.args import check_job_count, list_items, parse_float_list, parse_seeds
 from synergy_gym.cli.columns import fit
 from synergy_gym.cli.csv_text import csv_text
 from synergy_gym.cli.files import (
@@ -198,8 +198,8 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         raise SynergyGymError(f"--arrival-scale {args.arrival_scale!r}: must be a positive finite number")
     cluster = load_cluster(args.cluster, source="--cluster")
     config = SimulationConfig(round_s=args.round_s, placement=args.placement, timing=args.timing)
-    sensitivities = tuple(dict.fromkeys(x.strip() for x in args.sensitivity.split(",") if x.strip()))
-    for sens in sensitivities or ("",):
+    sensitivities = tuple(dict.fromkeys(list_items(args.sensitivity, "--sensitivity")))
+    for sens in sensitivities:
         if sens not in SENSITIVITIES:
             raise UnknownNameError("sensitivity", sens, SENSITIVITIES)
     profile_noise = ProfilerConfig(noise=args.profile_noise).noise  # a bad value is its own error first
@@ -207,7 +207,7 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         raise SynergyGymError(f"--profile-noise {args.profile_noise!r} applies only with --sensitivity profiled "
                               "(or true,profiled)")
     return CompareSpec(
-        policies=parse_policy_list(args.policies),
+        policies=parse_policy_list(args.policies, "--policies"),
         sensitivities=sensitivities,
         profile_noise=profile_noise,
         loads=parse_float_list(args.load, "--load") if args.load is not None else (9.0,),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from synergy_gym.baselines.orderings import EXTRA_ORDERINGS
+from synergy_gym.cli.args import list_items
 from synergy_gym.errors import UnknownNameError
 from synergy_gym.sim.allocation import MECHANISMS, AllocationMechanism
 from synergy_gym.sim.ordering import ORDERINGS, Ordering
@@ -50,16 +51,12 @@ def make_policy(name: str) -> SchedulingPolicy:
     return SchedulingPolicy(_ORDERINGS[order](), _MECHANISMS[mech]())
 
 
-def parse_policy_list(text: str) -> tuple[str, ...]:
-    """``"fifo+fair, fifo+tune"`` → validated, de-duplicated names in order."""
+def parse_policy_list(text: str, flag: str = "policy list") -> tuple[str, ...]:
+    """``"fifo+fair, fifo+tune"`` → validated, de-duplicated names in order; an empty item is an error naming
+    ``flag`` (the command-line option that gave ``text``)."""
     names: list[str] = []
-    for raw in text.split(","):
-        name = raw.strip().lower()
-        if not name:
-            continue
+    for name in (item.lower() for item in list_items(text, flag)):
         make_policy(name)
         if name not in names:
             names.append(name)
-    if not names:
-        raise UnknownNameError("policy", text, policy_names())
     return tuple(names)

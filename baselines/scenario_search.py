@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
-from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.cli.args import list_items, parse_seed_list
 from synergy_gym.cli.files import check_input_file, check_output_file
 from synergy_gym.env.source import GeneratedWorkloads
 from synergy_gym.errors import ConfigError, SynergyGymError
@@ -302,7 +302,7 @@ QUICK_SEEDS = (0, 1, 2)
 
 def _checked_policies(text: str) -> tuple[str, ...]:
     """``--policies``, each a simulator policy, including what the comparison table needs."""
-    policies = parse_policy_list(text)
+    policies = parse_policy_list(text, "--policies")
     if REFERENCE not in policies or not any(c in policies for c in CHALLENGERS):
         raise ConfigError(f"--policies {text!r}: the comparison table needs {REFERENCE} and {' or '.join(CHALLENGERS)}")
     return policies
@@ -332,7 +332,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[ScarceConfig], tuple[int, ...]
     if max(seeds) >= 1_000_000:
         raise ConfigError(f"--seeds {args.seeds!r}: seeds 1,000,000 and up are held out for evaluation; tune on lower seeds")
     if args.configs is not None:
-        configs = [ScarceConfig.parse(t) for t in args.configs.split(",") if t.strip()]
+        configs = [ScarceConfig.parse(t) for t in list_items(args.configs, "--configs")]
         if not configs:
             raise ConfigError(f"--configs {args.configs!r}: no config given")
         return configs, seeds, policies

@@ -246,12 +246,11 @@ class SweepPlan:
 def checked_policies(text: str) -> tuple[str, ...]:
     """``--policies``: the names, checked; an unknown one is one line naming the flag, the orders and allocations."""
     try:
-        return parse_policy_list(text)
+        return parse_policy_list(text, "--policies")
     except UnknownNameError as exc:
         orders = dict.fromkeys(name.partition("+")[0] for name in exc.valid)
         allocations = dict.fromkeys(name.partition("+")[2] for name in exc.valid)
-        what = "no policy given" if not exc.name.strip(" ,") else f"unknown policy {exc.name!r}"
-        raise SynergyGymError(f"--policies {text!r}: {what}; a policy is <order>+<allocation>, orders "
+        raise SynergyGymError(f"--policies {text!r}: unknown policy {exc.name!r}; a policy is <order>+<allocation>, orders "
                               f"{', '.join(orders)}, allocations {', '.join(allocations)}") from None
 
 

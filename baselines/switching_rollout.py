@@ -46,7 +46,7 @@ from synergy_gym.baselines.env_heuristics import EnvHeuristic
 from synergy_gym.baselines.rollout_bound import BASES, TIE_TOLERANCE_S, base_policy, check_env_id_and_json
 from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
 from synergy_gym.baselines.seed_pool import check_workers, results_in_order
-from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.cli.args import list_items, parse_seed_list
 from synergy_gym.errors import ConfigError, SynergyGymError
 
 #: The candidates by default: the deterministic heuristics that preempt or pack differently.
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         seeds = parse_seed_list(args.seeds, "--seeds")
         check_workers(args.workers)
-        rollout = SwitchingRollout(args.base, tuple(p.strip() for p in args.policies.split(",")))
+        rollout = SwitchingRollout(args.base, tuple(list_items(args.policies, "--policies")))
         check_env_id_and_json(args.env, args.json)
     except SynergyGymError as exc:
         print(f"error: {exc}", file=sys.stderr)

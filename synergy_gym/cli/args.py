@@ -24,6 +24,18 @@ MAX_SEED = 2**63 - 1
 MAX_LISTED_SEEDS = 1_000_000
 
 
+def list_items(text: str, flag: str) -> list[str]:
+    """``"a, b,c"`` → ``["a", "b", "c"]``, each stripped; an empty item (``1,,2``, ``fifo+tune,``, ``,``) is an
+    error naming the flag, rather than dropped without a word."""
+    if not text.strip():
+        raise SynergyGymError(f"{flag} {text!r}: empty; give one or more values separated by commas")
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise SynergyGymError(f"{flag} {text!r}: an empty item (two commas in a row, or one at an end); "
+                              "give one value between commas")
+    return items
+
+
 def _span(part: range) -> int:
     """Seeds in a step-1 range (``len`` overflows past ``sys.maxsize``; this does not)."""
     return max(0, part.stop - part.start)
@@ -86,10 +98,9 @@ def parse_seeds(text: str, flag: str = "--seed") -> SeedList:
     error naming it, alone or beside others.
     """
     parts: list[range] = []
+    items = list_items(text, flag)
     try:
-        for part in (p.strip() for p in text.split(",")):
-            if not part:
-                continue
+        for part in items:
             if ".." in part:
                 lo, hi = (int(x) for x in part.split(".."))
                 parts.append(range(lo, hi + 1))
@@ -101,8 +112,6 @@ def parse_seeds(text: str, flag: str = "--seed") -> SeedList:
     if reversed_part is not None:
         raise SynergyGymError(f"{flag} {text!r}: the seed range is empty: {reversed_part.start}..{reversed_part.stop - 1} "
                               "ends before it starts")
-    if not any(_span(p) for p in parts):
-        raise SynergyGymError(f"{flag} {text!r}: the seed range is empty")
     if any(_span(p) and p.start < 0 for p in parts):
         raise SynergyGymError(f"{flag} {text!r}: seeds must be non-negative")
     if any(_span(p) and p.stop - 1 > MAX_SEED for p in parts):
@@ -138,12 +147,12 @@ def parse_float_list(text: str, flag: str = "--load") -> tuple[float, ...]:
     """``"5,7,9"`` → positive finite numbers, each once (``9,9.0`` is an error naming the repeated value)."""
     import math
 
-    parts = [v.strip() for v in text.split(",") if v.strip()]
+    parts = list_items(text, flag)
     try:
         values = tuple(float(v) for v in parts)
     except ValueError:
         raise SynergyGymError(f"{flag} {text!r}: expected numbers like 5,7,9") from None
-    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
+    if any(not math.isfinite(v) or v <= 0 for v in values):
         raise SynergyGymError(f"{flag} {text!r}: values must be positive numbers")
     seen: dict[float, str] = {}
     for part, value in zip(parts, values):

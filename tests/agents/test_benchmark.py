@@ -110,7 +110,7 @@ def test_preemptive_only_env_kwargs_go_to_the_preemptive_cells():
     (["--mode", "greedy"], ("--mode 'greedy'", "unknown mode", "default, preemptive")),
     (["--seeds", "abc"], ("--seeds 'abc'", "expected integers")),
     (["--seeds", "5..1"], ("--seeds '5..1'", "empty")),
-    (["--seeds", ""], ("--seeds ''", "the seed range is empty")),  # not the 20 default seeds
+    (["--seeds", ""], ("--seeds '': empty",)),  # not the 20 default seeds
     (["--seeds", "1000000,5..3"], ("--seeds '1000000,5..3'", "5..3 ends before it starts")),
     (["--env-kwargs", "preemptive=true"], ("--env-kwargs preemptive=True", "--mode")),
     (["--env-kwargs", "num_jobs=-4"], ("num_jobs", "-4")),

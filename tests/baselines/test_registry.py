@@ -1,6 +1,6 @@
 import pytest
 
-from synergy_gym import UnknownNameError
+from synergy_gym import SynergyGymError, UnknownNameError
 from synergy_gym.baselines import make_policy, parse_policy_list, policy_names
 
 
@@ -25,5 +25,7 @@ def test_unknown_policy_lists_the_valid_ones():
 
 def test_policy_lists_are_normalised_and_deduplicated():
     assert parse_policy_list(" FIFO+Tune, fifo+fair,fifo+tune ") == ("fifo+tune", "fifo+fair")
+    with pytest.raises(SynergyGymError, match=r"^--policies 'fifo\+tune,': an empty item"):
+        parse_policy_list("fifo+tune,", "--policies")  # named, not dropped
     with pytest.raises(UnknownNameError):
-        parse_policy_list(" , ")
+        parse_policy_list("fifo+tune,fifo+nothing")

@@ -93,7 +93,9 @@ def test_an_empty_path_is_refused_naming_its_flag(capsys, command, flag):
 
 @pytest.mark.parametrize("policies, words", [
     ("foo+bar", ("--policies 'foo+bar': unknown policy 'foo+bar'", "orders fifo, srtf", "allocations fair")),
-    (" , ", ("--policies ' , ': no policy given",)),
+    (" , ", ("--policies ' , ': an empty item (two commas in a row, or one at an end)",)),
+    ("fifo+tune,,srtf+tune", ("--policies 'fifo+tune,,srtf+tune': an empty item",)),
+    ("", ("--policies '': empty",)),
 ])
 def test_sweep_names_policies_and_lists_orders_and_allocations_not_every_policy(tmp_path, capsys, policies, words):
     before = snapshot(tmp_path)

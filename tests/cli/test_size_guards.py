@@ -203,7 +203,7 @@ def test_seed_ranges_are_counted_not_listed():
     assert everything.size == 2**63 and everything[-1] == 2**63 - 1 and len(everything) == 2**63 - 1
     for bad, words in (("3..1", "empty"), ("1000000,5..3", "empty: 5..3 ends before it starts"),
                        ("0..9,4..3,12", "4..3 ends before it starts"), ("-1", "non-negative"),
-                       ("x", "expected integers"), ("", "empty"),
+                       ("x", "expected integers"), ("", "empty"), ("1,,2", "an empty item"), ("1,", "an empty item"),
                        (str(10**20), "at most 9,223,372,036,854,775,807"), (f"0..{2**63}", "64-bit")):
         with pytest.raises(SynergyGymError, match=words):
             parse_seeds(bad)
