@@ -39,7 +39,8 @@ def shipped_configs() -> dict[str, Path]:
 
 def config_argument(value: str | Path) -> Path:
     """``--config``: a file, or the name of a config the package ships (``small_scarce``: ``agents/configs/NAME.toml``,
-    which an installed package holds too). A missing file whose name is a shipped config's is one line saying so."""
+    which an installed package holds too). A missing file whose name is a shipped config's is one line saying so; a
+    missing bare name (no folder, no suffix: ``smal``) lists the shipped names."""
     path = Path(value)
     if path.exists():
         return path
@@ -49,6 +50,9 @@ def config_argument(value: str | Path) -> Path:
     if path.suffix == ".toml" and path.stem in shipped:
         raise ConfigError(f"config file {str(value)!r} does not exist; the package ships a config of that name: "
                           f"--config {path.stem}")
+    if path.name == str(value) and not path.suffix and shipped:
+        raise ConfigError(f"config file {str(value)!r} does not exist, and no config the package ships has that name: "
+                          f"{', '.join(shipped)}")
     return path  # load_config_file says it does not exist
 
 

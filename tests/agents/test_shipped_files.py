@@ -43,8 +43,11 @@ def test_a_missing_config_path_that_names_a_shipped_config_says_how_to_name_it(t
     with pytest.raises(ConfigError, match=r"'agents/configs/small_scarce.toml' does not exist; the package ships a "
                                           r"config of that name: --config small_scarce"):
         config_from_args(_train_args("agents/configs/small_scarce.toml"))
-    with pytest.raises(ConfigError, match="does not exist"):
-        config_from_args(_train_args("no_such_config"))
+    with pytest.raises(ConfigError, match=r"^config file 'smal' does not exist, and no config the package ships has "
+                                          r"that name: small, small_scarce, "):  # a bare name: a shipped one misspelt
+        config_from_args(_train_args("smal"))
+    with pytest.raises(ConfigError, match=r"^config file 'nowhere/c\.toml' does not exist$"):  # a path: no list
+        config_from_args(_train_args("nowhere/c.toml"))
 
 
 def test_a_file_of_the_same_name_comes_before_a_shipped_config(tmp_path, monkeypatch):
