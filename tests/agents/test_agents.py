@@ -187,6 +187,7 @@ def test_the_shipped_small_scarce_agent_was_trained_as_the_docs_say():
     ("small_scarce_preemptive_dagger", {"dagger_rounds": 2, "dagger_steps": 10_000, "bc_steps": 20_000,
                                         "timesteps": 300_000, "stop_on_stall_after": 150_000}),
     ("small_scarce_preemptive_low_lr", {"learning_rate": 3e-5, "timesteps": 150_000}),
+    ("small_scarce_preemptive_readmit", {"bc_policy": "tetris+greedy+readmit"}),
 ])
 def test_the_preemptive_ablation_configs_change_only_what_the_docs_say(name, changes):
     """docs/training.md compares each ablation with the reference config on the settings named here, and only those."""
