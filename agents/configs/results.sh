@@ -58,7 +58,7 @@ SEEDS=5000000..5000019 evaluate small-scarce-shipped-unseen --env Synergy-small-
 # (training seeds 0, 1, 2); its ablations (agents/configs/ablations.txt): DAgger (seeds 0, 1), the
 # DAgger recipe without slot_fits (seed 0), a lower PPO learning rate (seeds 0, 1, 2; seed 1
 # continued to 300,000 steps), the hint recipes (seeds 0, 1, 2 each), and imitating tetris+greedy+readmit
-# (seeds 0, 1, 2; paired against that variant, which is named to run).
+# (seeds 0, 1; paired against that variant, which is named to run).
 evaluate small-scarce-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \
     $(models ss-pre) --baselines all --sim-policies fifo+tune,srtf+tune,las+tune,tetris+greedy
 evaluate ablation-preemptive --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
@@ -80,7 +80,7 @@ evaluate ablation-preemptive-hint-gamma1 --env Synergy-small-scarce-v0 --env-kwa
 evaluate ablation-preemptive-hint-mc --env Synergy-small-scarce-v0 --env-kwargs preemptive=true --baselines env \
     $(models ss-pre-hint-mc)
 evaluate ablation-preemptive-readmit --env Synergy-small-scarce-v0 --env-kwargs preemptive=true \
-    --baselines env,env:tetris+greedy+readmit $(models ss-pre-readmit)
+    --baselines env,env:tetris+greedy+readmit $(models ss-pre-readmit 0 1)
 
 # Zero-shot: the 128-GPU scenarios, and ±30 % load on the training scenario (at 0.7× load the 300
 # jobs arrive over a longer time than the scenario's max_rounds allow, so it is doubled there).
