@@ -333,8 +333,6 @@ def _plan(args: argparse.Namespace) -> tuple[list[ScarceConfig], tuple[int, ...]
         raise ConfigError(f"--seeds {args.seeds!r}: seeds 1,000,000 and up are held out for evaluation; tune on lower seeds")
     if args.configs is not None:
         configs = [ScarceConfig.parse(t) for t in list_items(args.configs, "--configs")]
-        if not configs:
-            raise ConfigError(f"--configs {args.configs!r}: no config given")
         return configs, seeds, policies
     if args.select_from is not None:
         check_input_file(args.select_from, "--select-from")

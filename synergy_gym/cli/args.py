@@ -112,9 +112,9 @@ def parse_seeds(text: str, flag: str = "--seed") -> SeedList:
     if reversed_part is not None:
         raise SynergyGymError(f"{flag} {text!r}: the seed range is empty: {reversed_part.start}..{reversed_part.stop - 1} "
                               "ends before it starts")
-    if any(_span(p) and p.start < 0 for p in parts):
+    if any(p.start < 0 for p in parts):  # every part holds a seed now
         raise SynergyGymError(f"{flag} {text!r}: seeds must be non-negative")
-    if any(_span(p) and p.stop - 1 > MAX_SEED for p in parts):
+    if any(p.stop - 1 > MAX_SEED for p in parts):
         raise SynergyGymError(f"{flag} {text!r}: seeds must be at most {MAX_SEED:,} (64-bit integers)")
     unique: list[range] = []
     for span in parts:
