@@ -59,6 +59,7 @@ from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
+from synergy_gym.sim.workload import MIN_JOBS_PER_HOUR
 from synergy_gym.traces.replay import workload_table
 
 JSON_FIELDS = (
@@ -210,7 +211,7 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         policies=parse_policy_list(args.policies, "--policies"),
         sensitivities=sensitivities,
         profile_noise=profile_noise,
-        loads=parse_float_list(args.load, "--load") if args.load is not None else (9.0,),
+        loads=parse_float_list(args.load, "--load", minimum=MIN_JOBS_PER_HOUR) if args.load is not None else (9.0,),
         seeds=parse_seeds(args.seed, "--seed") if args.seed is not None else (42,),
         num_jobs=args.jobs,
         window=parse_window(args.window) if args.window is not None else None,

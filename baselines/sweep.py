@@ -95,6 +95,7 @@ from synergy_gym.errors import Interrupted, SynergyGymError, UnknownNameError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.generator import DEFAULT_WINDOW, SyntheticWorkload
+from synergy_gym.sim.workload import MIN_JOBS_PER_HOUR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -257,7 +258,7 @@ def checked_policies(text: str) -> tuple[str, ...]:
 def plan_from_args(args: argparse.Namespace) -> SweepPlan:
     """The sweep the arguments ask for, checked; no cell is listed yet."""
     policies = checked_policies(args.policies)
-    loads = parse_float_list(args.load, "--load")
+    loads = parse_float_list(args.load, "--load", minimum=MIN_JOBS_PER_HOUR)
     seeds = parse_seeds(args.seed, "--seed")
     check_job_count(args.jobs, "--jobs")
     cluster = load_cluster(args.cluster, source="--cluster")

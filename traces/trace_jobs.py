@@ -51,7 +51,7 @@ from synergy_gym.sim.generator import _check_window
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.validation import check_positive, is_number
-from synergy_gym.sim.workload import MAX_INTEGER, MAX_JOBS, Workload, middle_half_window
+from synergy_gym.sim.workload import MAX_INTEGER, MAX_JOBS, Workload, check_jobs_per_hour, middle_half_window
 from synergy_gym.traces.workload_columns import MAX_SECONDS
 
 #: The paper's simulator keeps Philly jobs lasting between 60·10^1.5 s (31.6 min) and 60·10^4 s (6.9 days).
@@ -297,13 +297,13 @@ def sample_workload(
 
     The arguments are checked as :class:`~synergy_gym.sim.generator.SyntheticWorkload` checks its own, with its
     validators: ``num_jobs`` a positive whole number (at most :data:`~synergy_gym.sim.workload.MAX_JOBS`),
-    ``jobs_per_hour`` a finite number > 0, ``seed`` a whole number ≥ 0, ``window`` two whole job positions;
-    NumPy's numbers give what the same Python numbers give.
+    ``jobs_per_hour`` a finite number ≥ :data:`~synergy_gym.sim.workload.MIN_JOBS_PER_HOUR`, ``seed`` a whole
+    number ≥ 0, ``window`` two whole job positions; NumPy's numbers give what the same Python numbers give.
     """
     num_jobs = check_positive("num_jobs", num_jobs, integer=True, error=WorkloadError)
     if num_jobs > MAX_JOBS:  # as the env kwarg and the command line's --jobs
         raise WorkloadError(f"num_jobs {num_jobs} exceeds the maximum of {MAX_JOBS:,}")
-    jobs_per_hour = check_positive("jobs_per_hour", jobs_per_hour, error=WorkloadError)
+    jobs_per_hour = check_jobs_per_hour(jobs_per_hour)
     seed = check_positive("seed", seed, integer=True, allow_zero=True, error=WorkloadError)
     zoo, window = _check_arguments(trace, zoo, class_split, window)
     rng_pick, rng_arrival = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))

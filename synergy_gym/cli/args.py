@@ -143,8 +143,9 @@ def check_job_count(value: int | None, flag: str = "--jobs") -> int | None:
     return value
 
 
-def parse_float_list(text: str, flag: str = "--load") -> tuple[float, ...]:
-    """``"5,7,9"`` → positive finite numbers, each once (``9,9.0`` is an error naming the repeated value)."""
+def parse_float_list(text: str, flag: str = "--load", minimum: float = 0.0) -> tuple[float, ...]:
+    """``"5,7,9"`` → positive finite numbers, each once (``9,9.0`` is an error naming the repeated value), none
+    below ``minimum``."""
     import math
 
     parts = list_items(text, flag)
@@ -154,6 +155,8 @@ def parse_float_list(text: str, flag: str = "--load") -> tuple[float, ...]:
         raise SynergyGymError(f"{flag} {text!r}: expected numbers like 5,7,9") from None
     if any(not math.isfinite(v) or v <= 0 for v in values):
         raise SynergyGymError(f"{flag} {text!r}: values must be positive numbers")
+    if low := [part for part, value in zip(parts, values) if value < minimum]:
+        raise SynergyGymError(f"{flag} {text!r}: {low[0]} is below the minimum of {minimum:g}")
     seen: dict[float, str] = {}
     for part, value in zip(parts, values):
         if value in seen:

@@ -18,7 +18,7 @@ from synergy_gym.sim.config import SimulationConfig, Timing, kernels_removed
 from synergy_gym.sim.ledger import Placement
 from synergy_gym.sim.profiling import ProfilerConfig
 from synergy_gym.sim.validation import check_positive
-from synergy_gym.sim.workload import MAX_JOBS
+from synergy_gym.sim.workload import MAX_JOBS, MIN_JOBS_PER_HOUR
 
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
 #: The most slots (``max_queue``) an environment offers.
@@ -26,9 +26,6 @@ MAX_QUEUE = 4096
 #: The most rounds (``max_rounds``) an episode may last: round counts stay exact in float64 (below
 #: 2**53) and far inside int64, where the simulator's kernels count them.
 MAX_ROUNDS = 10**15
-#: The lowest ``jobs_per_hour`` (one job per 114 years on average): even ``MAX_JOBS`` jobs then
-#: arrive within float64's exact seconds, and the rounds between two arrivals fit in int64.
-MIN_JOBS_PER_HOUR = 1e-6
 #: ``redecide`` values: decide at an event only what changes, or every running job again.
 REDECIDE_MODES: tuple[str, ...] = ("changes", "every_event")
 #: The running rows (``max_running``) shown by default; another value needs ``redecide="changes"`` with preemption.

@@ -54,7 +54,7 @@ from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
 from synergy_gym.sim.philly_gpu_mix import gpu_mix
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.validation import check_flag, check_positive, is_number, whole_number
-from synergy_gym.sim.workload import Workload, middle_half_window
+from synergy_gym.sim.workload import Workload, check_jobs_per_hour, middle_half_window
 
 #: The paper's measured window: jobs 4000–4999.
 DEFAULT_WINDOW: tuple[int, int] = (4000, 5000)
@@ -75,7 +75,7 @@ class SyntheticWorkload:
     short_job_fraction: float = 0.8
 
     def __post_init__(self) -> None:
-        check_positive("jobs_per_hour", self.jobs_per_hour, error=WorkloadError)
+        check_jobs_per_hour(self.jobs_per_hour)
         object.__setattr__(self, "seed", check_positive("seed", self.seed, integer=True, allow_zero=True, error=WorkloadError))
         object.__setattr__(
             self, "num_jobs", check_positive("num_jobs", self.num_jobs, integer=True, allow_none=True, error=WorkloadError)

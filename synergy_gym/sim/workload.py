@@ -24,7 +24,7 @@ import numpy as np
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
-from synergy_gym.sim.validation import is_number, whole_number
+from synergy_gym.sim.validation import check_positive, is_number, whole_number
 
 RunUntil = Literal["window", "all"]
 
@@ -32,6 +32,10 @@ RunUntil = Literal["window", "all"]
 #: ``sweep``, the env kwarg ``num_jobs``); larger counts are refused before
 #: anything runs, instead of failing later on an impossible allocation.
 MAX_JOBS = 1_000_000
+#: The lowest arrival rate a generated workload may have, in jobs an hour (one job per 114 years on average):
+#: even ``MAX_JOBS`` jobs then arrive within float64's exact seconds, and the rounds between two arrivals fit in
+#: int64. Lower rates are refused (:func:`check_jobs_per_hour`).
+MIN_JOBS_PER_HOUR = 1e-6
 #: The largest whole number a workload may hold, and so the most iterations a job may run (2^53: every
 #: integer up to it is exact as a float, as the job table keeps progress).
 MAX_INTEGER = 2**53
@@ -49,6 +53,14 @@ def middle_half_window(num_jobs: int) -> tuple[int, int]:
     start = num_jobs // 4
     return start, max(start + 1, (3 * num_jobs) // 4)
 
+
+def check_jobs_per_hour(value: Any, name: str = "jobs_per_hour") -> float:
+    """``value`` as a float if it is a finite arrival rate of at least :data:`MIN_JOBS_PER_HOUR`, else a
+    :class:`~synergy_gym.errors.WorkloadError` naming ``name`` and the value."""
+    rate = check_positive(name, value, error=WorkloadError)
+    if rate < MIN_JOBS_PER_HOUR:
+        raise WorkloadError(f"{name} {value!r} is below the minimum of {MIN_JOBS_PER_HOUR:g} jobs an hour")
+    return rate
 
 @dataclass(frozen=True, eq=False)
 class Workload:

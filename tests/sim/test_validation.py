@@ -49,6 +49,9 @@ def test_settings_dataclasses_share_the_check():
         ProfilerConfig(seconds_per_point=math.inf)
     with pytest.raises(WorkloadError, match="jobs_per_hour must be a positive number, got True"):
         SyntheticWorkload(jobs_per_hour=True)
+    with pytest.raises(WorkloadError, match="jobs_per_hour 1e-07 is below the minimum of 1e-06 jobs an hour"):
+        SyntheticWorkload(jobs_per_hour=1e-7)  # arrivals past float64's exact seconds
+    assert SyntheticWorkload(jobs_per_hour=1e-6).jobs_per_hour == 1e-6
     with pytest.raises(WorkloadError, match="seed must be a non-negative integer, got -3"):
         SyntheticWorkload(seed=-3)
     assert SyntheticWorkload(num_jobs=40.0, seed=np.int64(5)) == SyntheticWorkload(num_jobs=40, seed=5)

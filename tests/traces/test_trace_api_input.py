@@ -104,6 +104,7 @@ def test_to_workload_checks_its_arguments(trace, kwargs, words):
     ({"jobs_per_hour": INF}, ["jobs_per_hour must be a positive number, got inf"]),  # every arrival was 0.0
     ({"jobs_per_hour": "9"}, ["jobs_per_hour must be a positive number, got '9'"]),
     ({"jobs_per_hour": True}, ["jobs_per_hour must be a positive number, got True"]),
+    ({"jobs_per_hour": 1e-9}, ["jobs_per_hour 1e-09 is below the minimum of 1e-06 jobs an hour"]),
     ({"num_jobs": 2.5}, ["num_jobs must be a positive integer, got 2.5"]),
     ({"num_jobs": True}, ["num_jobs must be a positive integer, got True"]),
     ({"num_jobs": "3"}, ["num_jobs must be a positive integer, got '3'"]),
