@@ -17,7 +17,7 @@ import numpy as np
 
 from synergy_gym import ModelZoo, evaluate
 from synergy_gym.baselines.env_heuristics import PriceAllocator, TetrisPacker
-from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.cli.args import parse_seed_list, usage_error
 from synergy_gym.env.levels import allocation_levels
 from synergy_gym.errors import SynergyGymError
 from synergy_gym.sim.cluster import ClusterSpec
@@ -42,8 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         seeds = parse_seed_list(args.seeds, "--seeds")
     except SynergyGymError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(parser, exc)
     zoo = ModelZoo.default()
     clusters = (
         ("24 CPUs per server", ClusterSpec(num_servers=4)),

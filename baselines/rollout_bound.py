@@ -75,7 +75,7 @@ from synergy_gym.baselines.rollout_candidates import BASE_NAMES, CANDIDATE_SETS,
 from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
 from synergy_gym.baselines.sampled_futures import future_models
 from synergy_gym.baselines.seed_pool import check_count, check_workers, results_in_order
-from synergy_gym.cli.args import parse_seed_list
+from synergy_gym.cli.args import parse_seed_list, usage_error
 from synergy_gym.cli.files import check_output_file
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError
 
@@ -336,8 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.preemptive:
             check_env(None, args.candidates, "--preemptive")
     except SynergyGymError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(parser, exc)
     meta = {"env": args.env, "env_kwargs": env_kwargs, "base": args.base, "candidates": args.candidates,
             "dedupe": policy.dedupe, "every": policy.every, "future": policy.future,
             **({"futures": policy.futures, "depart": policy.depart} if policy.future == "sampled" else {}),
@@ -364,8 +363,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.json is not None:
                     write_rows(args.json, meta, rows)
     except SynergyGymError as exc:  # e.g. an environment setting the scenario refuses (raised in a worker too)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(parser, exc)
     print(summary_line(rows, "per rollout episode"))
     return 0
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from synergy_gym.baselines.registry import make_policy, parse_policy_list
-from synergy_gym.cli.args import list_items, parse_seed_list
+from synergy_gym.cli.args import list_items, parse_seed_list, usage_error
 from synergy_gym.cli.files import check_input_file, check_output_file
 from synergy_gym.env.source import GeneratedWorkloads
 from synergy_gym.errors import ConfigError, SynergyGymError
@@ -365,8 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         configs, seeds, policies = _plan(args)
     except SynergyGymError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(parser, exc)
     print(f"{len(configs)} configs × {len(seeds)} seeds × {len(policies)} policies (+ bound)", flush=True)
 
     t0, done = time.perf_counter(), [0]

@@ -46,7 +46,7 @@ from synergy_gym.baselines.env_heuristics import EnvHeuristic
 from synergy_gym.baselines.rollout_bound import BASES, TIE_TOLERANCE_S, base_policy, check_env_id_and_json
 from synergy_gym.baselines.rollout_rows import SeedRow, summary_line, write_rows
 from synergy_gym.baselines.seed_pool import check_workers, results_in_order
-from synergy_gym.cli.args import list_items, parse_seed_list
+from synergy_gym.cli.args import list_items, parse_seed_list, usage_error
 from synergy_gym.errors import ConfigError, SynergyGymError
 
 #: The candidates by default: the deterministic heuristics that preempt or pack differently.
@@ -184,8 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         rollout = SwitchingRollout(args.base, tuple(list_items(args.policies, "--policies")))
         check_env_id_and_json(args.env, args.json)
     except SynergyGymError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(parser, exc)
     env_kwargs = {"preemptive": True} if args.preemptive else {}
     meta = {"env": args.env, "env_kwargs": env_kwargs, "base": args.base, "policies": list(rollout.policies),
             "clairvoyant": True, "jct": "mean over all jobs of the episode, hours (info['mean_jct_h'])"}
@@ -207,8 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.json is not None:
                     write_rows(args.json, meta, rows, [{"events_by_heuristic": c} for c in chosen])
     except SynergyGymError as exc:  # raised in a worker, e.g. an environment setting the scenario refuses
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(parser, exc)
     print(summary_line(rows, "per episode"))
     return 0
 

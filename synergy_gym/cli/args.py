@@ -213,3 +213,10 @@ class OnceFile(argparse.Action):
                          f"put the settings in one file")
         given[self.dest] = str(values)
         setattr(namespace, self.dest, Path(values))
+
+
+def usage_error(parser: argparse.ArgumentParser, exc: Exception) -> int:
+    """Print ``exc`` as argparse prints its own errors, ``PROG: error: …`` on one line of stderr, and return 2 (the
+    exit status of a usage error): a ``python -m`` module's checks then read like its parser's."""
+    print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+    return 2

@@ -17,6 +17,9 @@ from synergy_gym.baselines.base_episode import base_episode, finish_with_base, t
 from synergy_gym.baselines.rollout_bound import BASE_NAMES, RolloutPolicy, SeedRow, base_policy, compare_seed, main
 from synergy_gym.errors import ConfigError, UnknownNameError
 
+#: How the module's one-line errors start (as its argument parser's own).
+ERROR = "python -m synergy_gym.baselines.rollout_bound: error: "
+
 ENV = "Synergy-small-scarce-v0"
 TINY = {"num_jobs": 14}
 
@@ -118,7 +121,7 @@ def test_unknown_names_raise_naming_the_valid_ones(capsys):
     assert main(["--env", "Nope-v0", "--seeds", "0"]) == 2
     capsys.readouterr()
     assert main(["--env", "CartPole-v1", "--seeds", "0"]) == 2  # registered, but not this project's: one line
-    assert capsys.readouterr().err.strip().startswith("error: unknown environment id 'CartPole-v1'")
+    assert capsys.readouterr().err.strip().startswith(ERROR + "unknown environment id 'CartPole-v1'")
 
 
 def test_a_json_path_that_cannot_be_written_is_refused_before_any_rollout(tmp_path, capsys, monkeypatch):
@@ -128,7 +131,7 @@ def test_a_json_path_that_cannot_be_written_is_refused_before_any_rollout(tmp_pa
     monkeypatch.setattr("synergy_gym.baselines.rollout_bound.compare_seed", no_rollouts)
     assert main(["--seeds", "1", "--candidates", "reduced", "--json", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err == f"error: --json {tmp_path}: is a folder, not a file\n"
+    assert err == ERROR + f"--json {tmp_path}: is a folder, not a file\n"
     assert main(["--seeds", "1", "--json", str(tmp_path / "missing" / "rows.json")]) == 2
     assert "parent folder" in capsys.readouterr().err and not (tmp_path / "missing").exists()
 
@@ -141,7 +144,7 @@ def test_reduced_candidates_are_refused_in_a_preemptive_environment_up_front(cap
         RolloutPolicy(candidates="reduced").run_episode(env, 1)
     assert main(["--preemptive", "--candidates", "reduced", "--seeds", "1"]) == 2
     assert capsys.readouterr().err == (
-        "error: --candidates reduced runs only non-preemptive environments "
+        ERROR + "--candidates reduced runs only non-preemptive environments "
         "(--preemptive needs --candidates all or heuristics)\n")
 
 
@@ -211,7 +214,7 @@ def test_a_hidden_future_rollout_scores_every_sampled_base_candidate_and_may_los
     with pytest.raises(UnknownNameError, match="unknown future 'soon'; valid: known, hidden"):
         RolloutPolicy(future="soon")
     assert main(["--future", "soon", "--seeds", "1"]) == 2
-    assert capsys.readouterr().err.startswith("error: unknown future 'soon'")
+    assert capsys.readouterr().err.startswith(ERROR + "unknown future 'soon'")
 
 
 @pytest.mark.parametrize("every", [0, -1, True, 1.5])
@@ -220,7 +223,7 @@ def test_every_must_be_a_whole_number_of_at_least_one(every, capsys):
         RolloutPolicy(every=every)
     if isinstance(every, int) and not isinstance(every, bool):
         assert main(["--every", str(every), "--seeds", "1"]) == 2
-        assert capsys.readouterr().err == f"error: --every must be a whole number of at least 1, got {every}\n"
+        assert capsys.readouterr().err == ERROR + f"--every must be a whole number of at least 1, got {every}\n"
 
 
 def test_one_seed_has_no_ci_printed_as_dash_and_written_as_null(tmp_path, capsys, monkeypatch):

@@ -16,6 +16,9 @@ from synergy_gym.baselines.rollout_candidates import BASE_NAMES, candidate_actio
 from synergy_gym.baselines.sampled_futures import future_models
 from synergy_gym.errors import ConfigError, UnknownNameError
 
+#: How the module's one-line errors start (as its argument parser's own).
+ERROR = "python -m synergy_gym.baselines.rollout_bound: error: "
+
 ENV = "Synergy-small-scarce-v0"
 
 
@@ -98,9 +101,9 @@ def test_departure_rules_are_checked(capsys):
     with pytest.raises(ConfigError, match="--depart agree applies only with --future sampled, not --future hidden"):
         RolloutPolicy(future="hidden", depart="agree")
     assert main(["--depart", "agree", "--seeds", "1"]) == 2
-    assert capsys.readouterr().err == "error: --depart agree applies only with --future sampled, not --future known\n"
+    assert capsys.readouterr().err == ERROR + "--depart agree applies only with --future sampled, not --future known\n"
     assert main(["--future", "sampled", "--depart", "vote", "--seeds", "1"]) == 2
-    assert capsys.readouterr().err.startswith("error: unknown departure rule 'vote'")
+    assert capsys.readouterr().err.startswith(ERROR + "unknown departure rule 'vote'")
 
 
 def test_candidate_actions_refuses_an_unknown_set_and_reduced_with_preemption():

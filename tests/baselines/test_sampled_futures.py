@@ -13,6 +13,9 @@ from synergy_gym.baselines.rollout_bound import RolloutPolicy, main
 from synergy_gym.baselines.sampled_futures import draw_seeds, future_models, sampled_workload
 from synergy_gym.errors import ConfigError
 
+#: How the module's one-line errors start (as its argument parser's own).
+ERROR = "python -m synergy_gym.baselines.rollout_bound: error: "
+
 ENV = "Synergy-small-scarce-v0"
 
 
@@ -167,9 +170,9 @@ def test_futures_must_be_a_whole_number_of_at_least_one(futures, capsys):
         RolloutPolicy(future="sampled", futures=futures)
     if isinstance(futures, int) and not isinstance(futures, bool):
         assert main(["--future", "sampled", "--futures", str(futures), "--seeds", "1"]) == 2
-        assert capsys.readouterr().err == f"error: --futures must be a whole number of at least 1, got {futures}\n"
+        assert capsys.readouterr().err == ERROR + f"--futures must be a whole number of at least 1, got {futures}\n"
 
 
 def test_futures_is_refused_without_sampled_futures(capsys):
     assert main(["--futures", "3", "--seeds", "1"]) == 2
-    assert capsys.readouterr().err == "error: --futures applies only with --future sampled, not --future known\n"
+    assert capsys.readouterr().err == ERROR + "--futures applies only with --future sampled, not --future known\n"

@@ -8,6 +8,9 @@ from synergy_gym.baselines import scenario_search
 from synergy_gym.baselines.scenario_search import ScarceConfig, compare_table, main, run_grid, summarize
 from synergy_gym.errors import ConfigError
 
+#: How the module's one-line errors start (as its argument parser's own).
+ERROR = "python -m synergy_gym.baselines.scenario_search: error: "
+
 
 @pytest.fixture()
 def no_runs(monkeypatch):
@@ -34,13 +37,13 @@ def no_runs(monkeypatch):
 def test_bad_arguments_are_one_line_before_any_run(argv, message, tmp_path, capsys, no_runs):
     assert main(["--out", str(tmp_path / "out.csv"), *argv]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert err.startswith(ERROR) and message in err and err.count("\n") == 1
     assert not (tmp_path / "out.csv").exists()
 
 
 def test_a_folder_as_out_is_refused_before_any_run(tmp_path, capsys, no_runs):
     assert main(["--out", str(tmp_path), "--quick"]) == 2
-    assert capsys.readouterr().err == f"error: --out {tmp_path}: is a folder, not a file\n"
+    assert capsys.readouterr().err == ERROR + f"--out {tmp_path}: is a folder, not a file\n"
 
 
 def test_top_must_be_positive(tmp_path, capsys):
@@ -50,7 +53,7 @@ def test_top_must_be_positive(tmp_path, capsys):
     capsys.readouterr()
     for top in ("-3", "0"):
         assert main(["--out", str(tmp_path / "fine.csv"), "--select-from", str(coarse), "--top", top]) == 2
-        assert capsys.readouterr().err == f"error: --top must be a positive integer, got {top}\n"
+        assert capsys.readouterr().err == ERROR + f"--top must be a positive integer, got {top}\n"
 
 
 def test_the_table_without_challengers_has_no_best():

@@ -18,6 +18,9 @@ from synergy_gym.baselines.rollout_bound import base_policy
 from synergy_gym.baselines.switching_rollout import DEFAULT_POLICIES, SwitchingRollout, main, play_event
 from synergy_gym.errors import ConfigError, UnknownNameError
 
+#: How the module's one-line errors start (as its argument parser's own).
+ERROR = "python -m synergy_gym.baselines.switching_rollout: error: "
+
 ENV = "Synergy-small-scarce-v0"
 SMALL = {"num_jobs": 20, "preemptive": True}
 
@@ -91,7 +94,7 @@ def test_bad_candidate_lists_raise_naming_the_list():
 def test_the_command_refuses_bad_input_in_one_line(args, words, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and words in err and "\n" not in err
+    assert err.startswith(ERROR) and words in err and "\n" not in err
 
 
 def test_a_json_path_that_cannot_be_written_is_refused_before_any_rollout(tmp_path, capsys, monkeypatch):
@@ -126,7 +129,7 @@ def test_an_error_in_an_episode_is_one_line_and_the_truncation_is_recorded(tmp_p
         patch.setattr(SwitchingRollout, "run_episode", refuse)
         assert main(["--seeds", "3"]) == 2
         err = capsys.readouterr().err.strip()
-        assert err == "error: workload seed 3 refused"
+        assert err == ERROR + "workload seed 3 refused"
     make = gym.make
     monkeypatch.setattr(gym, "make", lambda env_id, **kw: make(env_id, num_jobs=20, max_rounds=30, **kw))
     out = tmp_path / "cut.json"
