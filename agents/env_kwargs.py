@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from synergy_gym.errors import ConfigError
@@ -36,11 +36,14 @@ def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
             out[key] = value
-    for source, unused in UNUSED_WITH_FIXED_JOBS.items():
-        if out.get(source) is None:
-            continue
-        for key in unused:
-            if key in out:
-                raise ConfigError(f"--env-kwargs {given[key]} does not apply with {given[source]} "
-                                  f"({key} shapes generated workloads only)")
+    for source, key in unused_with_fixed_jobs(out):
+        raise ConfigError(f"--env-kwargs {given[key]} does not apply with {given[source]} "
+                          f"({key} shapes generated workloads only)")
     return out
+
+
+def unused_with_fixed_jobs(env_kwargs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The ``(source, key)`` pairs of ``env_kwargs`` where fixed jobs (``source``: ``workload`` or ``trace``) leave the
+    generator setting ``key`` unused (:data:`UNUSED_WITH_FIXED_JOBS`)."""
+    return [(source, key) for source, unused in UNUSED_WITH_FIXED_JOBS.items() if env_kwargs.get(source) is not None
+            for key in unused if key in env_kwargs]

@@ -17,7 +17,7 @@ from typing import Any
 import gymnasium as gym
 
 from synergy_gym.agents.config import TrainConfig, load_config_file
-from synergy_gym.agents.env_kwargs import parse_env_kwargs
+from synergy_gym.agents.env_kwargs import parse_env_kwargs, unused_with_fixed_jobs
 from synergy_gym.agents.resume import saved_config_path
 from synergy_gym.agents.vec_envs import check_env_kwargs
 from synergy_gym.errors import ConfigError, SynergyGymError
@@ -73,8 +73,11 @@ def config_from_args(args: argparse.Namespace, checkpoint: Path | None = None) -
     for _, settings in layers:
         values = _over(values, settings)
     values.update({k: v for k in OPTION_FIELDS if (v := getattr(args, k, None)) is not None})
+    env_layers = list(layers)
     if args.env_kwargs is not None:
-        values = _over(values, {"env_kwargs": parse_env_kwargs(args.env_kwargs)})
+        env_layers.append(("--env-kwargs", {"env_kwargs": parse_env_kwargs(args.env_kwargs)}))
+        values = _over(values, env_layers[-1][1])
+    _check_fixed_jobs(values.get("env_kwargs"), env_layers, saved)
     if args.no_progress:
         values["progress_bar"] = False
     try:
@@ -88,6 +91,22 @@ def config_from_args(args: argparse.Namespace, checkpoint: Path | None = None) -
     except SynergyGymError as exc:
         raise _env_blamed(exc, layers, args) from None
     return cfg
+
+
+def _check_fixed_jobs(env_kwargs: Any, layers: list[tuple[str, dict[str, Any]]], saved: Path | None) -> None:
+    """Refuse a generator setting that ``workload=`` or ``trace=`` would leave unused, naming the layers that set the
+    two; one that only the resumed run's own ``config.json`` sets is kept (a run saved before this check)."""
+    if not isinstance(env_kwargs, dict):
+        return  # TrainConfig names the bad table
+    for source, key in unused_with_fixed_jobs(env_kwargs):
+        setters = {name: [where for where, settings in layers
+                          if isinstance(settings.get("env_kwargs"), dict) and name in settings["env_kwargs"]]
+                   for name in (source, key)}
+        if saved is not None and setters[key][-1] == str(saved):
+            continue
+        set_by = f" ({source} set by {setters[source][-1]})" if setters[source][-1] != setters[key][-1] else ""
+        raise ConfigError(f"{setters[key][-1]}: env kwarg {key}={env_kwargs[key]!r} does not apply with "
+                          f"{source}={env_kwargs[source]!r}{set_by}; {key} shapes generated workloads only")
 
 
 def _over(values: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ will do nothing are ``note:`` lines.
 from __future__ import annotations
 
 import json
+import re
 
 import gymnasium as gym
 import pytest
@@ -59,6 +60,8 @@ BAD_CONFIG_FILES = [
     ("env_kwarg.toml", b"[env_kwargs]\nflavour = 1\n", ["{file}: unknown env kwarg 'flavour'; valid: "]),
     ("env_value.toml", b'[env_kwargs]\nnum_jobs = "x"\n', ["{file}: env kwarg num_jobs must be a positive integer"]),
     ("rule.toml", b"n_steps = 8\nbatch_size = 100000\n", ["{file}: batch_size 100,000 is larger than a rollout"]),
+    ("fixed_jobs.toml", b'[env_kwargs]\nworkload = "jobs.csv"\nnum_jobs = 3\n',
+     ["{file}: env kwarg num_jobs=3 does not apply with workload='jobs.csv'; num_jobs shapes generated workloads only"]),
     ("seed.toml", b"seed = 5000000000\n", ["{file}: seed must be below 2**32 = 4,294,967,296 (NumPy's and PyTorch's "
                                           "seeds), got 5000000000"]),
 ]
@@ -275,6 +278,32 @@ def test_a_config_files_env_kwargs_merge_over_the_resumed_runs_like_the_options(
     assert env_kwargs("--config", str(config)) == {"num_jobs": 10, "max_rounds": 3000}  # the run's num_jobs kept
     assert env_kwargs("--env-kwargs", "max_rounds=3000") == {"num_jobs": 10, "max_rounds": 3000}
     assert env_kwargs("--config", str(config), "--env-kwargs", "max_rounds=3500") == {"num_jobs": 10, "max_rounds": 3500}
+
+
+def test_a_generator_setting_beside_fixed_jobs_names_the_layer_that_set_it(run64, tmp_path):
+    """``workload=`` keeps all of its jobs, so ``num_jobs`` from a ``--config`` file or ``--env-kwargs`` over a layer
+    that sets ``workload`` is refused naming both; the resumed run's own ``num_jobs`` is kept as it was trained."""
+    from synergy_gym.agents.resume import resume_target
+    from synergy_gym.agents.train_options import config_from_args
+    from synergy_gym.cli import build_parser
+
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,model,gpus,arrival_s,total_iters,in_measured_window\n0,gnmt,1,0,100,1\n")
+    fixed, count = tmp_path / "fixed.toml", tmp_path / "count.toml"
+    fixed.write_text(f"[env_kwargs]\nworkload = {str(jobs)!r}\n")
+    count.write_text("[env_kwargs]\nnum_jobs = 5\n")
+    checkpoint = resume_target(run64)
+
+    def env_kwargs(*argv: str) -> dict:
+        return config_from_args(build_parser().parse_args(["train", "--resume", str(run64), *argv]), checkpoint).env_kwargs
+
+    assert env_kwargs("--config", str(fixed)) == {"num_jobs": 10, "workload": str(jobs)}  # the run's own, kept
+    with pytest.raises(ConfigError, match="^" + re.escape(f"--env-kwargs: env kwarg num_jobs=5 does not apply with "
+                                                          f"workload='{jobs}' (workload set by {fixed}); num_jobs shapes")):
+        env_kwargs("--config", str(fixed), "--env-kwargs", "num_jobs=5")
+    with pytest.raises(ConfigError, match="^" + re.escape(f"{count}: env kwarg num_jobs=5 does not apply with "
+                                                          f"workload='{jobs}' (workload set by --env-kwargs)")):
+        env_kwargs("--config", str(count), "--env-kwargs", f"workload={jobs}")
 
 
 def test_numbers_yaml_reads_as_text_are_numbers(tmp_path):
