@@ -54,7 +54,7 @@ from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
 from synergy_gym.sim.philly_gpu_mix import gpu_mix
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.validation import check_flag, check_positive, is_number, whole_number
-from synergy_gym.sim.workload import Workload, check_jobs_per_hour, middle_half_window
+from synergy_gym.sim.workload import MAX_JOBS, Workload, check_jobs_per_hour, middle_half_window
 
 #: The paper's measured window: jobs 4000–4999.
 DEFAULT_WINDOW: tuple[int, int] = (4000, 5000)
@@ -80,6 +80,8 @@ class SyntheticWorkload:
         object.__setattr__(
             self, "num_jobs", check_positive("num_jobs", self.num_jobs, integer=True, allow_none=True, error=WorkloadError)
         )
+        if self.num_jobs is not None and self.num_jobs > MAX_JOBS:  # as the env kwarg and the command line's --jobs
+            raise WorkloadError(f"num_jobs {self.num_jobs} exceeds the maximum of {MAX_JOBS:,}")
         fraction = self.short_job_fraction
         if not (is_number(fraction) and 0 <= fraction <= 1):
             raise WorkloadError(f"short_job_fraction must be in [0, 1], got {fraction!r}")
@@ -92,6 +94,8 @@ class SyntheticWorkload:
         if not (0 <= a < b) or (limit is not None and b > limit):
             bound = f"0 ≤ A < B ≤ {limit}" if limit is not None else "0 ≤ A < B"
             raise WorkloadError(f"window {a}:{b} must satisfy {bound}")
+        if b > MAX_JOBS:  # an open-ended workload is generated up to the window's end
+            raise WorkloadError(f"window {a}:{b} ends past the most jobs a workload may have, {MAX_JOBS:,}")
         object.__setattr__(self, "class_split", check_split(self.class_split))
 
     @property

@@ -39,6 +39,10 @@ MIN_JOBS_PER_HOUR = 1e-6
 #: The largest whole number a workload may hold, and so the most iterations a job may run (2^53: every
 #: integer up to it is exact as a float, as the job table keeps progress).
 MAX_INTEGER = 2**53
+#: The latest arrival and the longest run time (iter_time_s × total_iters) a workload may hold, in seconds
+#: (2^52 s, about 143 million years): their sum stays within float64's exact seconds (2^53), where a later time
+#: would lose whole seconds. (Workload files and traces have a stricter limit, 10^12 s.)
+MAX_TIME_S = float(2**52)
 
 #: More jobs for a run that needs them: each item extends the workload.
 JobStream = Iterator["Workload"]
@@ -108,7 +112,7 @@ class Workload:
         """
         if not isinstance(zoo, ModelZoo):
             raise WorkloadError(f"{source}: zoo must be a ModelZoo (e.g. ModelZoo.default()), got {type(zoo).__name__}")
-        model = np.asarray(model)
+        model = _as_given(model)
         if model.ndim != 1:
             raise WorkloadError(f"{source}: column model must be 1-D (one model index per job), got {_shape(model)}")
         n = len(model)
@@ -116,9 +120,7 @@ class Workload:
             raise WorkloadError(f"{source}: no jobs")
 
         def col(name, value, dtype, default):
-            arr = np.full(n, default, dtype=dtype) if value is None else np.asarray(value)
-            if arr.dtype.kind in "US" and not isinstance(value, np.ndarray):  # a list mixing text and numbers:
-                arr = np.asarray(value, dtype=object)  # keep each value as given, so the error names the job it is in
+            arr = np.full(n, default, dtype=dtype) if value is None else _as_given(value)
             if arr.ndim != 1:
                 raise WorkloadError(f"{source}: column {name} must be 1-D (one value per job), got {_shape(arr)}")
             if arr.shape != (n,):
@@ -150,6 +152,7 @@ class Workload:
         _check(source, job_id, "gpus", gpus, (gpus >= 1) & (gpus == np.floor(gpus)), "must be a positive integer")
         _check(source, job_id, "gpus", gpus, gpus <= MAX_INTEGER, "must be at most 2**53")  # (int64 holds it exactly)
         _check(source, job_id, "arrival_s", arrival_s, np.isfinite(arrival_s) & (arrival_s >= 0), "must be ≥ 0")
+        _check(source, job_id, "arrival_s", arrival_s, arrival_s <= MAX_TIME_S, "must be at most 2**52 s")
         _check(
             source, job_id, "total_iters", total_iters,
             np.isfinite(total_iters) & (total_iters >= 1) & (total_iters == np.floor(total_iters))
@@ -157,6 +160,8 @@ class Workload:
             "must be a positive integer up to 2**53 (is the duration negative, zero or too long?)",
         )
         _check(source, job_id, "iter_time_s", iter_time_s, np.isfinite(iter_time_s) & (iter_time_s > 0), "must be > 0")
+        _check(source, job_id, "run time iter_time_s × total_iters", iter_time_s * total_iters,
+               iter_time_s * total_iters <= MAX_TIME_S, "must be at most 2**52 s")
         _check(source, job_id, "cpu_demand", cpu, np.isnan(cpu) | (np.isfinite(cpu) & (cpu > 0)), "must be finite and > 0")
         _check(source, job_id, "mem_demand_gb", mem, np.isnan(mem) | (np.isfinite(mem) & (mem > 0)), "must be finite and > 0")
         if len(np.unique(job_id)) != n:
@@ -300,6 +305,15 @@ def _flags(source: str, name: str, values: np.ndarray, job_id: np.ndarray) -> np
     return np.array([bool(v) for v in values.tolist()], dtype=bool) if values.dtype.kind == "O" else values == 1
 
 
+def _as_given(value: Any) -> np.ndarray:
+    """A column as an array; a list mixing text, or bools, with numbers keeps each value as given (an object array:
+    NumPy would read ``[True, 1]`` as ``[1, 1]``), so that the error names the job whose value is no number."""
+    arr = np.asarray(value)
+    if not isinstance(value, np.ndarray) and (arr.dtype.kind in "US" or (
+            arr.dtype.kind in "iuf" and isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_))
+                                                                                for v in value))):
+        return np.asarray(value, dtype=object)
+    return arr
 
 
 def _shape(values: np.ndarray) -> str:

@@ -126,6 +126,14 @@ BASE = dict(job_id=[0, 1, 2], model=[0, 1, 2], gpus=[1, 1, 1], arrival_s=[0, 10,
      "workload: job_id must be a whole number below 2**63, got 18446744073709551615"),
     ({"model": np.array([2**64 - 1, 0, 1], dtype=np.uint64)},
      "workload: job 0: model index must be a whole number below 2**63, got 18446744073709551615"),
+    # was: accepted, and the simulator gave a JCT of 0 s (times past float64's exact seconds)
+    ({"arrival_s": [0, 10, 1e300]}, "workload: job 2: arrival_s=1e+300 must be at most 2**52 s"),
+    ({"total_iters": [100, 200, 2**53]}, "workload: job 2: run time iter_time_s × total_iters=7.02562e+15 must be at "
+                                          "most 2**52 s"),
+    # was: read as 1 (NumPy makes [True, 1] a column of ints)
+    ({"gpus": [True, 1, 1]}, "workload: job 0: gpus=True must be a number"),
+    ({"arrival_s": (0, True, 20)}, "workload: job 1: arrival_s=True must be a number"),
+    ({"model": [True, 1, 2]}, "workload: job 0: model index must be a whole number below 2**63, got True"),
 ])
 def test_workload_numbers_past_int64_are_refused(change, message):
     with pytest.raises(WorkloadError, match=f"^{re.escape(message)}$"):

@@ -52,6 +52,10 @@ def test_settings_dataclasses_share_the_check():
     with pytest.raises(WorkloadError, match="jobs_per_hour 1e-07 is below the minimum of 1e-06 jobs an hour"):
         SyntheticWorkload(jobs_per_hour=1e-7)  # arrivals past float64's exact seconds
     assert SyntheticWorkload(jobs_per_hour=1e-6).jobs_per_hour == 1e-6
+    with pytest.raises(WorkloadError, match="num_jobs 1000000000000 exceeds the maximum of 1,000,000"):
+        SyntheticWorkload(num_jobs=10**12)  # was: accepted, and build() asked NumPy for 7 TiB
+    with pytest.raises(WorkloadError, match="window 0:1000001 ends past the most jobs a workload may have, 1,000,000"):
+        SyntheticWorkload(window=(0, 10**6 + 1))
     with pytest.raises(WorkloadError, match="seed must be a non-negative integer, got -3"):
         SyntheticWorkload(seed=-3)
     assert SyntheticWorkload(num_jobs=40.0, seed=np.int64(5)) == SyntheticWorkload(num_jobs=40, seed=5)
