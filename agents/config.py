@@ -260,6 +260,8 @@ class TrainConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str = "config") -> TrainConfig:
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{source}: settings must be a mapping of setting names to values, got {values!r}")
         valid = {f.name for f in fields(cls)}
         unknown = [k for k in values if k not in valid]
         if unknown:

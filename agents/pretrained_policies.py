@@ -65,15 +65,21 @@ def pretrained_names() -> tuple[str, ...]:
 
 
 def pretrained_model_path(name: str) -> Path:
-    """``agents/pretrained/<name>/model.zip``; an unknown name lists the known ones."""
+    """``agents/pretrained/<name>/model.zip``; an unknown name lists the known ones (a name with the command line's
+    ``pretrained:`` prefix says to drop it)."""
     names = pretrained_names()
+    if isinstance(name, str) and name.startswith(PREFIX) and name[len(PREFIX):] in names:
+        raise ConfigError(f"pretrained policy {name!r}: give the name without {PREFIX!r} here, {name[len(PREFIX):]!r} "
+                          f"(the prefix marks a shipped policy where a model path could stand, as in --model)")
     if name not in names:
-        raise UnknownNameError("pretrained policy", name, names)
+        raise UnknownNameError("pretrained policy", str(name), names)
     return pretrained_root() / name / MODEL_FILE
 
 
 def resolve_model_argument(text: str | Path) -> Path:
-    """``--model``: ``pretrained:NAME`` → the shipped model's path; anything else is a path as given."""
+    """``--model``: ``pretrained:NAME`` → the shipped model's path; any other text or path is a path as given."""
+    if not isinstance(text, (str, Path)):
+        raise ConfigError(f"a model must be a path or 'pretrained:NAME', got {text!r}")
     text = str(text)
     if text.startswith(PREFIX):
         return pretrained_model_path(text[len(PREFIX):])

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from synergy_gym.agents.heuristic_hint import hint_heuristic, model_hint, with_hint
+import gymnasium as gym
+
+from synergy_gym.agents.heuristic_hint import HINT_KEY, hint_heuristic, model_hint, with_hint
 
 
 class AgentPolicy:
@@ -34,6 +36,19 @@ class AgentPolicy:
         hint = model_hint(model)
         #: The env heuristic whose next action the model observes (``hint_policy``), or None.
         self.hint = hint_heuristic(hint) if hint is not None else None
+
+    @property
+    def observation_space(self) -> Any:
+        """The observations the model decides on, as the environment gives them (without the hint key it adds)."""
+        space = self.model.observation_space
+        if self.hint is not None and isinstance(space, gym.spaces.Dict):
+            return gym.spaces.Dict({key: sub for key, sub in space.spaces.items() if key != HINT_KEY})
+        return space
+
+    @property
+    def action_space(self) -> Any:
+        """The actions the model chooses among (the environment's ``Discrete`` space it was trained in)."""
+        return self.model.action_space
 
     def observe(self, observation, action_masks=None):
         """What the model observes: ``observation`` (one or a batch) with its heuristic's action, if it has one

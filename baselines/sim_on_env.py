@@ -42,7 +42,7 @@ from synergy_gym.env import SynergyEnv
 from synergy_gym.env.calls import shown, whole_number
 from synergy_gym.env.summary import episode_summary
 from synergy_gym.errors import ConfigError, UnknownNameError
-from synergy_gym.experiments.evaluation import job_frame
+from synergy_gym.experiments.evaluation import check_run_options, env_maker, job_frame
 from synergy_gym.sim.bounds import no_wait_jct_s, no_wait_start_s
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import SimulationConfig
@@ -109,6 +109,8 @@ def _checked_seeds(seeds: Iterable[int]) -> list[int]:
         if whole is None or whole < 0:
             raise ConfigError(f"simulate_on_env(): seeds must be non-negative integers, got {shown(seed)}")
         checked.append(whole)
+    if not checked:  # as evaluate() refuses them: a frame without columns
+        raise ConfigError("simulate_on_env(): seeds must be a non-empty list of non-negative integers, got an empty one")
     return checked
 
 
@@ -143,7 +145,11 @@ def simulate_on_env(
         except UnknownNameError:
             raise UnknownNameError("simulator policy", str(policy), (*policy_names(), *BOUNDS)) from None
     seeds = _checked_seeds(seeds)
-    env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
+    if not (isinstance(env_id, str) or callable(env_id)):
+        raise ConfigError(f"simulate_on_env(): env_id must be an environment id such as 'Synergy-small-v0' or a "
+                          f"callable that makes the environment, got {shown(env_id)}")
+    check_run_options("simulate_on_env()", on_episode, keep_jcts=keep_jcts, keep_jobs=keep_jobs)
+    env = env_maker("simulate_on_env()", env_id, env_kwargs)()
     try:
         base = cast(SynergyEnv, env.unwrapped)
         rows: list[dict[str, Any]] = []

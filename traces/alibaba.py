@@ -33,7 +33,7 @@ import pandas as pd
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.traces.csv_table import parse_csv, read_file, refuse_a_longer_first_row
-from synergy_gym.traces.trace_jobs import TraceJobs
+from synergy_gym.traces.trace_jobs import TraceJobs, path_argument
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
 TASK_COLUMNS = (
@@ -73,13 +73,15 @@ def _number_or_empty(cell: str) -> bool:
 
 def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) -> TraceJobs:
     """``task_table`` defaults to ``pai_task_table.csv`` beside the job table."""
-    job_table = Path(job_table)
+    job_table = path_argument("read_alibaba(): job_table", job_table)
+    if not job_table.name:  # '.', '/': no file name to find the task table beside
+        raise WorkloadError(f"read_alibaba(): job_table {str(job_table)!r} names a folder, not the job table's file")
     if task_table is None:  # pai_task_table.csv, compressed like the job table
         name = job_table.name
         task_table = job_table.with_name(
             "pai_task_table" + name[len("pai_job_table"):] if name.startswith("pai_job_table") else "pai_task_table.csv"
         )
-    task_table = Path(task_table)
+    task_table = path_argument("read_alibaba(): task_table", task_table)
     jobs = _read(job_table, JOB_COLUMNS, "an Alibaba PAI job table")
     if not jobs.shape[0]:
         raise WorkloadError(f"{job_table}: no jobs (the file has only its header row)")

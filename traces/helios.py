@@ -18,13 +18,13 @@ import pandas as pd
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.traces.csv_table import read_job_table
-from synergy_gym.traces.trace_jobs import TraceJobs
+from synergy_gym.traces.trace_jobs import TraceJobs, path_argument
 
 REQUIRED = ("submit_time", "gpu_num", "cpu_num")
 
 
 def read_helios(path: str | Path) -> TraceJobs:
-    path = Path(path)
+    path = path_argument("read_helios(): path", path)
     frame = read_job_table(path, REQUIRED, "trace file", "a Helios trace")
     submit_t = pd.to_datetime(frame["submit_time"], errors="coerce", format="%Y-%m-%d %H:%M:%S")
     submit = (submit_t - submit_t.min()).dt.total_seconds().to_numpy()

@@ -32,7 +32,7 @@ import pandas as pd
 
 from synergy_gym.errors import WorkloadError
 from synergy_gym.traces.csv_table import read_file, read_job_table
-from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs
+from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, path_argument
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
 _TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -41,7 +41,7 @@ _TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 def read_philly_csv(
     path: str | Path, duration_range: tuple[float, float] | None = REFERENCE_DURATION_RANGE_S
 ) -> TraceJobs:
-    path = Path(path)
+    path = path_argument("read_philly_csv(): path", path)
     frame = read_job_table(path, REQUIRED, "trace file", "a Philly CSV trace")
     skipped: dict[str, int] = {}
     numeric = pd.to_numeric(frame["timestamp"], errors="coerce")
@@ -68,7 +68,7 @@ def read_philly_csv(
 def read_philly_json(
     path: str | Path, duration_range: tuple[float, float] | None = REFERENCE_DURATION_RANGE_S
 ) -> TraceJobs:
-    path = Path(path)
+    path = path_argument("read_philly_json(): path", path)
     text = read_file(path, "trace file").decode("utf-8")
     try:
         data = json.loads(text)

@@ -233,6 +233,8 @@ def _duration_range(source: str, value: object) -> tuple[float, float]:
     items = list(value) if isinstance(value, (tuple, list, np.ndarray)) else []
     if not (len(items) == 2 and all(is_number(x) and not np.isnan(x) for x in items)):
         raise WorkloadError(f"{source}: duration_range must be two numbers of seconds (shortest, longest), got {value!r}")
+    if not items[0] < items[1]:  # a reversed range would leave every job out
+        raise WorkloadError(f"{source}: duration_range {value!r} must give the shortest duration first, below the longest")
     return float(items[0]), float(items[1])
 
 

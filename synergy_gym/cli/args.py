@@ -26,7 +26,9 @@ MAX_LISTED_SEEDS = 1_000_000
 
 def list_items(text: str, flag: str) -> list[str]:
     """``"a, b,c"`` → ``["a", "b", "c"]``, each stripped; an empty item (``1,,2``, ``fifo+tune,``, ``,``) is an
-    error naming the flag, rather than dropped without a word."""
+    error naming the flag, rather than dropped without a word; ``text`` that is not text is an error too."""
+    if not isinstance(text, str):
+        raise SynergyGymError(f"{flag} must be text, comma-separated values, got {text!r}")
     if not text.strip():
         raise SynergyGymError(f"{flag} {text!r}: empty; give one or more values separated by commas")
     items = [item.strip() for item in text.split(",")]

@@ -29,6 +29,7 @@ import numpy as np
 from synergy_gym.env.calls import is_integer, shown, whole_number
 from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.batched import run_batched
+from synergy_gym.experiments.policy_spaces import check_policy_spaces
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a frame is built (not with the package)
@@ -136,6 +137,28 @@ def check_policy(policy: Any, env_id: Any) -> None:
                           f"that makes the environment, got {shown(env_id)}")
 
 
+def check_run_options(caller: str, on_episode: Any, **flags: Any) -> None:
+    """``caller``'s flags (each True or False) and ``on_episode`` (None or a function), checked at entry: one line
+    naming the argument and the value, not a flag read as true or a call failing after the first episode."""
+    for key, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise ConfigError(f"{caller}: {key} must be True or False, got {shown(value)}")
+    if on_episode is not None and not callable(on_episode):
+        raise ConfigError(f"{caller}: on_episode must be None or a function taking (done, total), got {shown(on_episode)}")
+
+
+def env_maker(caller: str, env_id: Any, env_kwargs: dict[str, Any]) -> Callable[[], gym.Env]:
+    """A function making the environment of ``env_id`` (an id, or a callable given ``env_kwargs``) that refuses, in one
+    line, a callable returning something other than a Gymnasium environment."""
+    def make() -> gym.Env:
+        env = gym.make(env_id, **env_kwargs) if isinstance(env_id, str) else env_id(**env_kwargs)
+        if not isinstance(env, gym.Env):
+            raise ConfigError(f"{caller}: env_id {shown(env_id)} must make a gymnasium.Env, it returned {shown(env)}")
+        return env
+
+    return make
+
+
 def _accepts(policy: Any, *names: str, any_keyword: bool = False) -> bool:
     """Whether ``policy.predict`` takes every one of the keyword arguments ``names`` (``any_keyword``: or ``**kwargs``)."""
     try:
@@ -195,7 +218,10 @@ def evaluate(
     ``predict(obs, ..., deterministic=..., [action_masks=...])``
     returning ``(action, state)`` with one action – SB3 models and :mod:`synergy_gym.baselines.env_heuristics`
     both qualify; other seeds, policies, return values or an ``env_id`` that is neither an id nor a callable
-    are one line (:class:`~synergy_gym.errors.ConfigError`, :func:`check_policy`). Masks are passed when
+    are one line (:class:`~synergy_gym.errors.ConfigError`, :func:`check_policy`), as are flags other than True or
+    False, an ``on_episode`` that is no function, and a model (a policy stating ``observation_space`` and
+    ``action_space``) made for other spaces than the environment's
+    (:mod:`synergy_gym.experiments.policy_spaces`), all before an episode runs. Masks are passed when
     ``predict`` names them; ``state`` (the one it returned last, None at an episode's start) and
     ``episode_start``, as SB3's ``predict`` takes them, when it names them – or takes ``**kwargs`` and has
     returned a state other than None –, so that a recurrent policy (sb3-contrib's ``RecurrentPPO``, or a
@@ -217,11 +243,21 @@ def evaluate(
 
     seed_list = check_seeds(seeds)
     check_policy(policy, env_id)
+    check_run_options("evaluate()", on_episode, deterministic=deterministic, keep_jcts=keep_jcts, keep_jobs=keep_jobs,
+                      log_decisions=log_decisions)
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"evaluate(): name must be None or text (the rows' policy), got {shown(name)}")
     register_envs()
 
     label = name or getattr(policy, "name", None) or type(policy).__name__
     record = EpisodeRecord(keep_jcts, keep_jobs, log_decisions)
-    make = (lambda: gym.make(env_id, **env_kwargs)) if isinstance(env_id, str) else (lambda: env_id(**env_kwargs))
+    make = env_maker("evaluate()", env_id, env_kwargs)
+    if any(isinstance(getattr(policy, kind, None), gym.Space) for kind in ("observation_space", "action_space")):
+        probe = make()  # a model: its spaces must be the environment's before an episode starts
+        try:
+            check_policy_spaces(policy, probe, label)
+        finally:
+            probe.close()
     batched = getattr(policy, "batch_predictor", None)
     predict = batched(deterministic) if callable(batched) else None
     if predict is not None:

@@ -109,6 +109,8 @@ class ClusterSpec:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], source: str = "cluster") -> ClusterSpec:
         """Build from a mapping, rejecting unknown keys by name."""
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{source}: a cluster must be a mapping of its fields, got {values!r}")
         known = {f.name for f in fields(cls)}
         for key in values:
             if key not in known:

@@ -85,6 +85,10 @@ class ModelProfile:
         tput = _float_array(where, "tput", self.tput)
         if tput.ndim != 2:
             raise ConfigError(f"{where}: tput must be a 2-D array (cpu levels × memory levels), got shape {tput.shape}")
+        levels = (self.cpu_grid.size, self.mem_grid.size)
+        if tput.shape != levels:
+            raise ConfigError(f"{where}: tput has shape {tput.shape}, but the grids have {levels[0]} cpu levels × "
+                              f"{levels[1]} memory levels")
         bad = ~(np.isfinite(tput) & (tput >= 0))
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])

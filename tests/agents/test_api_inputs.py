@@ -71,6 +71,55 @@ def test_an_env_id_that_is_neither_an_id_nor_a_callable_is_one_line(heuristic):
         evaluate(heuristic, 5, [0], num_jobs=5)
 
 
+@pytest.mark.parametrize("kwargs, words", [
+    ({"on_episode": 5}, "on_episode must be None or a function taking (done, total), got 5"),  # was: after episode 1
+    ({"deterministic": "no"}, "deterministic must be True or False, got 'no'"),  # was: run as deterministic
+    ({"keep_jcts": "yes"}, "keep_jcts must be True or False, got 'yes'"),
+    ({"log_decisions": 1}, "log_decisions must be True or False, got 1"),
+    ({"name": 5}, "name must be None or text (the rows' policy), got 5"),
+])
+def test_evaluates_options_are_checked_at_entry(heuristic, kwargs, words):
+    with pytest.raises(ConfigError) as info:
+        evaluate(heuristic, ENV, [0], num_jobs=5, **kwargs)
+    assert str(info.value) == f"evaluate(): {words}"
+
+
+def test_an_env_callable_that_makes_no_environment_is_one_line(heuristic):
+    with pytest.raises(ConfigError, match=r"^evaluate\(\): env_id .* must make a gymnasium.Env, it returned 5$"):
+        evaluate(heuristic, lambda **kwargs: 5, [0])  # was: AttributeError: 'int' object has no attribute 'unwrapped'
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"preemptive": True}, "Discrete(161), the environment's Discrete(353)"),  # was: a reshape error in NumPy
+    ({"max_queue": 8}, "Discrete(161), the environment's Discrete(41)"),  # was: a broadcast error
+])
+def test_a_pretrained_policy_on_other_spaces_is_one_line_naming_the_difference(kwargs, words):
+    from synergy_gym.agents import load_pretrained
+
+    policy = load_pretrained("small", device="cpu")
+    with pytest.raises(ConfigError) as info:
+        evaluate(policy, ENV, [0], num_jobs=5, **kwargs)
+    assert str(info.value) == (f"evaluate(): small was made for another action space than this environment's "
+                               f"({words}); evaluate it with the env id and kwargs it was trained on")
+    assert len(evaluate(policy, ENV, [0], num_jobs=5)) == 1  # its own spaces still run
+
+
+def test_space_difference_names_the_first_one():
+    from gymnasium import spaces
+
+    from synergy_gym.experiments.policy_spaces import space_difference
+
+    box = spaces.Box(0, 1, (3,))
+    assert space_difference(spaces.Discrete(4), spaces.Discrete(4)) is None
+    assert space_difference(spaces.Discrete(4), spaces.Discrete(5)) == "Discrete(4), the environment's Discrete(5)"
+    assert space_difference(spaces.Dict({"a": box}), spaces.Dict({"a": spaces.Box(-1, 2, (3,)), "b": box})) is None
+    assert space_difference(spaces.Dict({"a": box, "c": box}), spaces.Dict({"a": box})) == (
+        "key 'c', which the environment's observations lack")
+    assert space_difference(spaces.Dict({"a": box}), spaces.Dict({"a": spaces.Box(0, 1, (4,))})) == (
+        "'a': shape (3,), the environment's (4,)")
+    assert space_difference(box, spaces.Discrete(3)).startswith("Box(")
+
+
 def test_run_cases_refuses_what_is_not_a_scheduling_policy():
     from synergy_gym import ClusterSpec, SyntheticWorkload, WorkloadCase, run_cases
 
@@ -103,6 +152,17 @@ def test_load_pretrained_checks_the_device(device, words):
     assert "\n" not in message and "model" not in message
     for word in words:
         assert word in message, (word, message)
+
+
+def test_load_pretrained_with_the_command_lines_prefix_says_to_drop_it():
+    from synergy_gym.agents import load_pretrained
+    from synergy_gym.agents.pretrained_policies import resolve_model_argument
+
+    with pytest.raises(ConfigError, match=r"^pretrained policy 'pretrained:small': give the name without "
+                                          r"'pretrained:' here, 'small' "):
+        load_pretrained("pretrained:small")  # was: "unknown pretrained policy", with no hint
+    with pytest.raises(ConfigError, match=r"^a model must be a path or 'pretrained:NAME', got 5$"):
+        resolve_model_argument(5)  # was: Path('5')
 
 
 def test_evaluates_docstring_names_every_shipped_policy():

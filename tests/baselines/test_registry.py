@@ -29,3 +29,5 @@ def test_policy_lists_are_normalised_and_deduplicated():
         parse_policy_list("fifo+tune,", "--policies")  # named, not dropped
     with pytest.raises(UnknownNameError):
         parse_policy_list("fifo+tune,fifo+nothing")
+    with pytest.raises(SynergyGymError, match=r"^policy list must be text, comma-separated values, got \['fifo\+tune'\]$"):
+        parse_policy_list(["fifo+tune"])  # was: AttributeError: 'list' object has no attribute 'strip'

@@ -35,6 +35,19 @@ def test_seeds_must_be_non_negative_integers(seeds):
         simulate_on_env("fifo+tune", ENV, seeds=seeds, num_jobs=5)
 
 
+@pytest.mark.parametrize("env_id, kwargs, words", [
+    (ENV, {"seeds": []}, "seeds must be a non-empty list of non-negative integers, got an empty one"),  # was: no rows
+    (5, {}, "env_id must be an environment id such as 'Synergy-small-v0' or a callable that makes the environment, "
+            "got 5"),  # was: TypeError: 'int' object is not callable
+    (ENV, {"on_episode": 5}, "on_episode must be None or a function taking (done, total), got 5"),
+    (ENV, {"keep_jcts": 1}, "keep_jcts must be True or False, got 1"),
+])
+def test_arguments_are_checked_at_entry(env_id, kwargs, words):
+    with pytest.raises(ConfigError) as info:
+        simulate_on_env("fifo+tune", env_id, num_jobs=5, **kwargs)
+    assert str(info.value) == f"simulate_on_env(): {words}"
+
+
 def test_seeds_must_be_a_list():
     with pytest.raises(ConfigError, match="seeds must be a list of non-negative integers, got 3"):
         simulate_on_env("fifo+tune", ENV, seeds=3, num_jobs=5)

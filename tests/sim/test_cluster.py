@@ -62,6 +62,9 @@ def test_load_cluster_errors_are_one_line(tmp_path):
     unknown.write_text("[cluster]\nnum_gpus = 2\n")
     with pytest.raises(ConfigError, match="unknown cluster field 'num_gpus'"):
         load_cluster(unknown)
+    for values in (5, [("num_servers", 2)]):  # was: TypeError, and "unknown cluster field ('num_servers', 2)"
+        with pytest.raises(ConfigError, match=r"^cluster: a cluster must be a mapping of its fields, got "):
+            ClusterSpec.from_mapping(values)
     zero = tmp_path / "zero.toml"
     zero.write_text("[cluster]\ngpus_per_server = 0\n")
     with pytest.raises(ConfigError, match="gpus_per_server must be a positive integer, got 0"):

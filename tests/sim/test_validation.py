@@ -64,3 +64,5 @@ def test_settings_dataclasses_share_the_check():
     with pytest.raises(ConfigError, match="ent_coef must be a non-negative number, got -0.1"):
         TrainConfig(ent_coef=-0.1)
     assert TrainConfig(n_envs=2.0).n_envs == 2
+    with pytest.raises(ConfigError, match=r"^config: settings must be a mapping of setting names to values, got 5$"):
+        TrainConfig.from_mapping(5)  # was: TypeError: 'int' object is not iterable

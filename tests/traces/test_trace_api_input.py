@@ -66,6 +66,7 @@ def test_whole_gpu_counts_given_as_floats_or_numpy_numbers_are_taken():
     ({"submit_s": [NAN, 0]}, ["job 0: submit_s=nan"]),
     ({"duration_range": (10,)}, ["duration_range must be two numbers of seconds", "(10,)"]),
     ({"duration_range": "10:20"}, ["duration_range must be two numbers"]),
+    ({"duration_range": (5, 1)}, ["duration_range (5, 1) must give the shortest duration first"]),  # was: no job kept
 ])
 def test_malformed_columns_and_duration_ranges_are_one_line(over, words):
     with pytest.raises(WorkloadError) as e:
@@ -155,10 +156,16 @@ def test_load_traces_duration_filter_must_be_a_bool(tmp_path, flag):
 
 @pytest.mark.parametrize("path", [None, 3, ""])
 def test_a_path_that_is_not_a_path_is_one_line(path):
-    for call in (lambda: load_trace(path), lambda: read_workload_csv(path)):
+    from synergy_gym.traces.alibaba import read_alibaba
+    from synergy_gym.traces.helios import read_helios
+    from synergy_gym.traces.philly import read_philly_csv, read_philly_json
+
+    # the per-format readers too (was: TypeError: expected str, bytes or os.PathLike object)
+    for call in (lambda: load_trace(path), lambda: read_workload_csv(path), lambda: read_philly_csv(path),
+                 lambda: read_philly_json(path), lambda: read_helios(path), lambda: read_alibaba(path)):
         with pytest.raises(WorkloadError) as e:
             call()
-        _one_line(e, "path must be a file's path", repr(path))
+        _one_line(e, "must be a file's path", repr(path))
     with pytest.raises(PathError) as e:
         write_workload_csv(SyntheticWorkload(num_jobs=3).build(), path)
     _one_line(e, "write_workload_csv(): path must be a file's path")
@@ -168,6 +175,14 @@ def test_a_path_that_is_not_a_path_is_one_line(path):
 def written(tmp_path) -> tuple[object, Path]:
     workload = SyntheticWorkload(num_jobs=6, seed=1).build()
     return workload, write_workload_csv(workload, tmp_path / "w.csv")
+
+
+def test_read_alibaba_of_a_folder_without_a_name_is_one_line():
+    from synergy_gym.traces.alibaba import read_alibaba
+
+    with pytest.raises(WorkloadError) as e:
+        read_alibaba(".")  # was: ValueError: PosixPath('.') has an empty name
+    _one_line(e, "read_alibaba(): job_table '.' names a folder, not the job table's file")
 
 
 def test_read_workload_csv_refuses_a_zoo_that_is_not_a_model_zoo(written):
