@@ -95,7 +95,8 @@ class TraceJobs:
 
         The columns are 1-D sequences of numbers, one per job (``cpu_per_gpu`` and ``mem_per_gpu``: NaN where
         there is no request). The readers skip the rows they cannot use before calling this; here, with arrays
-        the caller made, a GPU count that is not a whole number ≥ 1 (or is NaN), a NaN submit time, a column
+        the caller made, a GPU count that is not a whole number ≥ 1 (or is NaN), a NaN submit time, a duration
+        that is not a positive number (NaN included), a column
         of another length or of something other than numbers, and a ``duration_range`` that is not two numbers
         are refused with a one-line :class:`WorkloadError` naming the column (and the job, by its position).
         """
@@ -106,6 +107,7 @@ class TraceJobs:
         cpu = np.full(n, np.nan) if cpu_per_gpu is None else _column(source, "cpu_per_gpu", cpu_per_gpu, n)
         mem = np.full(n, np.nan) if mem_per_gpu is None else _column(source, "mem_per_gpu", mem_per_gpu, n)
         _refuse(source, np.isnan(submit), lambda i: "submit_s=nan must be a number of seconds")
+        _refuse(source, ~(duration > 0), lambda i: f"duration_s={duration[i]:g} must be a positive number of seconds")
         # inf is a count over 2^53: skipped below, as the readers' counts beyond the limits are
         _refuse(source, ~(gpu_count >= 1) | (np.isfinite(gpu_count) & (gpu_count != np.floor(gpu_count))),
                 lambda i: f"gpus={gpu_count[i]:g} must be a whole number ≥ 1 (the job's GPU count)")

@@ -141,13 +141,13 @@ def source_from_config(cfg: Any, cluster: ClusterSpec, zoo: ModelZoo) -> Workloa
     if isinstance(given, Workload):
         jobs, where = replace(given, run_until="all"), None
     elif given is not None:
-        if not isinstance(given, (str, Path)):
+        if not isinstance(given, (str, Path)) or not str(given).strip():  # '' would read as the folder '.'
             raise ConfigError(
                 f"env kwarg workload must be a replay CSV path, a Workload or a workload source, got {given!r}"
             )
         jobs, where = _reader("replay")(Path(given)), str(given)
     else:
-        if not isinstance(cfg.trace, (str, Path)):
+        if not isinstance(cfg.trace, (str, Path)) or not str(cfg.trace).strip():
             raise ConfigError(f"env kwarg trace must be the path of a trace file or folder, got {cfg.trace!r}")
         where = str(cfg.trace)
         jobs = _reader("trace")(Path(cfg.trace), class_split=tuple(cfg.class_split), max_jobs=int(cfg.num_jobs))

@@ -264,6 +264,8 @@ def test_a_class_split_that_is_not_three_weights_is_refused_saying_so(split):
         ({"cluster": "nope"}, "env kwarg cluster 'nope' is neither a preset (default, small, large) nor a file"),
         ({"cluster": ""}, "env kwarg cluster '' is neither a preset"),
         ({"trace": 5}, "env kwarg trace must be the path of a trace file or folder, got 5"),
+        ({"trace": ""}, "env kwarg trace must be the path of a trace file or folder, got ''"),  # was: "'.' is a folder"
+        ({"workload": " "}, "env kwarg workload must be a replay CSV path, a Workload or a workload source, got ' '"),
         ({"levels": None}, "env kwarg levels must be a name (a string), got None"),
         ({"invalid_action": ["raise"]}, "env kwarg invalid_action must be a name (a string), got ['raise']"),
         ({"profile_noise": "x"}, "env kwarg profile_noise must be a number in [0, 1), got 'x'"),

@@ -64,6 +64,8 @@ def test_whole_gpu_counts_given_as_floats_or_numpy_numbers_are_taken():
     ({"submit_s": ["a", "b"]}, ["job 0: submit_s='a' must be a number"]),
     ({"gpus": [True, True]}, ["job 0: gpus=True must be a number"]),
     ({"submit_s": [NAN, 0]}, ["job 0: submit_s=nan"]),
+    ({"duration_s": [3600, NAN]}, ["job 1: duration_s=nan must be a positive number"]),  # was: "over 1e+12 s"
+    ({"duration_s": [-1, 3600]}, ["job 0: duration_s=-1 must be a positive number"]),  # was: named total_iters
     ({"duration_range": (10,)}, ["duration_range must be two numbers of seconds", "(10,)"]),
     ({"duration_range": "10:20"}, ["duration_range must be two numbers"]),
     ({"duration_range": (5, 1)}, ["duration_range (5, 1) must give the shortest duration first"]),  # was: no job kept
