@@ -1,7 +1,7 @@
 """Whether a saved model fits the environment it is to be evaluated on, and if not, why.
 
 A trained network depends on the kinds, shapes and sizes of the observation and
-action spaces (:func:`spaces_parts`), not on their bounds, so a model can be
+action spaces (:func:`synergy_gym.experiments.policy_spaces.spaces_parts`), not on their bounds, so a model can be
 evaluated on another load or cluster of the same shape. :func:`check_agent_fits`
 refuses a model, or its normalisation statistics, whose spaces differ from the
 environment's, naming the env settings behind the difference (read from the
@@ -19,40 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from synergy_gym.agents.config import TrainConfig
 from synergy_gym.agents.normalization import normalises_observations
 from synergy_gym.agents.provenance import TrainedOn
 from synergy_gym.env.config import same_env_kwarg
 from synergy_gym.errors import ConfigError, SynergyGymError
+from synergy_gym.experiments.policy_spaces import spaces_parts
 
 if TYPE_CHECKING:  # pragma: no cover
     from synergy_gym.agents.wrappers import AgentPolicy
-
-
-def space_parts(space: gym.Space, prefix: str = "") -> dict[str, str]:
-    """Each part of a (Dict) space by name: ``{"slots": "Box(352,)", "action_mask": "Box(161,)", …}``.
-
-    Only what a trained network depends on (kinds, shapes, sizes) is compared,
-    not the bounds, so a model can be evaluated on another load or cluster of
-    the same shape.
-    """
-    if isinstance(space, spaces.Dict):
-        parts: dict[str, str] = {}
-        for key, sub in space.spaces.items():
-            parts.update(space_parts(sub, f"{prefix}{key}."))
-        return parts
-    if isinstance(space, spaces.Discrete):
-        desc = f"Discrete({int(space.n)})"
-    else:
-        desc = f"{type(space).__name__}{tuple(space.shape) if space.shape is not None else ''}"
-    return {prefix[:-1] if prefix else "observation": desc}
-
-
-def spaces_parts(observation_space: gym.Space, action_space: gym.Space) -> dict[str, str]:
-    """:func:`space_parts` of an observation space, plus ``"action"``: the action space's."""
-    return {**space_parts(observation_space), "action": space_parts(action_space)["observation"]}
 
 
 def model_space_parts(model: Any) -> dict[str, str]:

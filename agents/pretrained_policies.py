@@ -68,11 +68,13 @@ def pretrained_model_path(name: str) -> Path:
     """``agents/pretrained/<name>/model.zip``; an unknown name lists the known ones (a name with the command line's
     ``pretrained:`` prefix says to drop it)."""
     names = pretrained_names()
-    if isinstance(name, str) and name.startswith(PREFIX) and name[len(PREFIX):] in names:
+    if not isinstance(name, str):
+        raise ConfigError(f"a pretrained policy's name must be text ({', '.join(names)}), got {name!r}")
+    if name.startswith(PREFIX) and name[len(PREFIX):] in names:
         raise ConfigError(f"pretrained policy {name!r}: give the name without {PREFIX!r} here, {name[len(PREFIX):]!r} "
                           f"(the prefix marks a shipped policy where a model path could stand, as in --model)")
     if name not in names:
-        raise UnknownNameError("pretrained policy", str(name), names)
+        raise UnknownNameError("pretrained policy", name, names)
     return pretrained_root() / name / MODEL_FILE
 
 

@@ -104,9 +104,9 @@ def _check_fixed_jobs(env_kwargs: Any, layers: list[tuple[str, dict[str, Any]]],
                    for name in (source, key)}
         if saved is not None and setters[key][-1] == str(saved):
             continue
-        set_by = f" ({source} set by {setters[source][-1]})" if setters[source][-1] != setters[key][-1] else ""
+        set_by = f", set by {setters[source][-1]}" if setters[source][-1] != setters[key][-1] else ""
         raise ConfigError(f"{setters[key][-1]}: env kwarg {key}={env_kwargs[key]!r} does not apply with "
-                          f"{source}={env_kwargs[source]!r}{set_by}; {key} shapes generated workloads only")
+                          f"{source}={env_kwargs[source]!r}{set_by} ({key} shapes generated workloads only)")
 
 
 def _over(values: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ import numpy as np
 from synergy_gym.baselines.compare_runs import CompareOutcome, CompareSpec, load_text, run_compare
 from synergy_gym.baselines.plots import avg_jct_png, describe_runs, present
 from synergy_gym.baselines.registry import parse_policy_list
-from synergy_gym.cli.args import check_job_count, list_items, parse_float_list, parse_seeds
+from synergy_gym.cli.args import check_job_count, list_items, parse_loads, parse_seeds
 from synergy_gym.cli.columns import fit
 from synergy_gym.cli.csv_text import csv_text
 from synergy_gym.cli.files import (
@@ -59,7 +59,6 @@ from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.config import SimulationConfig
 from synergy_gym.sim.model_mix import DEFAULT_SPLIT, parse_split
 from synergy_gym.sim.profiling import SENSITIVITIES, ProfilerConfig
-from synergy_gym.sim.workload import MIN_JOBS_PER_HOUR
 from synergy_gym.traces.replay import workload_table
 
 JSON_FIELDS = (
@@ -211,7 +210,7 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         policies=parse_policy_list(args.policies, "--policies"),
         sensitivities=sensitivities,
         profile_noise=profile_noise,
-        loads=parse_float_list(args.load, "--load", minimum=MIN_JOBS_PER_HOUR) if args.load is not None else (9.0,),
+        loads=parse_loads(args.load) if args.load is not None else (9.0,),
         seeds=parse_seeds(args.seed, "--seed") if args.seed is not None else (42,),
         num_jobs=args.jobs,
         window=parse_window(args.window) if args.window is not None else None,

@@ -42,7 +42,7 @@ from synergy_gym.env import SynergyEnv
 from synergy_gym.env.calls import shown, whole_number
 from synergy_gym.env.summary import episode_summary
 from synergy_gym.errors import ConfigError, UnknownNameError
-from synergy_gym.experiments.evaluation import check_run_options, env_maker, job_frame
+from synergy_gym.experiments.evaluation import check_env_id_argument, check_run_options, env_maker, job_frame
 from synergy_gym.sim.bounds import no_wait_jct_s, no_wait_start_s
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import SimulationConfig
@@ -145,9 +145,7 @@ def simulate_on_env(
         except UnknownNameError:
             raise UnknownNameError("simulator policy", str(policy), (*policy_names(), *BOUNDS)) from None
     seeds = _checked_seeds(seeds)
-    if not (isinstance(env_id, str) or callable(env_id)):
-        raise ConfigError(f"simulate_on_env(): env_id must be an environment id such as 'Synergy-small-v0' or a "
-                          f"callable that makes the environment, got {shown(env_id)}")
+    check_env_id_argument("simulate_on_env()", env_id)
     check_run_options("simulate_on_env()", on_episode, keep_jcts=keep_jcts, keep_jobs=keep_jobs)
     env = env_maker("simulate_on_env()", env_id, env_kwargs)()
     try:

@@ -69,7 +69,7 @@ from synergy_gym.baselines.sweep_cells import (
     run_cell,
     run_sweep,
 )
-from synergy_gym.cli.args import SeedList, check_job_count, parse_float_list, parse_seeds
+from synergy_gym.cli.args import SeedList, check_job_count, parse_loads, parse_seeds
 from synergy_gym.cli.columns import fit
 from synergy_gym.cli.files import (
     atomic_write_bytes,
@@ -95,7 +95,6 @@ from synergy_gym.errors import Interrupted, SynergyGymError, UnknownNameError
 from synergy_gym.experiments.statistics import ci95_half_width
 from synergy_gym.sim.cluster import ClusterSpec, load_cluster
 from synergy_gym.sim.generator import DEFAULT_WINDOW, SyntheticWorkload
-from synergy_gym.sim.workload import MIN_JOBS_PER_HOUR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -258,7 +257,7 @@ def checked_policies(text: str) -> tuple[str, ...]:
 def plan_from_args(args: argparse.Namespace) -> SweepPlan:
     """The sweep the arguments ask for, checked; no cell is listed yet."""
     policies = checked_policies(args.policies)
-    loads = parse_float_list(args.load, "--load", minimum=MIN_JOBS_PER_HOUR)
+    loads = parse_loads(args.load)
     seeds = parse_seeds(args.seed, "--seed")
     check_job_count(args.jobs, "--jobs")
     cluster = load_cluster(args.cluster, source="--cluster")

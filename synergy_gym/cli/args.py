@@ -145,9 +145,9 @@ def check_job_count(value: int | None, flag: str = "--jobs") -> int | None:
     return value
 
 
-def parse_float_list(text: str, flag: str = "--load", minimum: float = 0.0) -> tuple[float, ...]:
+def parse_float_list(text: str, flag: str = "--load", minimum: float = 0.0, unit: str = "") -> tuple[float, ...]:
     """``"5,7,9"`` → positive finite numbers, each once (``9,9.0`` is an error naming the repeated value), none
-    below ``minimum``."""
+    below ``minimum`` (its ``unit`` in the error: ``" jobs an hour"``)."""
     import math
 
     parts = list_items(text, flag)
@@ -158,7 +158,7 @@ def parse_float_list(text: str, flag: str = "--load", minimum: float = 0.0) -> t
     if any(not math.isfinite(v) or v <= 0 for v in values):
         raise SynergyGymError(f"{flag} {text!r}: values must be positive numbers")
     if low := [part for part, value in zip(parts, values) if value < minimum]:
-        raise SynergyGymError(f"{flag} {text!r}: {low[0]} is below the minimum of {minimum:g}")
+        raise SynergyGymError(f"{flag} {text!r}: {low[0]} is below the minimum of {minimum:g}{unit}")
     seen: dict[float, str] = {}
     for part, value in zip(parts, values):
         if value in seen:
@@ -166,6 +166,14 @@ def parse_float_list(text: str, flag: str = "--load", minimum: float = 0.0) -> t
             raise SynergyGymError(f"{flag} {text!r}: {part} {same}; give each value once")
         seen[value] = part
     return values
+
+
+def parse_loads(text: str) -> tuple[float, ...]:
+    """``--load 5,7,9``: arrival rates in jobs an hour (:func:`parse_float_list`), none below
+    :data:`~synergy_gym.sim.workload.MIN_JOBS_PER_HOUR`."""
+    from synergy_gym.sim.workload import MIN_JOBS_PER_HOUR
+
+    return parse_float_list(text, "--load", minimum=MIN_JOBS_PER_HOUR, unit=" jobs an hour")
 
 
 #: The namespace attribute where :class:`OnceList` notes the options already given (per parse).

@@ -18,7 +18,7 @@ from synergy_gym.sim.config import SimulationConfig, Timing, kernels_removed
 from synergy_gym.sim.ledger import Placement
 from synergy_gym.sim.profiling import ProfilerConfig
 from synergy_gym.sim.validation import check_positive
-from synergy_gym.sim.workload import MAX_JOBS, MIN_JOBS_PER_HOUR
+from synergy_gym.sim.workload import MAX_JOBS, check_jobs_per_hour
 
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
 #: The most slots (``max_queue``) an environment offers.
@@ -40,7 +40,7 @@ class EnvConfig:
 
     #: Preset name (``default``, ``small``, ``large``), TOML path, mapping or :class:`ClusterSpec`.
     cluster: Any = "default"
-    #: Poisson arrival rate of the generated workload, at least ``MIN_JOBS_PER_HOUR``.
+    #: Poisson arrival rate of the generated workload, at least ``synergy_gym.sim.workload.MIN_JOBS_PER_HOUR``.
     jobs_per_hour: float = 9.0
     #: Jobs per generated episode (also the number of trace jobs kept), at most ``MAX_JOBS``.
     num_jobs: int = 1000
@@ -158,10 +158,7 @@ class EnvConfig:
         if self.levels not in LEVEL_KINDS:
             raise UnknownNameError("levels", str(self.levels), LEVEL_KINDS)
         positive("jobs_per_hour")
-        if self.jobs_per_hour < MIN_JOBS_PER_HOUR:
-            raise ConfigError(
-                f"env kwarg jobs_per_hour {self.jobs_per_hour!r} is below the minimum of {MIN_JOBS_PER_HOUR:g}"
-            )
+        check_jobs_per_hour(self.jobs_per_hour, "env kwarg jobs_per_hour", ConfigError)
         positive("num_jobs", integer=True)
         if self.num_jobs > MAX_JOBS:
             raise ConfigError(f"env kwarg num_jobs {self.num_jobs!r} exceeds the maximum of {MAX_JOBS:,}")

@@ -29,7 +29,7 @@ import numpy as np
 from synergy_gym.env.calls import is_integer, shown, whole_number
 from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.batched import run_batched
-from synergy_gym.experiments.policy_spaces import check_policy_spaces
+from synergy_gym.experiments.policy_spaces import checked_maker
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a frame is built (not with the package)
@@ -132,8 +132,13 @@ def check_policy(policy: Any, env_id: Any) -> None:
     if not callable(getattr(policy, "predict", None)):
         raise ConfigError(f"evaluate(): policy must have a predict(obs, ...) method (an SB3 model, an env heuristic, "
                           f"synergy_gym.agents.load_pretrained(...)), got {shown(policy)}")
+    check_env_id_argument("evaluate()", env_id)
+
+
+def check_env_id_argument(caller: str, env_id: Any) -> None:
+    """``env_id``: an environment id or a callable making the environment; anything else is one line naming it."""
     if not (isinstance(env_id, str) or callable(env_id)):
-        raise ConfigError(f"evaluate(): env_id must be an environment id such as 'Synergy-small-v0' or a callable "
+        raise ConfigError(f"{caller}: env_id must be an environment id such as 'Synergy-small-v0' or a callable "
                           f"that makes the environment, got {shown(env_id)}")
 
 
@@ -251,13 +256,7 @@ def evaluate(
 
     label = name or getattr(policy, "name", None) or type(policy).__name__
     record = EpisodeRecord(keep_jcts, keep_jobs, log_decisions)
-    make = env_maker("evaluate()", env_id, env_kwargs)
-    if any(isinstance(getattr(policy, kind, None), gym.Space) for kind in ("observation_space", "action_space")):
-        probe = make()  # a model: its spaces must be the environment's before an episode starts
-        try:
-            check_policy_spaces(policy, probe, label)
-        finally:
-            probe.close()
+    make = checked_maker(policy, env_maker("evaluate()", env_id, env_kwargs), label)  # a model's spaces, the env's
     batched = getattr(policy, "batch_predictor", None)
     predict = batched(deterministic) if callable(batched) else None
     if predict is not None:

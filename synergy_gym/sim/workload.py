@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from synergy_gym.errors import WorkloadError
+from synergy_gym.errors import SynergyGymError, WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import ModelZoo, capped_demand_per_gpu
 from synergy_gym.sim.validation import check_positive, is_number, whole_number
@@ -58,12 +58,12 @@ def middle_half_window(num_jobs: int) -> tuple[int, int]:
     return start, max(start + 1, (3 * num_jobs) // 4)
 
 
-def check_jobs_per_hour(value: Any, name: str = "jobs_per_hour") -> float:
-    """``value`` as a float if it is a finite arrival rate of at least :data:`MIN_JOBS_PER_HOUR`, else a
-    :class:`~synergy_gym.errors.WorkloadError` naming ``name`` and the value."""
-    rate = check_positive(name, value, error=WorkloadError)
+def check_jobs_per_hour(value: Any, name: str = "jobs_per_hour", error: type[SynergyGymError] = WorkloadError) -> float:
+    """``value`` as a float if it is a finite arrival rate of at least :data:`MIN_JOBS_PER_HOUR`, else an ``error``
+    naming ``name`` and the value."""
+    rate = check_positive(name, value, error=error)
     if rate < MIN_JOBS_PER_HOUR:
-        raise WorkloadError(f"{name} {value!r} is below the minimum of {MIN_JOBS_PER_HOUR:g} jobs an hour")
+        raise error(f"{name} {value!r} is below the minimum of {MIN_JOBS_PER_HOUR:g} jobs an hour")
     return rate
 
 @dataclass(frozen=True, eq=False)

@@ -61,7 +61,7 @@ BAD_CONFIG_FILES = [
     ("env_value.toml", b'[env_kwargs]\nnum_jobs = "x"\n', ["{file}: env kwarg num_jobs must be a positive integer"]),
     ("rule.toml", b"n_steps = 8\nbatch_size = 100000\n", ["{file}: batch_size 100,000 is larger than a rollout"]),
     ("fixed_jobs.toml", b'[env_kwargs]\nworkload = "jobs.csv"\nnum_jobs = 3\n',
-     ["{file}: env kwarg num_jobs=3 does not apply with workload='jobs.csv'; num_jobs shapes generated workloads only"]),
+     ["{file}: env kwarg num_jobs=3 does not apply with workload='jobs.csv' (num_jobs shapes generated workloads only)"]),
     ("seed.toml", b"seed = 5000000000\n", ["{file}: seed must be below 2**32 = 4,294,967,296 (NumPy's and PyTorch's "
                                           "seeds), got 5000000000"]),
 ]
@@ -299,10 +299,11 @@ def test_a_generator_setting_beside_fixed_jobs_names_the_layer_that_set_it(run64
 
     assert env_kwargs("--config", str(fixed)) == {"num_jobs": 10, "workload": str(jobs)}  # the run's own, kept
     with pytest.raises(ConfigError, match="^" + re.escape(f"--env-kwargs: env kwarg num_jobs=5 does not apply with "
-                                                          f"workload='{jobs}' (workload set by {fixed}); num_jobs shapes")):
+                                                          f"workload='{jobs}', set by {fixed} (num_jobs shapes generated "
+                                                          f"workloads only)")):
         env_kwargs("--config", str(fixed), "--env-kwargs", "num_jobs=5")
     with pytest.raises(ConfigError, match="^" + re.escape(f"{count}: env kwarg num_jobs=5 does not apply with "
-                                                          f"workload='{jobs}' (workload set by --env-kwargs)")):
+                                                          f"workload='{jobs}', set by --env-kwargs (num_jobs shapes")):
         env_kwargs("--config", str(count), "--env-kwargs", f"workload={jobs}")
 
 

@@ -90,8 +90,9 @@ def test_an_env_callable_that_makes_no_environment_is_one_line(heuristic):
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"preemptive": True}, "Discrete(161), the environment's Discrete(353)"),  # was: a reshape error in NumPy
-    ({"max_queue": 8}, "Discrete(161), the environment's Discrete(41)"),  # was: a broadcast error
+    ({"preemptive": True}, "action: Discrete(161), the environment's Discrete(353)"),  # was: a reshape error in NumPy
+    ({"max_queue": 8}, "action: Discrete(161), the environment's Discrete(41)"),  # was: a broadcast error
+    ({"fit_features": True}, "observation key 'slot_fits', which the policy was not made for"),  # was: KeyError
 ])
 def test_a_pretrained_policy_on_other_spaces_is_one_line_naming_the_difference(kwargs, words):
     from synergy_gym.agents import load_pretrained
@@ -99,25 +100,32 @@ def test_a_pretrained_policy_on_other_spaces_is_one_line_naming_the_difference(k
     policy = load_pretrained("small", device="cpu")
     with pytest.raises(ConfigError) as info:
         evaluate(policy, ENV, [0], num_jobs=5, **kwargs)
-    assert str(info.value) == (f"evaluate(): small was made for another action space than this environment's "
-                               f"({words}); evaluate it with the env id and kwargs it was trained on")
+    assert str(info.value) == (f"evaluate(): small was made for other spaces than this environment's ({words}); "
+                               f"evaluate it with the env id and kwargs it was trained on")
     assert len(evaluate(policy, ENV, [0], num_jobs=5)) == 1  # its own spaces still run
 
 
-def test_space_difference_names_the_first_one():
+def test_parts_difference_names_the_first_one_the_action_first():
     from gymnasium import spaces
 
-    from synergy_gym.experiments.policy_spaces import space_difference
+    from synergy_gym.experiments.policy_spaces import parts_difference, spaces_parts
 
     box = spaces.Box(0, 1, (3,))
-    assert space_difference(spaces.Discrete(4), spaces.Discrete(4)) is None
-    assert space_difference(spaces.Discrete(4), spaces.Discrete(5)) == "Discrete(4), the environment's Discrete(5)"
-    assert space_difference(spaces.Dict({"a": box}), spaces.Dict({"a": spaces.Box(-1, 2, (3,)), "b": box})) is None
-    assert space_difference(spaces.Dict({"a": box, "c": box}), spaces.Dict({"a": box})) == (
-        "key 'c', which the environment's observations lack")
-    assert space_difference(spaces.Dict({"a": box}), spaces.Dict({"a": spaces.Box(0, 1, (4,))})) == (
-        "'a': shape (3,), the environment's (4,)")
-    assert space_difference(box, spaces.Discrete(3)).startswith("Box(")
+
+    def difference(policy_obs, policy_actions, env_obs, env_actions):
+        return parts_difference(spaces_parts(policy_obs, spaces.Discrete(policy_actions)),
+                                spaces_parts(env_obs, spaces.Discrete(env_actions)))
+
+    assert difference(spaces.Dict({"a": box}), 4, spaces.Dict({"a": spaces.Box(-1, 2, (3,))}), 4) is None  # bounds
+    assert difference(spaces.Dict({"a": box}), 4, spaces.Dict({"a": spaces.Box(0, 1, (4,))}), 5) == (
+        "action: Discrete(4), the environment's Discrete(5)")
+    assert difference(spaces.Dict({"a": box, "c": box}), 4, spaces.Dict({"a": box}), 4) == (
+        "observation key 'c', which the environment's observations lack")
+    assert difference(spaces.Dict({"a": box}), 4, spaces.Dict({"a": box, "b": box}), 4) == (
+        "observation key 'b', which the policy was not made for")
+    assert difference(spaces.Dict({"a": box}), 4, spaces.Dict({"a": spaces.Box(0, 1, (4,))}), 4) == (
+        "a: Box(3,), the environment's Box(4,)")
+    assert difference(box, 4, spaces.Discrete(3), 4) == "observation: Box(3,), the environment's Discrete(3)"
 
 
 def test_run_cases_refuses_what_is_not_a_scheduling_policy():

@@ -277,8 +277,10 @@ def test_a_hinted_model_without_its_wrapper_says_what_it_needs():
 
     vec = DummyVecEnv([lambda: HeuristicHint(gym.make(ENV, **PREEMPTIVE), "tetris+greedy")])
     model = build_model(hint_config(), vec, "cpu", tb_dir=None)
-    with pytest.raises(ValueError, match="trained with hint_policy: its observations need the heuristic's action"):
-        evaluate(model, ENV, seeds=[1], **PREEMPTIVE)
+    with pytest.raises(ConfigError, match=r"observation key 'hint', which the environment's observations lack\); "
+                                          r".*\(synergy_gym.agents.wrappers.AgentPolicy adds the 'hint' of a model trained "
+                                          r"with hint_policy"):
+        evaluate(model, ENV, seeds=[1], **PREEMPTIVE)  # before its network meets the observation (features.py's error)
 
 
 #: The hint recipe against the reference: the hint instead of imitation, the relative reward's heuristic named (the

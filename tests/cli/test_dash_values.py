@@ -23,7 +23,8 @@ SWEEP = ["sweep", "--policies", "fifo+fair", "--load", "9", "--seed", "0", "--no
         (["compare", "--win", "-1:10"], "window -1:10 must satisfy"),  # an abbreviated option too
         (["compare", "--profile-noise", "-1e-3"], "profile noise must be in [0, 1), got -0.001"),
         ([*SWEEP[:4], "-1,5", *SWEEP[5:]], "--load '-1,5': values must be positive numbers"),
-        ([*SWEEP[:4], "5,1e-9", *SWEEP[5:]], "--load '5,1e-9': 1e-9 is below the minimum of 1e-06"),
+        ([*SWEEP[:4], "5,1e-9", *SWEEP[5:]],
+         "--load '5,1e-9': 1e-9 is below the minimum of 1e-06 jobs an hour"),
         ([*SWEEP[:6], "-2..3", *SWEEP[7:]], "--seed '-2..3': seeds must be non-negative"),
         (["evaluate", "--seeds", "-1..3"], "--seeds '-1..3': seeds must be non-negative"),
         (["evaluate", "--device", "-x"], "unknown device '-x'"),

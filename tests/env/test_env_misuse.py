@@ -272,8 +272,8 @@ def test_a_class_split_that_is_not_three_weights_is_refused_saying_so(split):
         ({"profile_noise": 0.5}, "env kwarg profile_noise 0.5 needs sensitivity='profiled', got sensitivity='true'"),
         ({"max_rounds": 10**20}, "env kwarg max_rounds 100000000000000000000 exceeds the maximum of 1,000,000,000,000,000"),
         ({"max_rounds": 10**15 + 1}, "env kwarg max_rounds 1000000000000001 exceeds the maximum of 1,000,000,000,000,000"),
-        ({"jobs_per_hour": 1e-20}, "env kwarg jobs_per_hour 1e-20 is below the minimum of 1e-06"),
-        ({"jobs_per_hour": 1e-300}, "env kwarg jobs_per_hour 1e-300 is below the minimum of 1e-06"),
+        ({"jobs_per_hour": 1e-20}, "env kwarg jobs_per_hour 1e-20 is below the minimum of 1e-06 jobs an hour"),
+        ({"jobs_per_hour": 1e-300}, "env kwarg jobs_per_hour 1e-300 is below the minimum of 1e-06 jobs an hour"),
         ({"multigpu": np.array([True, False])}, "env kwarg multigpu must be true or false, got array([ True, False])"),
     ],
 )

@@ -112,7 +112,7 @@ def test_a_profile_keeps_no_writable_view_of_the_callers_array():
     assert model.tput[0, 0] == M0.tput[0, 0]
 
 
-# -- 2. workload columns past int64 ------------------------------------------------------------
+# -- 2. workload columns past int64 or float64's exact seconds, or bools -------------------------------------
 
 
 BASE = dict(job_id=[0, 1, 2], model=[0, 1, 2], gpus=[1, 1, 1], arrival_s=[0, 10, 20], total_iters=[100, 200, 300])
@@ -136,7 +136,7 @@ BASE = dict(job_id=[0, 1, 2], model=[0, 1, 2], gpus=[1, 1, 1], arrival_s=[0, 10,
     ({"arrival_s": (0, True, 20)}, "workload: job 1: arrival_s=True must be a number"),
     ({"model": [True, 1, 2]}, "workload: job 0: model index must be a whole number below 2**63, got True"),
 ])
-def test_workload_numbers_past_int64_are_refused(change, message):
+def test_workload_numbers_out_of_range_or_not_numbers_are_refused(change, message):
     with pytest.raises(WorkloadError, match=f"^{re.escape(message)}$"):
         Workload.build(ZOO, **{**BASE, **change})
 
