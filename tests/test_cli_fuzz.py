@@ -157,7 +157,8 @@ def mutate_zip(data: bytes, rng: random.Random) -> tuple[str, bytes]:
     if how == "other-zip":
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w") as archive:
-            archive.writestr("readme.txt", "not a model")
+            # (a fixed time: writestr with a bare name stamps the current second, and the corpus would change with it)
+            archive.writestr(zipfile.ZipInfo("readme.txt", date_time=(2020, 1, 1, 0, 0, 0)), "not a model")
         return how, buffer.getvalue()
     if how == "text":
         return how, b"not a zip at all\n"

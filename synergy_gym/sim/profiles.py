@@ -87,8 +87,8 @@ class ModelProfile:
             raise ConfigError(f"{where}: tput must be a 2-D array (cpu levels × memory levels), got shape {tput.shape}")
         levels = (self.cpu_grid.size, self.mem_grid.size)
         if tput.shape != levels:
-            raise ConfigError(f"{where}: tput has shape {tput.shape}, but the grids have {levels[0]} cpu levels × "
-                              f"{levels[1]} memory levels")
+            raise ConfigError(f"{where}: tput has shape {tput.shape}, expected {levels} (cpu levels × memory levels of "
+                              f"its grids)")
         bad = ~(np.isfinite(tput) & (tput >= 0))
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
@@ -152,14 +152,9 @@ class ModelZoo:
             dup = next(name for name in names if names.count(name) > 1)
             raise ConfigError(f"model {dup!r} appears more than once in the zoo")
         first = self.models[0]
-        shape = (len(first.cpu_grid), len(first.mem_grid))
-        for m in self.models:
+        for m in self.models:  # (each profile's tput matches its own grids: ModelProfile checks it)
             if not (np.array_equal(m.cpu_grid, first.cpu_grid) and np.array_equal(m.mem_grid, first.mem_grid)):
                 raise ConfigError(f"model {m.name!r} uses a different grid from {first.name!r}")
-            if np.shape(m.tput) != shape:
-                raise ConfigError(
-                    f"model {m.name!r}: tput has shape {np.shape(m.tput)}, expected {shape} (cpu levels × memory levels)"
-                )
         tensor = np.stack([m.tput for m in self.models])
         tensor.setflags(write=False)
         object.__setattr__(self, "_tput", tensor)

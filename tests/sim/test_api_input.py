@@ -65,7 +65,7 @@ def _with_cell(value: float) -> np.ndarray:
     ({"tput": _with_cell(INF)}, "model 'alexnet': tput[1, 0] is inf; a throughput must be finite and ≥ 0"),
     ({"tput": np.ones(45)}, "model 'alexnet': tput must be a 2-D array (cpu levels × memory levels), got shape (45,)"),
     ({"tput": [[1, "a"]]}, "model 'alexnet': tput must be an array of numbers, got [[1, 'a']]"),
-    ({"tput": [[1.0]]}, "model 'alexnet': tput has shape (1, 1), but the grids have 9 cpu levels × 5 memory levels"),
+    ({"tput": [[1.0]]}, "model 'alexnet': tput has shape (1, 1), expected (9, 5) (cpu levels × memory levels of its grids)"),
     ({"cpu_grid": M0.cpu_grid[::-1].copy()},
      "model 'alexnet': cpu_grid must be finite, positive and strictly increasing levels (a 1-D array), "
      "got [24.0, 12.0, 9.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0]"),

@@ -87,8 +87,11 @@ def test_model_zoo_errors_are_config_errors(zoo):
     for models, message in [
         ((), "a model zoo needs at least one model, got ()"),
         ((m0, m0), "model 'alexnet' appears more than once in the zoo"),
-        ((m0, dataclasses.replace(m0, name="x", tput=np.zeros((2, 2)))),
-         "model 'x': tput has shape (2, 2), expected (9, 5) (cpu levels × memory levels)"),
+        ((m0, dataclasses.replace(m0, name="x", cpu_grid=[1.0, 2.0], mem_grid=[10.0, 20.0], tput=np.ones((2, 2)))),
+         "model 'x' uses a different grid from 'alexnet'"),
     ]:
         with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
             ModelZoo(models)
+    with pytest.raises(ConfigError, match=re.escape("model 'x': tput has shape (2, 2), expected (9, 5) (cpu levels × "
+                                                    "memory levels of its grids)")):
+        dataclasses.replace(m0, name="x", tput=np.zeros((2, 2)))  # the profile itself, before any zoo
