@@ -7,6 +7,8 @@ job that could never finish (:func:`check_job_progress`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 
 from synergy_gym.errors import ConfigError, WorkloadError
@@ -17,8 +19,10 @@ from synergy_gym.sim.policy import SchedulingPolicy
 from synergy_gym.sim.workload import Workload
 
 
-def check_simulator_arguments(cluster: object, workload: object, policy: object, config: object) -> None:
-    """A one-line error for a realistic slip in :class:`Simulator`'s arguments (a name, a spec, a dict)."""
+def check_simulator_arguments(cluster: object, workload: object, policy: object, config: object,
+                              more_jobs: object = None, observer: object = None) -> None:
+    """A one-line error for a realistic slip in :class:`Simulator`'s arguments (a name, a spec, a dict, a list where an
+    iterator of workloads goes, a value where a function goes)."""
     if not isinstance(cluster, ClusterSpec):
         hint = f"; use cluster_preset({cluster!r}) or load_cluster({cluster!r})" if isinstance(cluster, str) else ""
         raise ConfigError(f"Simulator: cluster must be a ClusterSpec, got {_shown(cluster)}{hint}")
@@ -31,11 +35,23 @@ def check_simulator_arguments(cluster: object, workload: object, policy: object,
     if config is not None and not isinstance(config, SimulationConfig):
         hint = "; use SimulationConfig(**settings)" if isinstance(config, dict) else ""
         raise ConfigError(f"Simulator: config must be a SimulationConfig, got {_shown(config)}{hint}")
+    if more_jobs is not None and not isinstance(more_jobs, Iterator):
+        hint = "; pass iter(...) of it" if isinstance(more_jobs, Iterable) and not isinstance(more_jobs, str) else ""
+        raise WorkloadError(f"Simulator: more_jobs must be an iterator of Workloads (SyntheticWorkload.stream()), "
+                            f"got {_shown(more_jobs)}{hint}")
+    check_function("Simulator: observer", observer, "(simulator, job indices, GPUs)")
+
+
+def check_function(name: str, value: object, arguments: str) -> None:
+    """``value``: None or a function taking ``arguments``; else a one-line error naming ``name`` and the value."""
+    if value is not None and not callable(value):
+        raise ConfigError(f"{name} must be None or a function {arguments}, got {_shown(value)}")
 
 
 def _shown(value: object) -> str:
     """``'small'`` for a string (and ``None``), else the type: ``a SyntheticWorkload``."""
-    return repr(value) if value is None or isinstance(value, str) else f"a {type(value).__name__}"
+    name = type(value).__name__
+    return repr(value) if value is None or isinstance(value, str) else f"{'an' if name[0] in 'aeiouAEIOU' else 'a'} {name}"
 
 
 def check_job_progress(jobs: JobTable, config: SimulationConfig, first: int) -> None:

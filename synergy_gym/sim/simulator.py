@@ -7,8 +7,7 @@ Timing follows the paper's simulator (``timing="round"``):
 * a job that arrives mid-round waits for the next round boundary;
 * a placed job is credited the whole round up front: ``floor(round_s / (iter_time / throughput))``
   iterations, capped at what it has left;
-* a job whose last iteration runs in a round completes at that round's end, so JCT = that
-  boundary − arrival.
+* a job whose last iteration runs in a round completes at that round's end, so JCT = that boundary − arrival.
 
 With ``timing="exact"`` progress is continuous and a job completes at the exact moment its last
 iteration ends; its resources are free from then on, because the scheduler re-plans at every
@@ -36,7 +35,7 @@ import numpy as np
 from synergy_gym.errors import WorkloadError
 from synergy_gym.sim import kernels
 from synergy_gym.sim.allocation import AllocationMechanism
-from synergy_gym.sim.arguments import check_job_progress, check_simulator_arguments
+from synergy_gym.sim.arguments import check_function, check_job_progress, check_simulator_arguments
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import BOUNDARY_TOLERANCE, SimulationConfig
 from synergy_gym.sim.job_table import ATTAINED, EXECUTED, ITER, LAST_END, START, TOTAL, JobTable
@@ -76,7 +75,7 @@ class Simulator:
         more_jobs: JobStream | None = None,
         observer: RoundObserver | None = None,
     ) -> None:
-        check_simulator_arguments(cluster, workload, policy, config)
+        check_simulator_arguments(cluster, workload, policy, config, more_jobs, observer)
         self.cluster = cluster
         self.observer = observer
         self.policy = policy
@@ -138,6 +137,7 @@ class Simulator:
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
         """Simulate until the run's end; ``progress(done, total)`` is called as jobs finish."""
+        check_function("Simulator.run: progress", progress, "(done, total)")
         started = time.perf_counter()
         reported = -1
         while not self.done:

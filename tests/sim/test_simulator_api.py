@@ -61,11 +61,19 @@ def test_slips_in_the_simulators_arguments_say_what_to_call(make_workload):
          "policy must be a SchedulingPolicy, got 'fifo+tune'; use synergy_gym.baselines.make_policy('fifo+tune')"),
         ((ONE_GPU, w, FIFO_TUNE, {"debug": True}), ConfigError,
          "config must be a SimulationConfig, got a dict; use SimulationConfig(**settings)"),
+        # were: TypeError ('list' object is not an iterator, 'int' object is not callable) once the run needed them
+        ((ONE_GPU, w, FIFO_TUNE, None, [w]), WorkloadError,
+         "more_jobs must be an iterator of Workloads (SyntheticWorkload.stream()), got a list; pass iter(...) of it"),
+        ((ONE_GPU, w, FIFO_TUNE, None, None, 5), ConfigError,
+         "observer must be None or a function (simulator, job indices, GPUs), got an int"),
     ]
     for args, error, message in cases:
         with pytest.raises(error) as caught:
             Simulator(*args)
         assert type(caught.value) is error and str(caught.value).startswith(f"Simulator: {message}")
+    with pytest.raises(ConfigError, match=r"^Simulator.run: progress must be None or a function \(done, total\), "
+                                          r"got an int$"):
+        Simulator(ONE_GPU, w, FIFO_TUNE).run(progress=5)
 
 
 def test_a_model_with_zero_throughput_is_named_in_both_timings(zoo):
