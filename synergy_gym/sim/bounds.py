@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from synergy_gym.errors import UnknownNameError, WorkloadError
+from synergy_gym.errors import ConfigError, UnknownNameError, WorkloadError
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.config import BOUNDARY_TOLERANCE, TIMINGS
 from synergy_gym.sim.job_table import JobTable
@@ -55,7 +55,14 @@ def no_wait_start_s(arrival_s: np.ndarray, round_s: float = 300.0, timing: str =
     :func:`round_release_s`), or its arrival."""
     if timing not in TIMINGS:
         raise UnknownNameError("timing", str(timing), TIMINGS)
-    arrival_s = np.asarray(arrival_s, dtype=float)
+    try:
+        arrival_s = np.asarray(arrival_s, dtype=float)
+    except (TypeError, ValueError):
+        raise WorkloadError(f"no_wait_start_s(): arrival_s must be arrival times in seconds, got {arrival_s!r}") from None
+    bad = np.flatnonzero(~(np.isfinite(arrival_s) & (arrival_s >= 0)))
+    if bad.size:
+        i = int(bad[0])
+        raise WorkloadError(f"no_wait_start_s(): arrival_s[{i}]={float(arrival_s.flat[i])!r} must be a finite time ≥ 0 s")
     if timing != "round":
         return arrival_s.copy()
     return round_release_s(arrival_s, round_s)
@@ -70,6 +77,10 @@ def no_wait_jct_s(workload: Workload, cluster: ClusterSpec, round_s: float = 300
     round_s = check_positive("round_s", round_s, unit="seconds")
     if timing not in TIMINGS:
         raise UnknownNameError("timing", str(timing), TIMINGS)
+    if not isinstance(workload, Workload):
+        raise WorkloadError(f"no_wait_jct_s(): workload must be a Workload, got {type(workload).__name__}")
+    if not isinstance(cluster, ClusterSpec):
+        raise ConfigError(f"no_wait_jct_s(): cluster must be a ClusterSpec (cluster_preset(...)), got {cluster!r}")
     jobs = JobTable(cluster, workload)
     if timing != "round":  # from arrival, continuous progress at the demand's rate (as the simulator computes it)
         return jobs.total_iters / (jobs.tput_target / jobs.iter_time_s)

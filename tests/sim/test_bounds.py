@@ -6,7 +6,7 @@ import pytest
 from synergy_gym import ClusterSpec, ConfigError, SimulationConfig, Simulator, SyntheticWorkload, WorkloadError
 from synergy_gym.baselines import make_policy
 from synergy_gym.errors import UnknownNameError
-from synergy_gym.sim.bounds import no_wait_jct_s
+from synergy_gym.sim.bounds import no_wait_jct_s, no_wait_start_s
 
 
 def test_a_lone_job_takes_exactly_the_bound(make_workload):
@@ -33,6 +33,15 @@ def test_round_length_is_checked(make_workload):
     w = make_workload(["gnmt"], arrivals=[0.0], iters=[10])
     with pytest.raises(ConfigError, match="round_s must be a positive number of seconds"):
         no_wait_jct_s(w, ClusterSpec(), round_s=0)
+    # were: AttributeError from inside, and NaN or negative arrivals passed through
+    with pytest.raises(WorkloadError, match=r"^no_wait_jct_s\(\): workload must be a Workload, got str$"):
+        no_wait_jct_s("w", ClusterSpec())
+    with pytest.raises(ConfigError, match=r"^no_wait_jct_s\(\): cluster must be a ClusterSpec .*got 'small'$"):
+        no_wait_jct_s(w, "small")
+    with pytest.raises(WorkloadError, match=r"^no_wait_start_s\(\): arrival_s\[1\]=nan must be a finite time ≥ 0 s$"):
+        no_wait_start_s([0.0, float("nan")])
+    with pytest.raises(WorkloadError, match=r"^no_wait_start_s\(\): arrival_s must be arrival times in seconds"):
+        no_wait_start_s("x")
 
 
 @pytest.mark.parametrize("policy", ["fifo+tune", "srtf+tune", "tetris+greedy"])
