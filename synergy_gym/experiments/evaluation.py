@@ -30,6 +30,7 @@ from synergy_gym.env.calls import is_integer, shown, whole_number
 from synergy_gym.errors import ConfigError
 from synergy_gym.experiments.batched import run_batched
 from synergy_gym.experiments.policy_spaces import checked_maker
+from synergy_gym.sim.arguments import check_function
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a frame is built (not with the package)
@@ -148,8 +149,7 @@ def check_run_options(caller: str, on_episode: Any, **flags: Any) -> None:
     for key, value in flags.items():
         if not isinstance(value, (bool, np.bool_)):
             raise ConfigError(f"{caller}: {key} must be True or False, got {shown(value)}")
-    if on_episode is not None and not callable(on_episode):
-        raise ConfigError(f"{caller}: on_episode must be None or a function taking (done, total), got {shown(on_episode)}")
+    check_function(f"{caller}: on_episode", on_episode, "(done, total)")
 
 
 def env_maker(caller: str, env_id: Any, env_kwargs: dict[str, Any]) -> Callable[[], gym.Env]:

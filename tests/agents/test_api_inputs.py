@@ -72,7 +72,7 @@ def test_an_env_id_that_is_neither_an_id_nor_a_callable_is_one_line(heuristic):
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"on_episode": 5}, "on_episode must be None or a function taking (done, total), got 5"),  # was: after episode 1
+    ({"on_episode": 5}, "on_episode must be None or a function (done, total), got an int"),  # was: after episode 1
     ({"deterministic": "no"}, "deterministic must be True or False, got 'no'"),  # was: run as deterministic
     ({"keep_jcts": "yes"}, "keep_jcts must be True or False, got 'yes'"),
     ({"log_decisions": 1}, "log_decisions must be True or False, got 1"),

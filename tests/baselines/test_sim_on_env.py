@@ -39,7 +39,7 @@ def test_seeds_must_be_non_negative_integers(seeds):
     (ENV, {"seeds": []}, "seeds must be a non-empty list of non-negative integers, got an empty one"),  # was: no rows
     (5, {}, "env_id must be an environment id such as 'Synergy-small-v0' or a callable that makes the environment, "
             "got 5"),  # was: TypeError: 'int' object is not callable
-    (ENV, {"on_episode": 5}, "on_episode must be None or a function taking (done, total), got 5"),
+    (ENV, {"on_episode": 5}, "on_episode must be None or a function (done, total), got an int"),
     (ENV, {"keep_jcts": 1}, "keep_jcts must be True or False, got 1"),
 ])
 def test_arguments_are_checked_at_entry(env_id, kwargs, words):
