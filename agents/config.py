@@ -180,7 +180,7 @@ class TrainConfig:
         for setting in fields(self):  # NumPy's numbers, bools and arrays as Python's, as config.json will hold them
             setattr(self, setting.name, plain(getattr(self, setting.name)))
         if self.algo not in ALGOS:
-            raise UnknownNameError("algorithm", str(self.algo), ALGOS)
+            raise UnknownNameError("algorithm", self.algo, ALGOS)
         check_device(self.device)
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError(f"env_kwargs must be a table of env keyword arguments, got {self.env_kwargs!r}")
@@ -194,24 +194,24 @@ class TrainConfig:
         if isinstance(self.bc_policy, str) and self.bc_policy.lower() == "none":
             self.bc_policy = None
         if self.bc_policy is not None and self.bc_policy not in heuristics:
-            raise UnknownNameError("bc_policy", str(self.bc_policy), (*heuristics, "none"))
+            raise UnknownNameError("bc_policy", self.bc_policy, (*heuristics, "none"))
         if isinstance(self.reference_baselines, tuple):
             self.reference_baselines = list(self.reference_baselines)
         if not isinstance(self.reference_baselines, list):
             raise ConfigError(f"reference_baselines must be a list of env heuristic names, got {self.reference_baselines!r}")
         for name in self.reference_baselines:
             if name not in heuristics:
-                raise UnknownNameError("reference baseline", str(name), heuristics)
+                raise UnknownNameError("reference baseline", name, heuristics)
         if self.reward not in REWARDS:
-            raise UnknownNameError("reward", str(self.reward), REWARDS)
+            raise UnknownNameError("reward", self.reward, REWARDS)
         if self.relative_to != BEST and self.relative_to not in heuristics:
-            raise UnknownNameError("relative_to heuristic", str(self.relative_to), (BEST, *heuristics))
+            raise UnknownNameError("relative_to heuristic", self.relative_to, (BEST, *heuristics))
         if not isinstance(self.shared_workload, bool):
             raise ConfigError(f"shared_workload must be true or false, got {self.shared_workload!r}")
         if self.vec_env not in VEC_ENVS:
-            raise UnknownNameError("vec_env", str(self.vec_env), VEC_ENVS)
+            raise UnknownNameError("vec_env", self.vec_env, VEC_ENVS)
         if self.action_head not in ACTION_HEADS:
-            raise UnknownNameError("action_head", str(self.action_head), ACTION_HEADS)
+            raise UnknownNameError("action_head", self.action_head, ACTION_HEADS)
         if self.action_head == "per_slot" and self.algo == "dqn":
             raise ConfigError('action_head "per_slot" needs an actor-critic algorithm (maskable_ppo, ppo, a2c), not dqn')
         if self.bc_learning_rate is not None:
@@ -272,7 +272,7 @@ class TrainConfig:
 def check_device(device: object) -> str:
     """``device`` if it is one of :data:`DEVICES` or ``cuda:N``; else an error naming the valid ones."""
     if not (isinstance(device, str) and (device in DEVICES or CUDA_INDEX.fullmatch(device))):
-        raise UnknownNameError("device", str(device), (*DEVICES, "cuda:N"))
+        raise UnknownNameError("device", device, (*DEVICES, "cuda:N"))
     return device
 
 

@@ -65,7 +65,7 @@ def make_env(config: dict[str, Any] | None = None) -> gym.Env:
     settings = dict(config or {})
     env_id = settings.pop("env_id", DEFAULT_ENV_ID)
     if env_id not in SCENARIOS:
-        raise UnknownNameError("env", str(env_id), tuple(SCENARIOS))
+        raise UnknownNameError("env", env_id, tuple(SCENARIOS))
     return MaskedObservations(SynergyEnv({**SCENARIOS[env_id].kwargs, **settings}))
 
 

@@ -394,5 +394,5 @@ def env_heuristic(name: str, seed: int | None = 0, price: float = DEFAULT_PRICE)
     :func:`env_heuristics`. An unknown name is a one-line :class:`~synergy_gym.errors.UnknownNameError`."""
     table = {**env_heuristics(seed, price), **heuristic_variants()}
     if not isinstance(name, str) or name not in table:
-        raise UnknownNameError("env heuristic", str(name), NAMED_HEURISTICS)
+        raise UnknownNameError("env heuristic", name, NAMED_HEURISTICS)
     return table[name]

@@ -92,7 +92,7 @@ BASES: tuple[str, ...] = BASE_NAMES + VARIANT_NAMES
 def base_policy(name: str) -> EnvHeuristic:
     """The environment heuristic ``name`` (one of :data:`BASES`), or :class:`UnknownNameError`."""
     if name not in BASES:
-        raise UnknownNameError("base policy", str(name), BASES)
+        raise UnknownNameError("base policy", name, BASES)
     return env_heuristic(name)
 
 
@@ -152,13 +152,13 @@ class RolloutPolicy:
     def __post_init__(self) -> None:
         self.base = base_policy(self.base_name)
         if self.candidates not in CANDIDATE_SETS:
-            raise UnknownNameError("candidate set", str(self.candidates), CANDIDATE_SETS)
+            raise UnknownNameError("candidate set", self.candidates, CANDIDATE_SETS)
         self.every = check_count("--every", self.every)
         if self.future not in FUTURES:
-            raise UnknownNameError("future", str(self.future), FUTURES)
+            raise UnknownNameError("future", self.future, FUTURES)
         self.futures = check_count("--futures", self.futures)
         if self.depart not in DEPARTURE_RULES:
-            raise UnknownNameError("departure rule", str(self.depart), DEPARTURE_RULES)
+            raise UnknownNameError("departure rule", self.depart, DEPARTURE_RULES)
         if self.depart == "agree" and self.future != "sampled":
             raise ConfigError(f"--depart agree applies only with --future sampled, not --future {self.future}")
         self.heuristics = deterministic_heuristics()

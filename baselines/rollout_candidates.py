@@ -73,7 +73,7 @@ def candidate_actions(
             slot = base_act // n_levels
             chosen.update(slot * n_levels + int(k) for k in np.flatnonzero(mask[slot * n_levels : (slot + 1) * n_levels]))
     else:
-        raise UnknownNameError("candidate set", str(candidates), CANDIDATE_SETS)
+        raise UnknownNameError("candidate set", candidates, CANDIDATE_SETS)
     chosen.discard(base_act)
     ordered = [base_act, *sorted(chosen)]
     return distinct_outcomes(u, ordered) if dedupe else ordered

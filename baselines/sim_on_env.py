@@ -143,7 +143,7 @@ def simulate_on_env(
         try:
             make_policy(policy)  # an unknown name fails before any work
         except UnknownNameError:
-            raise UnknownNameError("simulator policy", str(policy), (*policy_names(), *BOUNDS)) from None
+            raise UnknownNameError("simulator policy", policy, (*policy_names(), *BOUNDS)) from None
     seeds = _checked_seeds(seeds)
     check_env_id_argument("simulate_on_env()", env_id)
     check_run_options("simulate_on_env()", on_episode, keep_jcts=keep_jcts, keep_jobs=keep_jobs)

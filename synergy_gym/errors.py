@@ -28,13 +28,14 @@ class PathError(SynergyGymError):
 class UnknownNameError(SynergyGymError):
     """A name (policy, model, preset) that is not one of the valid ones."""
 
-    def __init__(self, kind: str, name: str, valid: list[str] | tuple[str, ...]) -> None:
+    def __init__(self, kind: str, name: object, valid: list[str] | tuple[str, ...]) -> None:
+        """``name`` as given: text shows quoted (``'fifo+magic'``), anything else as itself (``None``, ``5``)."""
         self.kind = kind
         self.name = name
         self.valid = tuple(valid)
         super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.valid)}")
 
-    def __reduce__(self) -> tuple[type[UnknownNameError], tuple[str, str, tuple[str, ...]]]:
+    def __reduce__(self) -> tuple[type[UnknownNameError], tuple[str, object, tuple[str, ...]]]:
         """Pickle by the constructor's arguments, so the error survives a worker process (a plain ``ValueError``
         would be rebuilt from its message alone, which this ``__init__`` does not take)."""
         return type(self), (self.kind, self.name, self.valid)

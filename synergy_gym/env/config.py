@@ -152,11 +152,11 @@ class EnvConfig:
             if not isinstance(getattr(self, name), str):
                 raise ConfigError(f"env kwarg {name} must be a name (a string), got {shown(getattr(self, name))}")
         if self.invalid_action not in INVALID_ACTION_MODES:
-            raise UnknownNameError("invalid_action", str(self.invalid_action), INVALID_ACTION_MODES)
+            raise UnknownNameError("invalid_action", self.invalid_action, INVALID_ACTION_MODES)
         if self.redecide not in REDECIDE_MODES:
-            raise UnknownNameError("redecide", str(self.redecide), REDECIDE_MODES)
+            raise UnknownNameError("redecide", self.redecide, REDECIDE_MODES)
         if self.levels not in LEVEL_KINDS:
-            raise UnknownNameError("levels", str(self.levels), LEVEL_KINDS)
+            raise UnknownNameError("levels", self.levels, LEVEL_KINDS)
         positive("jobs_per_hour")
         check_jobs_per_hour(self.jobs_per_hour, "env kwarg jobs_per_hour", ConfigError)
         positive("num_jobs", integer=True)
@@ -192,7 +192,7 @@ class EnvConfig:
         if self.render_mode is not None and not isinstance(self.render_mode, str):
             raise ConfigError(f"env kwarg render_mode must be None, 'ansi' or 'rgb_array', got {shown(self.render_mode)}")
         if self.render_mode not in (None, *RENDER_MODES):
-            raise UnknownNameError("render_mode", str(self.render_mode), RENDER_MODES)
+            raise UnknownNameError("render_mode", self.render_mode, RENDER_MODES)
         if self.workload is not None and self.trace is not None:
             raise ConfigError("env kwargs workload and trace cannot be combined")
 

@@ -112,7 +112,7 @@ class GridPoints:
 
 def check_kind(kind: str) -> None:
     if kind not in LEVEL_KINDS:
-        raise UnknownNameError("levels", str(kind), LEVEL_KINDS)
+        raise UnknownNameError("levels", kind, LEVEL_KINDS)
 
 
 def level_count(zoo: ModelZoo, kind: str) -> int:

@@ -56,7 +56,7 @@ class ActionLayout:
         n_running: int = 0,
     ) -> None:
         if invalid_action not in INVALID_ACTION_MODES:
-            raise UnknownNameError("invalid_action", str(invalid_action), INVALID_ACTION_MODES)
+            raise UnknownNameError("invalid_action", invalid_action, INVALID_ACTION_MODES)
         self.n_slots, self.n_levels = n_slots, n_levels
         self.agent_orders = agent_orders
         self.raise_on_invalid = invalid_action == "raise"

@@ -54,7 +54,7 @@ def no_wait_start_s(arrival_s: np.ndarray, round_s: float = 300.0, timing: str =
     """When the no-waiting bound starts each job: the round boundary at or after its arrival (``"round"``, as
     :func:`round_release_s`), or its arrival."""
     if timing not in TIMINGS:
-        raise UnknownNameError("timing", str(timing), TIMINGS)
+        raise UnknownNameError("timing", timing, TIMINGS)
     try:
         arrival_s = np.asarray(arrival_s, dtype=float)
     except (TypeError, ValueError):
@@ -76,7 +76,7 @@ def no_wait_jct_s(workload: Workload, cluster: ClusterSpec, round_s: float = 300
     """
     round_s = check_positive("round_s", round_s, unit="seconds")
     if timing not in TIMINGS:
-        raise UnknownNameError("timing", str(timing), TIMINGS)
+        raise UnknownNameError("timing", timing, TIMINGS)
     if not isinstance(workload, Workload):
         raise WorkloadError(f"no_wait_jct_s(): workload must be a Workload, got {type(workload).__name__}")
     if not isinstance(cluster, ClusterSpec):

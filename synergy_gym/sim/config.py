@@ -53,11 +53,11 @@ class SimulationConfig:
             hint = "; use ProfilerConfig(**settings)" if isinstance(self.profiler, dict) else ""
             raise ConfigError(f"profiler must be a ProfilerConfig, got a {type(self.profiler).__name__}{hint}")
         if self.placement not in PLACEMENTS:
-            raise UnknownNameError("placement", str(self.placement), PLACEMENTS)
+            raise UnknownNameError("placement", self.placement, PLACEMENTS)
         if self.timing not in TIMINGS:
-            raise UnknownNameError("timing", str(self.timing), TIMINGS)
+            raise UnknownNameError("timing", self.timing, TIMINGS)
         if self.sensitivity not in SENSITIVITIES:
-            raise UnknownNameError("sensitivity", str(self.sensitivity), SENSITIVITIES)
+            raise UnknownNameError("sensitivity", self.sensitivity, SENSITIVITIES)
 
 
 def kernels_removed() -> str:

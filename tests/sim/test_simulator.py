@@ -193,6 +193,8 @@ def test_bad_config_values_are_named():
         SimulationConfig(timing="fast")
     with pytest.raises(UnknownNameError, match="unknown placement 'random'"):
         SimulationConfig(placement="random")
+    with pytest.raises(UnknownNameError, match=r"^unknown timing None; valid: round, exact$"):
+        SimulationConfig(timing=None)  # was: "unknown timing 'None'", as if the text 'None' had been given
 
 
 def test_observer_sees_every_planned_round(make_workload):
