@@ -83,6 +83,16 @@ def model_hint(model: Any) -> str | None:
     return kwargs.get("hint_policy") or None
 
 
+def env_observation_space(model: Any) -> gym.Space:
+    """The observations ``model`` decides on as the environment gives them: its own observation space, less the
+    heuristic's action (:data:`HINT_KEY`) that a model trained with ``hint_policy`` observes and
+    :class:`~synergy_gym.agents.wrappers.AgentPolicy` adds."""
+    space = model.observation_space
+    if model_hint(model) is not None and isinstance(space, spaces.Dict):
+        return spaces.Dict({key: sub for key, sub in space.spaces.items() if key != HINT_KEY})
+    return space
+
+
 class DepartureCount(NamedTuple):
     """What :func:`departures` counted in one episode."""
 

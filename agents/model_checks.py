@@ -34,12 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
 def model_space_parts(model: Any) -> dict[str, str]:
     """:func:`spaces_parts` of the environment ``model`` acts in: its own spaces, less the heuristic's action that a
     model trained with ``hint_policy`` observes (:class:`~synergy_gym.agents.wrappers.AgentPolicy` adds it)."""
-    from synergy_gym.agents.heuristic_hint import HINT_KEY, model_hint
+    from synergy_gym.agents.heuristic_hint import env_observation_space
 
-    parts = spaces_parts(model.observation_space, model.action_space)
-    if model_hint(model) is not None:
-        parts.pop(HINT_KEY, None)
-    return parts
+    return spaces_parts(env_observation_space(model), model.action_space)
 
 
 def check_env_id(env_id: str) -> None:

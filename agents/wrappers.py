@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
-
-from synergy_gym.agents.heuristic_hint import HINT_KEY, hint_heuristic, model_hint, with_hint
+from synergy_gym.agents.heuristic_hint import env_observation_space, hint_heuristic, model_hint, with_hint
 
 
 class AgentPolicy:
@@ -40,10 +38,7 @@ class AgentPolicy:
     @property
     def observation_space(self) -> Any:
         """The observations the model decides on, as the environment gives them (without the hint key it adds)."""
-        space = self.model.observation_space
-        if self.hint is not None and isinstance(space, gym.spaces.Dict):
-            return gym.spaces.Dict({key: sub for key, sub in space.spaces.items() if key != HINT_KEY})
-        return space
+        return env_observation_space(self.model)
 
     @property
     def action_space(self) -> Any:
