@@ -30,6 +30,8 @@ MAX_ROUNDS = 10**15
 REDECIDE_MODES: tuple[str, ...] = ("changes", "every_event")
 #: The running rows (``max_running``) shown by default; another value needs ``redecide="changes"`` with preemption.
 MAX_RUNNING_DEFAULT = 32
+#: The smallest ``reward_scale`` (seconds a unit of reward): below it a long episode's rewards leave float64's range.
+MIN_REWARD_SCALE = 1e-6
 #: Keyword arguments that were removed, and why.
 REMOVED: dict[str, str] = {"kernels": kernels_removed()}
 
@@ -166,6 +168,9 @@ class EnvConfig:
         if self.max_rounds > MAX_ROUNDS:
             raise ConfigError(f"env kwarg max_rounds {self.max_rounds!r} exceeds the maximum of {MAX_ROUNDS:,}")
         positive("reward_scale")
+        if self.reward_scale < MIN_REWARD_SCALE:
+            raise ConfigError(f"env kwarg reward_scale {self.reward_scale!r} is below the minimum of {MIN_REWARD_SCALE:g} "
+                              "(seconds a unit of reward; a smaller scale makes the rewards infinite)")
         positive("max_queue", integer=True)
         if self.max_queue > MAX_QUEUE:
             raise ConfigError(f"env kwarg max_queue {self.max_queue!r} exceeds the maximum of {MAX_QUEUE:,}")

@@ -274,6 +274,8 @@ def test_a_class_split_that_is_not_three_weights_is_refused_saying_so(split):
         ({"max_rounds": 10**15 + 1}, "env kwarg max_rounds 1000000000000001 exceeds the maximum of 1,000,000,000,000,000"),
         ({"jobs_per_hour": 1e-20}, "env kwarg jobs_per_hour 1e-20 is below the minimum of 1e-06 jobs an hour"),
         ({"jobs_per_hour": 1e-300}, "env kwarg jobs_per_hour 1e-300 is below the minimum of 1e-06 jobs an hour"),
+        # was: accepted, and the rewards came out as -inf
+        ({"reward_scale": 1e-320}, "env kwarg reward_scale 1e-320 is below the minimum of 1e-06 (seconds a unit"),
         ({"multigpu": np.array([True, False])}, "env kwarg multigpu must be true or false, got array([ True, False])"),
     ],
 )
