@@ -16,6 +16,7 @@ from gymnasium import spaces
 
 import synergy_gym.env.observe_kernel as ok
 import synergy_gym.env.observe_rows_kernel as rk
+from synergy_gym.env.levels import granted_demands
 from synergy_gym.env.observe_kernel import HIST_BINS, TIME_SCALE_H, layout_offsets
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import TASKS, ModelZoo
@@ -28,7 +29,7 @@ SLOT_FEATURES = (
     "vision", "language", "speech",  # task one-hot
     "remaining_fraction",  # iterations left / total
     "runtime_fair",  # run time left at the fair share (squashed hours)
-    "runtime_demand",  # run time left at its best-case demand (squashed hours)
+    "runtime_demand",  # run time left at its demand level, level 1 (squashed hours)
     "age",  # time since arrival (squashed hours)
     "attained",  # time it has run so far (squashed hours)
     "was_running",  # it held GPUs until this event (preemptive mode)
@@ -190,11 +191,13 @@ class ObservationBuilder:
         table = np.empty((n, ok.JOB_COLUMNS))
         table[:, ok.ARRIVAL_H] = jobs.arrival_s / 3600.0
         table[:, ok.FAIR_H] = fair_h = jobs.iter_time_s / jobs.tput_fair / 3600.0
-        table[:, ok.DEMAND_H] = jobs.iter_time_s / jobs.tput_target / 3600.0
+        # The demand as the demand level shows it: a request slower than its fallback is granted the fallback.
+        demand_cpu, demand_mem, demand_tput = granted_demands(jobs)
+        table[:, ok.DEMAND_H] = jobs.iter_time_s / demand_tput / 3600.0
         table[:, ok.FAIR_GPU_H] = jobs.gpus * fair_h / c.total_gpus
         # Best-case CPU and memory demand and GPUs, as fractions of the cluster's.
-        table[:, ok.DEMAND_CPU] = jobs.gpus * jobs.target_cpu / c.total_cpus
-        table[:, ok.DEMAND_MEM] = jobs.gpus * jobs.target_mem / c.total_mem_gb
+        table[:, ok.DEMAND_CPU] = jobs.gpus * demand_cpu / c.total_cpus
+        table[:, ok.DEMAND_MEM] = jobs.gpus * demand_mem / c.total_mem_gb
         table[:, ok.DEMAND_GPUS] = static[:, 0]
         table[:, ok.GPUS] = jobs.gpus
         table[:, ok.INV_FAIR_TPUT] = 1.0 / jobs.tput_fair

@@ -28,9 +28,9 @@ TIME_SCALE_H = 10.0
 #: Columns of the per-job float64 table (:attr:`ObservationBuilder.job_table`, jobs × JOB_COLUMNS).
 ARRIVAL_H = 0  # arrival, hours
 FAIR_H = 1  # hours per iteration at the fair share
-DEMAND_H = 2  # hours per iteration at the best-case demand
+DEMAND_H = 2  # hours per iteration at the demand level (the best-case demand, or the fallback Tune grants a slower one)
 FAIR_GPU_H = 3  # GPU-hours per iteration at the fair share / cluster GPUs
-DEMAND_CPU, DEMAND_MEM, DEMAND_GPUS = 4, 5, 6  # best-case demand / the cluster's
+DEMAND_CPU, DEMAND_MEM, DEMAND_GPUS = 4, 5, 6  # the demand level's CPUs and GB / the cluster's
 GPUS = 7  # GPUs, as a float
 INV_FAIR_TPUT = 8  # 1 / fair-share throughput
 ITER_H = 9  # hours per iteration at throughput 1

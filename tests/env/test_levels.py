@@ -217,3 +217,25 @@ def test_a_demand_slower_than_the_fair_share_shows_as_what_tune_grants():
     ledger, c = env.sim.ledger, env.sim.cluster
     slot = int(np.flatnonzero(np.asarray(ledger.jobs[: ledger.n_slots]) == 0)[0])
     assert (ledger.cpu[slot], ledger.mem[slot]) == (c.fair_cpus_per_gpu, c.fair_mem_gb_per_gpu)
+
+
+def test_the_observations_demand_is_the_demand_level_also_for_a_request_slower_than_the_fair_share():
+    # Job 0 asks 1 CPU and 10 GB per GPU, slower than the fair share it is granted: its runtime_demand and its part of
+    # the demand features read what the demand level grants (the fair share), as job 1 at the fair share does. They
+    # read the raw request before: runtime_demand 10× the run time at the fair share, which admitting it gives.
+    from synergy_gym import Workload
+    from synergy_gym.env import SynergyEnv
+    from synergy_gym.env.observation import DEMAND_FEATURES, SLOT_FEATURES, hours, slot_arrays
+
+    w = Workload.build(ZOO, job_id=[0, 1], model=[0, 0], gpus=[1, 1], arrival_s=[0, 0], total_iters=[36000, 36000],
+                       cpu_demand_per_gpu=[1.0, 3.0], mem_demand_per_gpu=[10.0, 62.5], run_until="all")
+    env = SynergyEnv(cluster="small", workload=w, max_queue=2)
+    obs, _ = env.reset(seed=0)
+    slots, _ = slot_arrays(obs)
+    fair, demand = (SLOT_FEATURES.index(k) for k in ("runtime_fair", "runtime_demand"))
+    assert hours(slots[0, demand]) == pytest.approx(hours(slots[0, fair]), rel=1e-5)
+    assert slots[0].tolist() == slots[1].tolist()  # the same model and GPUs, granted the same
+    wait_cpu, wait_mem = (DEMAND_FEATURES.index(k) for k in ("waiting_cpu", "waiting_mem"))
+    c = env.sim.cluster
+    share = 2 * c.fair_cpus_per_gpu / c.total_cpus, 2 * c.fair_mem_gb_per_gpu / c.total_mem_gb
+    assert obs["demand"][[wait_cpu, wait_mem]] == pytest.approx([x / (x + 1) for x in share], rel=1e-5)
