@@ -12,7 +12,7 @@ Importing the package registers the Gymnasium environments of
 
 from synergy_gym.env.scenarios import SCENARIOS, Scenario, register_envs
 from synergy_gym.errors import ConfigError, SynergyGymError, UnknownNameError, WorkloadError
-from synergy_gym.experiments.evaluation import evaluate
+from synergy_gym.experiments.evaluation import TruncatedEpisodesWarning, evaluate
 from synergy_gym.experiments.harness import CaseResult, WorkloadCase, run_cases
 from synergy_gym.sim.allocation import FairShare, Greedy, Tune
 from synergy_gym.sim.cluster import ClusterSpec, cluster_preset, load_cluster
@@ -33,6 +33,6 @@ register_envs()
 __all__ = [
     "CaseResult", "ClusterSpec", "ConfigError", "FIFO", "FairShare", "Greedy", "LAS", "ModelProfile",
     "ModelZoo", "RunSummary", "SCENARIOS", "SRTF", "Scenario", "SchedulingPolicy", "SimulationConfig", "SimulationResult",
-    "Simulator", "SynergyGymError", "SyntheticWorkload", "Tune", "UnknownNameError", "Workload", "WorkloadCase",
-    "WorkloadError", "cluster_preset", "evaluate", "load_cluster", "run_cases",
+    "Simulator", "SynergyGymError", "SyntheticWorkload", "TruncatedEpisodesWarning", "Tune", "UnknownNameError", "Workload",
+    "WorkloadCase", "WorkloadError", "cluster_preset", "evaluate", "load_cluster", "run_cases",
 ]

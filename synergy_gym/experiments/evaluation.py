@@ -20,6 +20,7 @@ import contextlib
 import inspect
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,21 @@ DECISION_KEYS = ("round", "time_h", "kind", "job_id", "slot", "level", "ahead", 
                  "n_valid", "filled_slots", "features")
 #: Columns of :func:`job_frame`, in order.
 JOB_COLUMNS = ("job_id", "arrival_h", "start_h", "finish_h", "jct_h", "gpus", "model")
+
+
+class TruncatedEpisodesWarning(RuntimeWarning):
+    """Episodes of an evaluation were cut off at ``max_rounds`` with jobs unfinished (their rows' ``terminated``
+    is False): those jobs count with their time so far, so the episodes' JCTs understate them."""
+
+
+def warn_truncated(caller: str, label: object, rows: list[dict[str, Any]]) -> None:
+    """A :class:`TruncatedEpisodesWarning` naming ``caller``, the policy and the seeds of the rows not terminated."""
+    cut = [str(row["seed"]) for row in rows if not row["terminated"]]
+    if cut:
+        seeds = ", ".join(cut[:5]) + (", …" if len(cut) > 5 else "")
+        warnings.warn(f"{caller}: {len(cut)} of {len(rows)} episodes of {label} were cut off at max_rounds (seeds "
+                      f"{seeds}) with jobs unfinished; those jobs count with their time so far, so the JCTs "
+                      "understate them", TruncatedEpisodesWarning, stacklevel=3)
 
 
 def job_frame(jobs: Any, start_s: np.ndarray | None = None, finish_s: np.ndarray | None = None) -> pd.DataFrame:
@@ -209,7 +225,8 @@ def evaluate(
 
     JCT statistics are over all jobs of the episode (``compare`` reports its
     measured window instead); in an episode cut off at ``max_rounds``
-    (``terminated`` False) unfinished jobs count with their time so far. The
+    (``terminated`` False) unfinished jobs count with their time so far, and a
+    :class:`TruncatedEpisodesWarning` names the seeds of such episodes. The
     row also holds the final ``info``'s ``decisions``, ``invalid_actions`` and
     ``episode_rounds`` (NaN if absent).
 
@@ -260,7 +277,9 @@ def evaluate(
     batched = getattr(policy, "batch_predictor", None)
     predict = batched(deterministic) if callable(batched) else None
     if predict is not None:
-        return pd.DataFrame(run_batched(predict, make, seed_list, label, record, on_episode))
+        batch_rows = run_batched(predict, make, seed_list, label, record, on_episode)
+        warn_truncated("evaluate()", label, batch_rows)
+        return pd.DataFrame(batch_rows)
     masks = _accepts(policy, "action_masks")
     # SB3's signature: a recurrent policy's state goes back in. A predict(obs, **kwargs) gets them once it has returned
     # a state (a wrapper forwarding to a recurrent model); one that returns None never does (its **kwargs may go to a
@@ -269,7 +288,7 @@ def evaluate(
     forwards = not stateful and _accepts(policy, "state", "episode_start", any_keyword=True)
     reseed = getattr(policy, "reseed", None)
     gave_state = False  # (a forwarding predict gets the state once it has given one)
-    rows = []
+    rows: list[dict[str, Any]] = []
     env = make()
     base: Any = env.unwrapped  # a SynergyEnv (duck-typed: its mask and simulator)
     try:
@@ -307,6 +326,7 @@ def evaluate(
                 on_episode(len(rows), len(seed_list))
     finally:
         env.close()
+    warn_truncated("evaluate()", label, rows)
     return pd.DataFrame(rows)
 
 

@@ -9,6 +9,7 @@ where episodes were truncated, marks the truncated policies and names one that f
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -119,3 +120,22 @@ def test_the_default_curves_fall_back_on_the_simulators_fifo_tune_when_the_env_s
                             "truncated": [1, 0]})
     jcts = {("fifo+tune", "env"): env_jobs, ("fifo+tune", "sim"): np.ones(4)}
     assert list(cdf_curves(jcts, summary)) == expected
+
+
+def test_evaluate_warns_of_episodes_cut_off_at_max_rounds_naming_the_seeds_and_not_of_finished_ones():
+    # A policy that leaves jobs waiting until max_rounds got a mean JCT that looked good and said nothing in Python
+    # (the command's table marks it "(N truncated)").
+    from synergy_gym import TruncatedEpisodesWarning, evaluate
+    from synergy_gym.baselines.env_heuristics import env_heuristics
+
+    fifo = env_heuristics()["fifo+tune"]
+    with pytest.warns(TruncatedEpisodesWarning) as caught:
+        frame = evaluate(fifo, SMALL, seeds=[0, 1], num_jobs=12, max_rounds=2)
+    assert frame["terminated"].tolist() == [False, False]
+    message = str(caught[0].message)
+    assert message.startswith("evaluate(): 2 of 2 episodes of fifo+tune were cut off at max_rounds (seeds 0, 1)")
+    assert caught[0].filename == __file__  # pointed at the caller
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncatedEpisodesWarning)
+        frame = evaluate(fifo, SMALL, seeds=[0], num_jobs=12)  # finished: no warning
+    assert frame["terminated"].tolist() == [True]
