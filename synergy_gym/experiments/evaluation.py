@@ -58,10 +58,11 @@ def warn_truncated(caller: str, label: object, rows: list[dict[str, Any]]) -> No
     """A :class:`TruncatedEpisodesWarning` naming ``caller``, the policy and the seeds of the rows not terminated."""
     cut = [str(row["seed"]) for row in rows if not row["terminated"]]
     if cut:
-        seeds = ", ".join(cut[:5]) + (", …" if len(cut) > 5 else "")
-        warnings.warn(f"{caller}: {len(cut)} of {len(rows)} episodes of {label} were cut off at max_rounds (seeds "
-                      f"{seeds}) with jobs unfinished; those jobs count with their time so far, so the JCTs "
-                      "understate them", TruncatedEpisodesWarning, stacklevel=3)
+        seeds = ("seeds " if len(cut) > 1 else "seed ") + ", ".join(cut[:5]) + (", …" if len(cut) > 5 else "")
+        episodes = "episodes" if len(rows) > 1 else "episode"
+        warnings.warn(f"{caller}: {len(cut)} of {len(rows)} {episodes} of {label} cut off at max_rounds ({seeds}) "
+                      "with jobs unfinished; those jobs count with their time so far, so the JCTs understate them",
+                      TruncatedEpisodesWarning, stacklevel=3)
 
 
 def job_frame(jobs: Any, start_s: np.ndarray | None = None, finish_s: np.ndarray | None = None) -> pd.DataFrame:

@@ -133,8 +133,11 @@ def test_evaluate_warns_of_episodes_cut_off_at_max_rounds_naming_the_seeds_and_n
         frame = evaluate(fifo, SMALL, seeds=[0, 1], num_jobs=12, max_rounds=2)
     assert frame["terminated"].tolist() == [False, False]
     message = str(caught[0].message)
-    assert message.startswith("evaluate(): 2 of 2 episodes of fifo+tune were cut off at max_rounds (seeds 0, 1)")
+    assert message.startswith("evaluate(): 2 of 2 episodes of fifo+tune cut off at max_rounds (seeds 0, 1) with jobs")
     assert caught[0].filename == __file__  # pointed at the caller
+    with pytest.warns(TruncatedEpisodesWarning, match=r"^evaluate\(\): 1 of 1 episode of fifo\+tune cut off at max_rounds "
+                      r"\(seed 7\)"):
+        evaluate(fifo, SMALL, seeds=[7], num_jobs=12, max_rounds=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", TruncatedEpisodesWarning)
         frame = evaluate(fifo, SMALL, seeds=[0], num_jobs=12)  # finished: no warning
