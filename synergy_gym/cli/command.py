@@ -208,9 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.version:
         print(f"synergy-gym {package_version()}")
         return 0
-    if args.command is None:
-        print(command_list(parser), file=sys.stderr)
-        return 2
+    if args.command is None:  # asked for nothing but the list (as `synergy-gym --help` is): on stdout, for a pager
+        print(command_list(parser))
+        return 0
     try:
         with warnings.catch_warnings(), sigterm_as_interrupt():
             warnings.showwarning = _OneLineWarnings(set())
