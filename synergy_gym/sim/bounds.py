@@ -11,8 +11,9 @@ under the simulator's timing (:class:`~synergy_gym.sim.config.SimulationConfig`)
 
 Where a job's demand is its fastest point – true of the model zoo's demands – no scheduler finishes
 it earlier, so the bound's mean JCT is below every policy's on the same workload. A job's own demand
-slower than its fair share (a trace's CPU or memory column) is not a bound: Tune falls back to the
-fair share there, and OPT and the fair share give it more than its demand.
+that is not its fastest point within one server (a trace's CPU or memory column) is not a bound: where it is slower than
+the fair share, Tune falls back to the fair share, and OPT and the fair share give it more than its
+demand; where it is between the two, OPT may grant more than the demand.
 """
 
 from __future__ import annotations
