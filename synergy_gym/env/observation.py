@@ -195,7 +195,7 @@ class ObservationBuilder:
         demand_cpu, demand_mem, demand_tput = granted_demands(jobs)
         table[:, ok.DEMAND_H] = jobs.iter_time_s / demand_tput / 3600.0
         table[:, ok.FAIR_GPU_H] = jobs.gpus * fair_h / c.total_gpus
-        # Best-case CPU and memory demand and GPUs, as fractions of the cluster's.
+        # The demand level's CPUs and memory, and the GPUs, as fractions of the cluster's.
         table[:, ok.DEMAND_CPU] = jobs.gpus * demand_cpu / c.total_cpus
         table[:, ok.DEMAND_MEM] = jobs.gpus * demand_mem / c.total_mem_gb
         table[:, ok.DEMAND_GPUS] = static[:, 0]

@@ -54,7 +54,7 @@ class TruncatedEpisodesWarning(RuntimeWarning):
     is False): those jobs count with their time so far, so the episodes' JCTs understate them."""
 
 
-def warn_truncated(caller: str, label: object, rows: list[dict[str, Any]]) -> None:
+def _warn_truncated(caller: str, label: object, rows: list[dict[str, Any]]) -> None:
     """A :class:`TruncatedEpisodesWarning` naming ``caller``, the policy and the seeds of the rows not terminated."""
     cut = [str(row["seed"]) for row in rows if not row["terminated"]]
     if cut:
@@ -279,7 +279,7 @@ def evaluate(
     predict = batched(deterministic) if callable(batched) else None
     if predict is not None:
         batch_rows = run_batched(predict, make, seed_list, label, record, on_episode)
-        warn_truncated("evaluate()", label, batch_rows)
+        _warn_truncated("evaluate()", label, batch_rows)
         return pd.DataFrame(batch_rows)
     masks = _accepts(policy, "action_masks")
     # SB3's signature: a recurrent policy's state goes back in. A predict(obs, **kwargs) gets them once it has returned
@@ -327,7 +327,7 @@ def evaluate(
                 on_episode(len(rows), len(seed_list))
     finally:
         env.close()
-    warn_truncated("evaluate()", label, rows)
+    _warn_truncated("evaluate()", label, rows)
     return pd.DataFrame(rows)
 
 
