@@ -62,7 +62,7 @@ from synergy_gym.baselines.preempting import (
 )
 from synergy_gym.env.levels import DEMAND_LEVEL, level_count
 from synergy_gym.env.observation import CLUSTER_FEATURES, LEVEL_FEATURES, SLOT_FEATURES, hours, slot_arrays
-from synergy_gym.errors import UnknownNameError
+from synergy_gym.errors import ConfigError, UnknownNameError
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.validation import check_positive
 
@@ -93,6 +93,11 @@ class EnvHeuristic:
         """The action for ``observation`` (one or a batch), and ``state`` unchanged."""
         del episode_start, deterministic  # Stable-Baselines3's signature; a heuristic has no use for them
         mask = np.asarray(action_masks if action_masks is not None else observation["action_mask"]) > 0
+        expected = np.shape(observation["action_mask"])
+        if mask.shape != expected:
+            raise ConfigError(
+                f"action_masks must have the observation's action_mask shape {expected}, got {mask.shape}"
+            )
         if mask.ndim == 1:
             return np.array(self.choose(self.structured(observation), mask)), state
         picks = [

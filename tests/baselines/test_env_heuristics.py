@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -165,3 +167,20 @@ def test_priority_walks_do_not_idle_the_cluster_when_the_env_orders_the_jobs(nam
         action, _ = policy.predict(obs, action_masks=env.unwrapped.action_masks())
         obs, _, terminated, truncated, info = env.step(int(action))
     assert terminated and info["jobs_unfinished"] == 0
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 161)])
+def test_predict_refuses_a_mask_of_another_shape_than_the_observations(shape):
+    # A mask of the wrong length was a ValueError from a reshape deep inside, and a batch of masks beside one
+    # observation an IndexError from slot_arrays.
+    import gymnasium as gym
+
+    from synergy_gym.errors import ConfigError
+
+    env = gym.make("Synergy-small-v0")
+    obs, _ = env.reset(seed=0)
+    assert obs["action_mask"].shape == (161,)
+    policy = env_heuristics()["srtf+tune"]
+    with pytest.raises(ConfigError, match=rf"action_masks must have .* shape \(161,\), got {re.escape(str(shape))}"):
+        policy.predict(obs, action_masks=np.ones(shape, dtype=np.int8))
+    assert policy.predict(obs, action_masks=obs["action_mask"])[0] == policy.predict(obs)[0]
