@@ -266,8 +266,9 @@ def scores_figure(scored: Scored) -> Figure:
         x = np.arange(len(runs)) - 0.4 + width * (i + 0.5)
         heights = [clipped(float(xi), v) if math.isfinite(v) else math.nan for xi, v in zip(x, values)]
         agent = source == "agent"
-        for xi, height, cut in zip(x, heights, _truncations(runs, source, policy)):
-            if agent and not math.isfinite(height):  # skipped in this cell: no bar, not a score of 0
+        ran = [len(row) > 0 for row in _rows(runs, source, policy)]
+        for xi, height, cut, did_run in zip(x, heights, _truncations(runs, source, policy), ran):
+            if agent and not did_run:  # skipped in this cell: no bar, not a score of 0
                 ax.annotate("not run", (float(xi), 0.0), ha="center", va="bottom", rotation=90, fontsize="x-small",
                             xytext=(0, 2), textcoords="offset points")
             elif cut and math.isfinite(height):
@@ -282,9 +283,14 @@ def scores_figure(scored: Scored) -> Figure:
         ys = [clipped(float(xi), v) if math.isfinite(v) else math.nan for xi, v in zip(x, values)]
         ax.scatter(x, ys, marker=("_", "x", "+")[j % 3], s=500 if j % 3 == 0 else 60, color="black",
                    label=f"{policy} (bound)", zorder=3)
+    for xi, (_, score) in enumerate(runs):
+        if math.isnan(score.reference.score(score.reference.best_h)):  # no room between the two references
+            ax.annotate(f"scores undefined:\n{ZERO} is the best\nenv heuristic", (float(xi), 50.0), ha="center",
+                        va="center", fontsize="x-small")
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.axhline(100, color="grey", linewidth=0.8, linestyle="--")
     ax.set_ylim(low, high)
+    ax.set_xlim(-0.5, len(runs) - 0.5)  # every cell whole, also one whose scores are all undefined (no bars)
     ax.set_xticks(np.arange(len(runs)), [run.cell.short for run, _ in runs])
     ax.set_ylabel(f"score (0 = env {ZERO}, 100 = best env heuristic)")
     heuristics = len([n for n in HEURISTIC_NAMES if n != "random"])

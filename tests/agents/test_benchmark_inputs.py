@@ -78,6 +78,21 @@ def test_an_agent_skipped_in_a_cell_has_no_bar_there_not_a_score_of_zero():
     assert [t.get_text() for t in ax.texts] == ["not run"]
 
 
+def test_an_agent_whose_score_is_undefined_is_not_said_not_to_have_run_and_its_cell_stays_on_the_axis():
+    # Where fifo+tune is the best env heuristic every score is undefined (NaN): the agent's bar was labelled
+    # "not run", and the cell, with no finite bar, fell half off the axis.
+    from synergy_gym.agents.benchmark_outputs import scores_figure
+
+    tied = {**CELL, ("fifo+tune", "env"): [20.0, 20.0, 20.0]}
+    first = CellRun(Cell(SCARCE, "default"), ["agent-a"], [], [], frame(tied))
+    second = CellRun(Cell(SCARCE, "preemptive"), ["agent-a"], [], [], frame(CELL))
+    ax = scores_figure([(first, score_cell(frame(tied))), (second, score_cell(frame(CELL)))]).axes[0]
+    texts = [t for t in ax.texts if t.get_text()]
+    assert [t.get_text() for t in texts] == ["scores undefined:\nfifo+tune is the best\nenv heuristic"]
+    assert texts[0].xy[0] == 0.0
+    assert ax.get_xlim() == (-0.5, 1.5)
+
+
 @pytest.mark.slow
 def test_a_benchmark_cut_short_by_max_rounds_says_so_and_keeps_both_env_kwargs_groups(tmp_path, capsys):
     out = tmp_path / "out"
