@@ -191,7 +191,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         seed, options = check_seed(seed), check_reset_options(options)  # before anything changes
         super().reset(seed=seed)
-        workload = episode_workload(self.source, self.np_random, options)
+        workload = episode_workload(self.source, self.np_random, options, self.zoo)
         config = self.sim_config
         if self.cfg.sensitivity == "profiled":  # a fresh profiling noise draw per episode
             config = self.cfg.simulation_config(profile_seed=int(self.np_random.integers(0, 2**31 - 1)))
@@ -313,7 +313,7 @@ class SynergyEnv(gym.Env[dict[str, np.ndarray], np.int64]):
 
     def workload_for_seed(self, seed: int) -> Workload:
         """The jobs ``reset(options={"workload_seed": seed})`` runs (any seed, for a fixed workload); no reset needed."""
-        return source_jobs(self.source, check_workload_seed(seed))
+        return source_jobs(self.source, check_workload_seed(seed), self.zoo)
 
     def action_masks(self) -> np.ndarray:
         """Valid actions (for sb3-contrib's MaskablePPO): filled slots' honourable levels, and stop.

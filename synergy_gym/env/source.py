@@ -77,7 +77,9 @@ class FixedWorkload:
         return self.jobs
 
 
-def episode_workload(source: WorkloadSource, np_random: np.random.Generator, options: dict | None) -> Workload:
+def episode_workload(
+    source: WorkloadSource, np_random: np.random.Generator, options: dict | None, zoo: ModelZoo
+) -> Workload:
     """The workload of a new episode: for ``options["workload_seed"]`` if given, else for a seed from ``np_random``.
 
     ``options`` are checked (:func:`~synergy_gym.env.calls.check_reset_options`). A source that
@@ -85,17 +87,36 @@ def episode_workload(source: WorkloadSource, np_random: np.random.Generator, opt
     """
     options = check_reset_options(options)
     if "workload_seed" in options:
-        return source_jobs(source, options["workload_seed"])
-    return source_jobs(source, int(np_random.integers(0, 2**31 - 1)) if source.seeded else None)
+        return source_jobs(source, options["workload_seed"], zoo)
+    return source_jobs(source, int(np_random.integers(0, 2**31 - 1)) if source.seeded else None, zoo)
 
 
-def source_jobs(source: WorkloadSource, seed: int | None) -> Workload:
-    """``source.workload(seed)`` as an episode runs it: every job to the end (``run_until="all"``)."""
+def source_jobs(source: WorkloadSource, seed: int | None, zoo: ModelZoo) -> Workload:
+    """``source.workload(seed)`` as an episode runs it: every job to the end (``run_until="all"``), over ``zoo``."""
     jobs = source.workload(seed)
     if not isinstance(jobs, Workload):
         raise ConfigError(f"workload source {type(source).__name__}: workload({seed!r}) must return a Workload, "
                           f"got {type(jobs).__name__}")
+    check_zoo(jobs, zoo, f"workload source {type(source).__name__}: workload({seed!r})")
     return jobs if jobs.run_until == "all" else replace(jobs, run_until="all")
+
+
+def check_zoo(jobs: Workload, zoo: ModelZoo, where: str) -> None:
+    """Refuse jobs over another model zoo than ``zoo`` (the environment's): their model indices would name other
+    models in the observation, the levels and ``render`` than the simulator runs."""
+    other = jobs.zoo
+    if other is zoo or (
+        other.names == zoo.names
+        and np.array_equal(other.tput_tensor(), zoo.tput_tensor())
+        and np.array_equal(other.cpu_grid, zoo.cpu_grid)
+        and np.array_equal(other.mem_grid, zoo.mem_grid)
+        and all(a.task == b.task and a.iter_time_s == b.iter_time_s for a, b in zip(other.models, zoo.models))
+    ):
+        return
+    raise ConfigError(
+        f"{where}: the jobs use another model zoo ({', '.join(other.names)}) than the environment, which observes "
+        f"and sizes jobs by the default zoo ({', '.join(zoo.names)}); build the workload on ModelZoo.default()"
+    )
 
 
 def job_shapes(source: WorkloadSource, zoo: ModelZoo) -> list[tuple[int, int, str]]:
@@ -139,6 +160,7 @@ def source_from_config(cfg: Any, cluster: ClusterSpec, zoo: ModelZoo) -> Workloa
     if isinstance(given, WorkloadSource):
         return given
     if isinstance(given, Workload):
+        check_zoo(given, zoo, "env kwarg workload")
         jobs, where = replace(given, run_until="all"), None
     elif given is not None:
         if not isinstance(given, (str, Path)) or not str(given).strip():  # '' would read as the folder '.'
@@ -151,5 +173,6 @@ def source_from_config(cfg: Any, cluster: ClusterSpec, zoo: ModelZoo) -> Workloa
             raise ConfigError(f"env kwarg trace must be the path of a trace file or folder, got {cfg.trace!r}")
         where = str(cfg.trace)
         jobs = _reader("trace")(Path(cfg.trace), class_split=tuple(cfg.class_split), max_jobs=int(cfg.num_jobs))
+    check_zoo(jobs, zoo, f"env kwarg {'workload' if given is not None else 'trace'}")
     jobs.check_fits(cluster, where)
     return FixedWorkload(jobs)

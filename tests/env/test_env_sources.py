@@ -197,3 +197,34 @@ def test_gym_make_refuses_a_config_dict_the_ids_kwargs_would_override():
         gym.make("Synergy-scarce-v0", config={"class_split": [20, 70, 10]})
     with pytest.raises(EnvCallError, match=r"config sets cluster='default'"):
         gym.make("Synergy-small-v0", config={"cluster": "default"})
+
+
+def test_jobs_over_another_model_zoo_are_refused_and_a_copy_of_the_default_zoo_is_not():
+    # The environment observes, sizes and renders jobs by the default zoo, the simulator runs them by their own:
+    # a deepspeech job over the zoo in reverse order showed as a vision job and rendered as alexnet.
+    from synergy_gym import ModelZoo
+
+    default = ModelZoo.default()
+    reordered = ModelZoo(tuple(reversed(default.models)))
+
+    def one_job(zoo):
+        return Workload.build(zoo, job_id=[0], model=[zoo.index("deepspeech")], gpus=[1], arrival_s=[0.0],
+                              total_iters=[1000.0], run_until="all")
+
+    refused = r"^env kwarg workload: the jobs use another model zoo \(deepspeech, m5, .*\) than the environment"
+    with pytest.raises(ConfigError, match=refused):
+        SynergyEnv(**SMALL, workload=one_job(reordered))
+
+    @dataclass(frozen=True)
+    class Reordered:
+        seeded: bool = False
+
+        def workload(self, seed):
+            return one_job(reordered)
+
+    env = SynergyEnv(**SMALL, workload=Reordered())
+    with pytest.raises(ConfigError, match=r"^workload source Reordered: workload\(None\): the jobs use another model"):
+        env.reset(seed=0)
+    with pytest.raises(ConfigError, match="another model zoo"):
+        env.workload_for_seed(0)
+    assert run_to_end(SynergyEnv(**SMALL, workload=one_job(ModelZoo.default())))["jobs_finished"] == 1
