@@ -16,7 +16,8 @@ to whole GPUs (any fraction of a GPU becomes one); requested CPUs and memory =
 GPUs – the job's requested share per GPU. An empty ``plan_cpu``, ``plan_mem``
 or ``plan_gpu`` is no request (a CPU task has no ``plan_gpu``). Jobs without
 GPU tasks (CPU-only jobs), without tasks, whose ``job_name`` is in the job
-table more than once (its tasks cannot be told apart), none of whose tasks has
+table more than once (its tasks cannot be told apart), with a ``task_name`` in the
+task table more than once (the task would count twice), none of whose tasks has
 a ``start_time``, or with a missing field, a duration ≤ 0, a bad time (a
 task's included), or a task whose ``inst_num`` is missing or not a number, or
 whose ``plan_cpu``, ``plan_mem`` or ``plan_gpu`` is text that is not a number,
@@ -102,6 +103,7 @@ def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) ->
     tasks["launch"] = pd.to_numeric(tasks["start_time"], errors="coerce")
     start_text = tasks["start_time"].notna() & (tasks["start_time"].astype(str).str.strip() != "")
     bad_launch = start_text & tasks["launch"].isna()  # a task start_time that is text, not a number
+    repeated_task = tasks.duplicated(["job_name", "task_name"], keep=False)  # summed twice, the job's GPUs doubled
     grouped = tasks.groupby("job_name")
     per_job = grouped[["gpus", "cpus", "mem"]].sum(min_count=1).join(grouped["launch"].min())
     frame = jobs.join(per_job, on="job_name")
@@ -119,6 +121,7 @@ def read_alibaba(job_table: str | Path, task_table: str | Path | None = None) ->
     for reason, bad in (
         ("no task", ~has_tasks),
         ("job_name repeated", frame["job_name"].duplicated(keep=False).to_numpy()),
+        ("task_name repeated within the job", any_task(repeated_task)),
         ("bad or missing time", ~(np.isfinite(start) & np.isfinite(launch) & np.isfinite(end)) | any_task(bad_launch)),
         ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
         ("missing or non-numeric inst_num", any_task(no_inst_num)),

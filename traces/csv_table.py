@@ -106,6 +106,8 @@ def parse_csv(path: Path, data: bytes, **kwargs: Any) -> pd.DataFrame:
     """``data`` (from :func:`read_file`) parsed as CSV; a malformed table is a one-line WorkloadError."""
     import pandas as pd
 
+    if kwargs.get("header", "infer") == "infer" and "names" not in kwargs:
+        _refuse_repeated_columns(path, data)
     try:
         frame = pd.read_csv(io.BytesIO(data), **kwargs)
     except pd.errors.EmptyDataError:
@@ -117,9 +119,45 @@ def parse_csv(path: Path, data: bytes, **kwargs: Any) -> pd.DataFrame:
         fields = _FIELDS.search(text)
         if fields:
             expected, line, saw = fields.groups()
+            long_row = _long_record(data, int(expected))  # pandas counts records, not lines: a quoted cell spans lines
+            line, saw = (str(long_row[0]), str(long_row[1])) if long_row else (line, saw)
             raise WorkloadError(f"{path}: row {line} has {saw} cells, but the header names {expected} columns") from None
         raise WorkloadError(f"{path}: not a readable CSV: {text}") from None
     return frame
+
+
+def _records(data: bytes) -> Iterator[tuple[int, list[str]]]:
+    """The CSV's records that are not blank lines (as pandas skips them), each with the line it starts on."""
+    reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))
+    while True:
+        start = reader.line_num + 1  # a quoted cell may span lines
+        record = next(reader, None)
+        if record is None:
+            return
+        if record and not (len(record) == 1 and not record[0].strip()):
+            yield start, record
+
+
+def _long_record(data: bytes, width: int) -> tuple[int, int] | None:
+    """(line, cells) of the first data record with more than ``width`` cells; None if Python's csv finds none."""
+    try:
+        rows = _records(data)
+        next(rows, None)  # the header
+        return next(((line, len(record)) for line, record in rows if len(record) > width), None)
+    except csv.Error:
+        return None
+
+
+def _refuse_repeated_columns(path: Path, data: bytes) -> None:
+    """Refuse a header that names a column twice (pandas would read the second as ``name.1``, silently unused)."""
+    try:
+        first = next(_records(data), None)
+    except csv.Error:
+        return  # what Python's csv cannot read pandas reports itself
+    names = [name.strip() for name in (first[1] if first else [])]
+    repeated = next((name for i, name in enumerate(names) if name and name in names[:i]), None)
+    if repeated is not None:
+        raise WorkloadError(f"{path}: column {repeated!r} appears twice in the header")
 
 
 def refuse_a_longer_first_row(path: Path, data: bytes, names: Sequence[str] | None = None) -> None:
@@ -128,16 +166,9 @@ def refuse_a_longer_first_row(path: Path, data: bytes, names: Sequence[str] | No
     :func:`parse_csv` reads such a table with its first cells as the index and every column shifted (a later
     row that is too long it refuses); call this after checking the table's columns.
     """
-    reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))
     width = len(names) if names is not None else None
     try:
-        while True:
-            start = reader.line_num + 1  # the line the record starts on (a quoted cell may span lines)
-            record = next(reader, None)
-            if record is None:
-                return
-            if not record or (len(record) == 1 and not record[0].strip()):
-                continue  # a blank line, as pandas skips it
+        for start, record in _records(data):
             if width is None:
                 width = len(record)  # the header
                 continue

@@ -5,8 +5,9 @@ or ``start_time``/``end_time``), ``gpu_num`` and ``cpu_num`` (others, e.g.
 ``job_id, user, vc, node_num, state``, are ignored). The job's requested CPUs
 per GPU are ``cpu_num / gpu_num``; Helios records no memory request, so the
 model's applies; an empty ``cpu_num`` (or 0) is no request. CPU-only jobs
-(``gpu_num`` 0), rows with a missing field, a bad time, a duration ≤ 0 or a
-``cpu_num`` that is negative, infinite or not a number are skipped and counted.
+(``gpu_num`` 0), rows with a missing field, a bad time, a duration ≤ 0, a ``gpu_num``
+that is negative or not whole, or a ``cpu_num`` that is negative, infinite or not a
+number are skipped and counted.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def read_helios(path: str | Path) -> TraceJobs:
         ("missing or non-numeric duration", ~np.isfinite(duration)),
         ("duration ≤ 0", np.isfinite(duration) & (duration <= 0)),
         ("missing gpu_num", ~np.isfinite(gpus)),
-        ("no GPU (CPU-only job)", np.isfinite(gpus) & ((gpus < 1) | (gpus != np.floor(gpus)))),
+        ("no GPU (CPU-only job)", gpus == 0),
+        ("gpu_num not a positive integer", np.isfinite(gpus) & ((gpus < 0) | (gpus != np.floor(gpus)))),
         ("non-numeric or infinite cpu_num", cpu_given & ~np.isfinite(cpus)),
         ("cpu_num < 0", cpus < 0),
     ):

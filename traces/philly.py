@@ -6,7 +6,8 @@ JSON list of jobs, each with ``jobid``, ``submitted_time``
 ``end_time`` and ``detail`` – one entry per machine with its ``gpus`` list. As
 the paper's simulator filters it:
 
-* jobs without attempts (or whose ``attempts`` is not a list) are dropped,
+* a job whose ``jobid`` an earlier job has is dropped (a copy), and so are
+  jobs without attempts (or whose ``attempts`` is not a list),
   and so are attempts whose start or end time is missing (``None``) or whose
   duration or GPU count is not positive;
 * a job's duration is the sum of its attempts' durations and its GPU count
@@ -83,12 +84,19 @@ def read_philly_json(
             f"{path}: not a Philly JSON trace: expected a JSON list of jobs (Philly cluster_job_log), "
             f"got a {type(data).__name__}"
         )
-    skipped = {"job not an object": 0, "bad or missing submitted_time": 0, "no usable attempt": 0}
+    skipped = {"job not an object": 0, "jobid repeated (a later copy)": 0, "bad or missing submitted_time": 0,
+               "no usable attempt": 0}
     submit, duration, gpus = [], [], []
+    seen: set[str] = set()
     for job in data:
         if not isinstance(job, dict):
             skipped["job not an object"] += 1
             continue
+        if "jobid" in job:  # a job listed twice would run twice
+            if str(job["jobid"]) in seen:
+                skipped["jobid repeated (a later copy)"] += 1
+                continue
+            seen.add(str(job["jobid"]))
         try:
             submitted = datetime.strptime(str(job["submitted_time"]), _TIME_FORMAT)
         except (KeyError, ValueError):

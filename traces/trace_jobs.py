@@ -8,7 +8,8 @@ timestamp, a duration ≤ 0, no GPU) are **skipped and counted**: one
 jobs a duration filter left out (the paper's, for Philly traces). So are rows beyond
 the limits of a workload file (:mod:`synergy_gym.traces.workload_columns`): a
 submit time beyond ±:data:`MAX_SECONDS`, a duration over it, a GPU count over
-2^53. A file that is not a trace of that format (missing columns, unreadable,
+2^53, a CPU or memory request over :data:`MAX_AMOUNT` per GPU (infinite included).
+A file that is not a trace of that format (missing columns, unreadable,
 no usable job, kept submit times spanning more than :data:`MAX_SECONDS`) is
 **rejected** with a one-line error. :meth:`TraceJobs.build`, the Python entry
 point the readers call with the rows they kept, **refuses** what no reader
@@ -52,7 +53,7 @@ from synergy_gym.sim.model_mix import DEFAULT_SPLIT, ModelAssigner, check_split
 from synergy_gym.sim.profiles import ModelZoo
 from synergy_gym.sim.validation import check_positive, is_number
 from synergy_gym.sim.workload import MAX_INTEGER, MAX_JOBS, Workload, check_jobs_per_hour, middle_half_window
-from synergy_gym.traces.workload_columns import MAX_SECONDS
+from synergy_gym.traces.workload_columns import MAX_AMOUNT, MAX_SECONDS
 
 #: The paper's simulator keeps Philly jobs lasting between 60·10^1.5 s (31.6 min) and 60·10^4 s (6.9 days).
 REFERENCE_DURATION_RANGE_S: tuple[float, float] = (60 * 10**1.5, 60 * 10**4)
@@ -119,6 +120,8 @@ class TraceJobs:
             (f"submit time beyond ±{MAX_SECONDS:g} s", ~(np.abs(submit) <= MAX_SECONDS)),
             (f"duration over {MAX_SECONDS:g} s", ~(duration <= MAX_SECONDS)),
             ("GPU count over 2^53", ~(gpu_count <= MAX_INTEGER)),
+            (f"CPU request over {MAX_AMOUNT:g} per GPU", cpu > MAX_AMOUNT),  # inf included; NaN is no request
+            (f"memory request over {MAX_AMOUNT:g} GB per GPU", mem > MAX_AMOUNT),
         ):
             skipped[reason] = skipped.get(reason, 0) + int(np.count_nonzero(bad & keep))
             keep &= ~bad

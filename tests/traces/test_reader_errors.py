@@ -312,3 +312,27 @@ def test_a_trace_with_no_usable_row_is_one_error_without_a_warning_before_it(tmp
         warnings.simplefilter("error")
         message = _error(lambda p: load_trace(p, "philly-csv"), path)
     assert "no usable job (skipped 3 malformed row(s): 3 num_gpus not a positive integer)" in message
+
+
+@pytest.mark.parametrize("name, text", [
+    ("p.csv", "timestamp,duration,num_gpus,duration\n0,3000,1,99999\n"),
+    ("cluster_log.csv", "job_id,gpu_num,cpu_num,submit_time,duration,gpu_num\n1,1,4,2020-04-01 00:00:00,7200,8\n"),
+])
+def test_a_trace_header_naming_a_column_twice_is_refused_not_read_by_its_first(tmp_path, name, text):
+    # pandas renames the second to "duration.1": the reader used the first and the other value was lost unseen
+    message = _error(load_trace, _write(tmp_path / name, text))
+    assert message.endswith("appears twice in the header") and ("'duration'" in message or "'gpu_num'" in message)
+
+
+def test_a_long_row_after_a_quoted_cell_spanning_lines_is_named_by_its_own_line(tmp_path):
+    path = _write(tmp_path / "p.csv", 'timestamp,duration,num_gpus\n0,3000,1\n"1\n00",3000,1\n200,3000,1,9\n')
+    assert _error(load_trace, path).endswith("row 5 has 4 cells, but the header names 3 columns")
+
+
+def test_a_philly_json_job_listed_twice_runs_once_and_the_copy_is_counted(tmp_path):
+    attempt = {"start_time": "2017-10-09 01:00:00", "end_time": "2017-10-09 03:00:00", "detail": [{"gpus": ["g0"]}]}
+    jobs = [{"jobid": f"app_{i}", "submitted_time": f"2017-10-09 0{i}:00:00", "attempts": [attempt]} for i in range(2)]
+    path = _write(tmp_path / "log.json", json.dumps([*jobs, jobs[0]]))
+    with pytest.warns(TraceWarning, match=r"skipped 1 malformed row\(s\): 1 jobid repeated \(a later copy\)"):
+        trace = load_trace(path)
+    assert trace.submit_s.tolist() == [0.0, 3600.0]

@@ -133,6 +133,35 @@ def test_alibaba_durations_and_gpu_counts_beyond_the_limits_are_skipped(tmp_path
     assert trace.gpus.tolist() == [2, 1] and trace.duration_s.tolist() == [7200.0, 10800.0]
 
 
+@pytest.mark.parametrize("cpu, reason", [("1e300", "CPU request over 1e\\+06 per GPU"),
+                                         ("3e6", "CPU request over 1e\\+06 per GPU")])
+def test_a_helios_cpu_request_beyond_any_machine_is_skipped_not_clamped_to_a_server(tmp_path, cpu, reason):
+    # 1e300 CPUs ran as a request capped at one server, and trace-stats printed a 300-digit p90
+    path = _write(tmp_path / "cluster_log.csv", HELIOS_HEADER + HELIOS_GOOD + f"2,2,{cpu},2020-04-01 00:10:00,3600\n")
+    trace = _skipped(load_trace, path, reason)
+    assert trace.gpus.tolist() == [8] and trace.cpu_per_gpu.tolist() == [8.0]
+
+
+@pytest.mark.parametrize("gpus, reason", [("1.5", "gpu_num not a positive integer"),
+                                          ("-2", "gpu_num not a positive integer"),
+                                          ("0", "no GPU \\(CPU-only job\\)")])
+def test_a_malformed_helios_gpu_count_is_not_called_a_cpu_only_job(tmp_path, gpus, reason):
+    path = _write(tmp_path / "cluster_log.csv", HELIOS_HEADER + HELIOS_GOOD + f"2,{gpus},4,2020-04-01 00:10:00,3600\n")
+    assert _skipped(load_trace, path, reason).gpus.tolist() == [8]
+
+
+@pytest.mark.parametrize("task, reason", [
+    ("j2,w,1,T,0,0,inf,30,100,V100", "CPU request over 1e\\+06 per GPU"),
+    ("j2,w,1,T,0,0,600,1e300,100,V100", "memory request over 1e\\+06 GB per GPU"),
+    ("j1,worker,2,T,1000,8200,600,30,100,V100", "task_name repeated within the job"),  # j1's GPUs counted twice
+])
+def test_alibaba_requests_beyond_any_machine_and_repeated_tasks_are_skipped(tmp_path, task, reason):
+    jobs = _write(tmp_path / "pai_job_table.csv", ALIBABA_JOBS)
+    _write(tmp_path / "pai_task_table.csv", ALIBABA_TASKS + "j2,ok,1,T,0,0,600,30,100,V100\n" + task + "\n")
+    kept = _skipped(read_alibaba, jobs, reason)
+    assert len(kept.gpus) == 1 and kept.gpus.tolist() == ([2] if task.startswith("j2") else [1])
+
+
 def _trace(submit, duration, gpus=1):
     return TraceJobs.build("t.csv", submit, duration, np.full(len(submit), gpus))
 
