@@ -69,6 +69,18 @@ def test_ci95_half_width_refuses_impossible_inputs(std, n, message):
         ci95_half_width(std, n)
 
 
+@pytest.mark.parametrize("function, args, message", [
+    (mean_ci95, ([True, 2.0],), "mean_ci95() values must be real numbers, got [True, 2.0]"),  # was (1.5, 6.35)
+    (mean_ci95, ((1, 2, np.True_),), f"mean_ci95() values must be real numbers, got {(1, 2, np.True_)!r}"),
+    (ci95_half_width, ([1.0, 2.0], [2, True]), "ci95_half_width() n must be real numbers, got [2, True]"),  # was [8.98, nan]
+    (ci95_half_width, ([[False], [2.0]], 3), "ci95_half_width() std must be real numbers, got [[False], [2.0]]"),
+])
+def test_a_bool_among_numbers_is_refused_though_numpy_reads_the_list_as_numbers(function, args, message):
+    # np.asarray([True, 2.0]) is a float array: the bool was counted as 1 where the docstrings say bools are refused.
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        function(*args)
+
+
 def test_ci95_half_width_keeps_nan_for_counts_below_two_and_unknown_stds():
     # The sweep and plot tables pass pandas' std (NaN for one seed) and count (0 for a group of NaNs).
     half = ci95_half_width(np.array([NAN, 1.0, 2.0, 1.0]), np.array([1, 0, 5, 3]))

@@ -1,7 +1,7 @@
 """Statistics of experiment results: 95 % confidence intervals of means (Student's t).
 
-Bad input (text, a bool, ``None``, a 2-D table for :func:`mean_ci95`, a negative standard
-deviation, a count that is not a whole number ≥ 0) is a one-line :class:`~synergy_gym.errors.ConfigError`.
+Bad input (text, a bool – alone or among numbers –, ``None``, a 2-D table for :func:`mean_ci95`, a negative
+standard deviation, a count that is not a whole number ≥ 0) is a one-line :class:`~synergy_gym.errors.ConfigError`.
 NaN passes through: a NaN value or standard deviation gives NaN, and so does a count below 2.
 """
 
@@ -14,16 +14,36 @@ import numpy as np
 from synergy_gym.errors import ConfigError
 from synergy_gym.sim.validation import is_number, shown
 
+_BOOLS = (bool, np.bool_)
+_NESTED = (list, tuple, np.ndarray)
+
+
+def _holds_bool(items: list[Any] | tuple[Any, ...], depth: int = 1) -> bool:
+    """Whether a list or tuple holds a bool (Python's or NumPy's), in nested lists, tuples and arrays too.
+
+    NumPy reads ``[True, 2.0]`` as the floats ``[1.0, 2.0]``, so the array's dtype cannot tell; the
+    elements' types are read at C speed (``map(type, …)``) and only nested sequences are walked (no deeper
+    than an array's 64 dimensions: NumPy refuses a deeper list anyway).
+    """
+    kinds = set(map(type, items))
+    if any(issubclass(kind, _BOOLS) for kind in kinds):
+        return True
+    if depth >= 64 or not any(issubclass(kind, _NESTED) for kind in kinds):
+        return False
+    return any(v.dtype.kind == "b" if isinstance(v, np.ndarray) else _holds_bool(v, depth + 1)
+               for v in items if isinstance(v, _NESTED))
+
 
 def _reals(where: str, value: Any) -> np.ndarray:
     """``value`` as a float array if it holds only real numbers (bools and text refused); else a one-line error."""
+    holds_bool = isinstance(value, (list, tuple)) and _holds_bool(value)  # np.asarray turns [True, 2.0] into floats
     try:
         arr = np.asarray(value)
     except ValueError:  # ragged nested lists
         arr = np.asarray(None)
     if arr.dtype.kind == "O" and all(is_number(v) for v in arr.ravel().tolist()):
         arr = arr.astype(float)  # Python ints past int64, or a mix of NumPy scalars
-    if arr.dtype.kind not in "iuf":
+    if holds_bool or arr.dtype.kind not in "iuf":
         raise ConfigError(f"{where} must be real numbers, got {shown(value)}")
     return arr.astype(float, copy=False)
 
