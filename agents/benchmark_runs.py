@@ -37,6 +37,7 @@ from synergy_gym.agents.model_checks import (
     check_model_spaces,
     check_stats_spaces,
     effective_env_kwargs,
+    env_differences,
     env_space_parts,
 )
 from synergy_gym.agents.provenance import TrainedOn
@@ -68,11 +69,12 @@ class BenchAgent:
     trained: TrainedOn | None
 
     def trained_here(self, cell: Cell) -> bool:
-        """Whether the cell is the environment id and mode the model was trained in."""
+        """Whether the cell is the environment the model was trained in: the same id, mode and env kwargs (``--env-kwargs``
+        included), compared as ``evaluate`` compares them (:func:`~synergy_gym.agents.model_checks.env_differences`:
+        effective values, so a kwarg given at its default is no difference)."""
         if self.trained is None or self.trained.env_id is None:
             return False
-        preemptive = bool(effective_env_kwargs(self.trained.env_id, self.trained.env_kwargs).get("preemptive", False))
-        return self.trained.env_id == cell.env_id and preemptive == bool(cell.env_kwargs.get("preemptive", False))
+        return env_differences(self.trained, cell.env_id, cell.env_kwargs) is None
 
 
 @dataclass
@@ -82,7 +84,8 @@ class CellRun:
     cell: Cell
     agents: list[str] = field(default_factory=list)  #: the labels of the models that ran
     skipped: list[tuple[str, str]] = field(default_factory=list)  #: (label, why) of the models that did not
-    trained_here: list[str] = field(default_factory=list)  #: the labels of the models trained in this cell
+    #: the labels of the models trained in this cell: its id, mode and env kwargs (:meth:`BenchAgent.trained_here`)
+    trained_here: list[str] = field(default_factory=list)
     results: pd.DataFrame | None = None  #: one row per policy and seed (None: the cell did not run)
     heuristics_cached: bool = False  #: the env heuristics' rows came from the cache
     contention: str = "off"  #: the contention bound: "computed", "cached", "off" (not asked for), or why it is missing

@@ -21,10 +21,11 @@ import pytest
 from synergy_gym.agents.benchmark import load_agents
 from synergy_gym.agents.benchmark_cells import MODES, Cell, benchmark_cells
 from synergy_gym.agents.benchmark_outputs import OUTPUT_FILES, csv_rows, format_leaderboard, format_table, records
-from synergy_gym.agents.benchmark_runs import CellRun, env_parts, plan_cell
+from synergy_gym.agents.benchmark_runs import BenchAgent, CellRun, env_parts, plan_cell
 from synergy_gym.agents.benchmark_scores import cell_reference, normalised_score, score_cell
 from synergy_gym.agents.eval_summary import summarise
 from synergy_gym.agents.pretrained_policies import pretrained_model_path
+from synergy_gym.agents.provenance import TrainedOn
 from synergy_gym.cli.results_json import META_KEYS
 from synergy_gym.env.scenarios import SCENARIOS
 from synergy_gym.errors import ConfigError
@@ -170,6 +171,21 @@ def test_a_default_mode_model_fits_the_default_cells_and_is_skipped_in_the_preem
             assert label == "ss" and "preemptive" in why and "action_mask" in why
 
 
+def test_the_training_cell_is_the_trained_id_mode_and_env_kwargs_as_evaluate_compares_them():
+    # Only the id and the mode were compared: --env-kwargs num_jobs=60 marked a model trained with 300 "*".
+    def here(trained_kwargs: dict, env_kwargs: dict, env_id: str = SCARCE, mode: str = "default") -> bool:
+        trained = TrainedOn(SCARCE, trained_kwargs, None, Path("card.json"))
+        agent = BenchAgent("ss", "model.zip", Path("model.zip"), None, None, trained)  # type: ignore[arg-type]
+        cell, = benchmark_cells([env_id], [mode], env_kwargs)
+        return agent.trained_here(cell)
+
+    assert here({}, {}) and here({}, {"num_jobs": 300})  # the id's registered value given: no difference
+    assert here({"num_jobs": 60}, {"num_jobs": 60}) and here({"preemptive": True}, {}, mode="preemptive")
+    assert not here({}, {}, env_id="Synergy-small-v0") and not here({}, {}, mode="preemptive")
+    assert not here({}, {"num_jobs": 60}) and not here({"num_jobs": 60}, {})
+    assert not here({"preemptive": True}, {"redecide": "every_event"}, mode="preemptive")
+
+
 @pytest.mark.slow
 def test_a_model_that_fits_no_cell_chosen_is_refused(tmp_path, capsys):
     code, out, err = run_cli([*QUICK, "--mode", "preemptive", "--out", str(tmp_path / "out"), "--quiet"], capsys)
@@ -224,7 +240,7 @@ def test_a_benchmark_prints_the_table_and_writes_every_file_then_reuses_the_cach
     assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
     lines = stdout.splitlines()
     row = next(line for line in lines if line.startswith(f"{SCARCE}  "))
-    assert "pretrained:small-scarce*" in row and "/2" in row
+    assert "pretrained:small-scarce" in row and "/2" in row and "*" not in row  # trained with num_jobs=300, not 30
     assert any(line.startswith(f"skipped: pretrained:small-scarce in {SCARCE} preemptive: ") for line in lines)
     assert "scores (mean JCT h) per cell" in stdout and lines[-1].startswith(f"wrote {', '.join(OUTPUT_FILES)} to {out}")
 
@@ -251,7 +267,7 @@ def test_a_benchmark_prints_the_table_and_writes_every_file_then_reuses_the_cach
     assert max(r["score"] for r in by_name.values()) == 100.0
     assert isinstance(cell["contention_bound"], str)  # computed, or why not: the bound is optional
     agent = next(r for r in rows if r["source"] == "agent")
-    assert agent["trained_here"] is True and set(agent["paired_vs_best_env"]) >= {"mean_diff_h", "ci95_h", "better_seeds"}
+    assert agent["trained_here"] is False and set(agent["paired_vs_best_env"]) >= {"mean_diff_h", "ci95_h", "better_seeds"}
     csv = pd.read_csv(out / "results.csv")
     assert len(csv) == len(rows) and set(csv["env_id"]) == {SCARCE}
     assert len(pd.read_csv(out / "episodes.csv")) == 2 * len(rows)
