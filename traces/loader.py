@@ -10,11 +10,14 @@ from synergy_gym.sim.model_mix import DEFAULT_SPLIT, check_split
 from synergy_gym.sim.validation import check_flag, check_positive
 from synergy_gym.sim.workload import Workload
 from synergy_gym.traces.alibaba import read_alibaba
-from synergy_gym.traces.csv_table import first_line, plain_suffix
+from synergy_gym.traces.csv_table import COMPRESSIONS, first_line, plain_suffix
 from synergy_gym.traces.formats import FORMATS, trace_format_of
 from synergy_gym.traces.helios import read_helios
 from synergy_gym.traces.philly import read_philly_csv, read_philly_json
 from synergy_gym.traces.trace_jobs import REFERENCE_DURATION_RANGE_S, TraceJobs, path_argument, to_workload
+
+#: The job table an Alibaba PAI trace's folder may hold: plain or compressed (its task table compressed alike).
+_JOB_TABLES = ("pai_job_table.csv", *(f"pai_job_table.csv{suffix}" for suffix in COMPRESSIONS))
 
 
 def detect_format(path: Path) -> str:
@@ -67,11 +70,14 @@ def load_trace(path: str | Path, fmt: str = "auto", philly_duration_filter: bool
     if fmt == "helios":
         return read_helios(path)
     if path.is_dir():
-        if not (path / "pai_job_table.csv").is_file():
+        found = [path / name for name in _JOB_TABLES if (path / name).is_file()]
+        if not found:
             raise WorkloadError(
                 f"trace {str(path)!r} is a folder without pai_job_table.csv (only an Alibaba PAI trace may be a folder)"
             )
-        path = path / "pai_job_table.csv"
+        if len(found) > 1:  # which one is meant?
+            raise WorkloadError(f"trace {str(path)!r} holds {' and '.join(p.name for p in found)}: name the file")
+        path = found[0]
     return read_alibaba(path)
 
 

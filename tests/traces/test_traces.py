@@ -258,6 +258,20 @@ def test_alibaba_jobs_get_their_requested_share(tmp_path):
     with pytest.warns(TraceWarning):
         assert len(load_trace(headless)) == 2  # the folder, format detected
 
+    # A folder of compressed tables, as a compressed job table named directly is read: it was "a folder without
+    # pai_job_table.csv".
+    import gzip
+
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    for name in ("pai_job_table.csv", "pai_task_table.csv"):
+        (packed / f"{name}.gz").write_bytes(gzip.compress((headless / name).read_bytes()))
+    with pytest.warns(TraceWarning):
+        assert load_trace(packed).gpus.tolist() == load_trace(headless).gpus.tolist()
+    (packed / "pai_job_table.csv").write_bytes((headless / "pai_job_table.csv").read_bytes())
+    with pytest.raises(WorkloadError, match="holds pai_job_table.csv and pai_job_table.csv.gz: name the file"):
+        load_trace(packed)
+
 
 HELIOS = """job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
 1,u,v,8,64,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:01:00,2020-04-01 02:01:00,7200,60
