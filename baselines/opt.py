@@ -86,6 +86,7 @@ class SynergyOpt:
     """
 
     uses_targets = True
+    floors_targets = True  # every job at least at its fair-share throughput
 
     def __init__(self, relax: bool = False, time_limit_s: float | None = 10.0) -> None:
         self.relax = check_flag("SynergyOpt relax", relax)

@@ -8,7 +8,9 @@ first), as in the paper's simulator. A job's *demand* is its target (its
 best-case CPUs and memory per GPU) times its GPUs; its remaining duration is
 remaining iterations × iteration time, divided by the throughput at its target
 when the mechanism gives targets (greedy, tune, opt) and at the fair share
-otherwise.
+otherwise. Under tune and opt, which never run a job below its fallback, a
+target slower than the fallback (a trace's request below the fair share) counts
+as the fallback, demand and throughput (:meth:`JobTable.planned`).
 
 ``drf``      Dominant Resource Fairness: the largest of the job's GPU, CPU and
              memory demand as shares of the cluster.
@@ -31,18 +33,15 @@ from synergy_gym.sim.ordering import KeyOrdering
 
 
 def _remaining_s(jobs: JobTable, runnable: np.ndarray, uses_targets: bool) -> np.ndarray:
-    tput = jobs.tput_target[runnable] if uses_targets else jobs.tput_fair[runnable]
+    tput = jobs.planned(runnable)[2] if uses_targets else jobs.tput_fair[runnable]
     return (jobs.total_iters[runnable] - jobs.executed[runnable]) * jobs.iter_time_s[runnable] / tput
 
 
 def _demand_shares(jobs: JobTable, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     c = jobs.cluster
     g = jobs.gpus[runnable].astype(float)
-    return (
-        g / c.total_gpus,
-        g * jobs.target_cpu[runnable] / c.total_cpus,
-        g * jobs.target_mem[runnable] / c.total_mem_gb,
-    )
+    cpu, mem, _ = jobs.planned(runnable)
+    return g / c.total_gpus, g * cpu / c.total_cpus, g * mem / c.total_mem_gb
 
 
 class DRF(KeyOrdering):

@@ -69,6 +69,8 @@ class AllocationMechanism(Protocol):
     #: True if jobs may run faster than at their fair share (SRTF then estimates
     #: remaining time at the target's throughput).
     uses_targets: bool
+    # Optional (False if absent): ``floors_targets``, True if a job whose target is slower than its fallback is
+    # granted the fallback (Tune, OPT); the orderings then rank such a job at it (JobTable.planned).
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
         """Grant resources in ``ledger`` to jobs of ``order`` (policy order)."""
@@ -85,6 +87,7 @@ class FairShare:
 
     name = "fair"
     uses_targets = False
+    floors_targets = False
 
     def round_placer(self) -> None:
         return None
@@ -99,6 +102,7 @@ class Greedy:
 
     name = "greedy"
     uses_targets = True
+    floors_targets = False
 
     def round_placer(self) -> None:
         return None
@@ -112,6 +116,7 @@ class Tune:
 
     name = "tune"
     uses_targets = True
+    floors_targets = True
 
     def allocate(self, ledger: ClusterLedger, jobs: JobTable, order: JobOrder) -> None:
         """Admit the jobs of ``order`` whose GPUs fit (backfilling), then place them in Tune's order."""

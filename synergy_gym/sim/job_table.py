@@ -71,8 +71,14 @@ class JobTable:
     tput_fallback: np.ndarray
     tput_capped: np.ndarray  #: throughput at the target capped at the fair share (before the fallback's floor)
     tput_fair: np.ndarray
+    #: Whether the simulation's mechanism grants a job whose target is slower than its fallback the fallback
+    #: (Tune, OPT) rather than the target (Greedy): :meth:`planned` then gives the fallback for such jobs.
+    floors_targets: bool = False
 
-    def __init__(self, cluster: ClusterSpec, workload: Workload, profiler: ProfilerConfig | None = None) -> None:
+    def __init__(
+        self, cluster: ClusterSpec, workload: Workload, profiler: ProfilerConfig | None = None, floors_targets: bool = False
+    ) -> None:
+        self.floors_targets = bool(floors_targets)
         self.cluster = cluster
         self.profiler = profiler
         #: Per-job estimated matrices [job, cpu level, mem level] (profiled mode only).
@@ -179,6 +185,19 @@ class JobTable:
         """The per-job columns Tune's compiled placement reads (:mod:`synergy_gym.sim.tune_kernels`): GPUs,
         target CPUs and GB per GPU and the throughput there, the fallback's, and :attr:`tput_capped`."""
         return self._placement_columns
+
+    def planned(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(CPUs, GB per GPU, throughput) that ``jobs`` are granted at best: their target, except – where
+        :attr:`floors_targets` – the fallback of a job whose target is slower (a trace's request below the fair
+        share), as Tune grants it. The orderings rank jobs by it."""
+        cpu, mem, tput = self.target_cpu[jobs], self.target_mem[jobs], self.tput_target[jobs]
+        if self.floors_targets:
+            below = tput < self.tput_fallback[jobs]
+            if below.any():
+                cpu = np.where(below, self.fallback_cpu[jobs], cpu)
+                mem = np.where(below, self.fallback_mem[jobs], mem)
+                tput = np.where(below, self.tput_fallback[jobs], tput)
+        return cpu, mem, tput
 
     def est_throughput_many(self, jobs: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
         """What the scheduler believes ``jobs`` achieve at (cpu, mem) per GPU."""

@@ -7,8 +7,9 @@ simulator); once bumped, a job keeps its priority.
 
 ``fifo``  arrival time.
 ``srtf``  remaining run time: remaining iterations × iteration time, divided
-          by the job's target throughput when the mechanism gives targets
-          (greedy, tune) and by its fair-share throughput otherwise.
+          by the throughput the mechanism grants the job at best when it gives
+          targets (greedy, tune: :meth:`JobTable.planned`) and by its fair-share
+          throughput otherwise.
 ``las``   least attained service: seconds of service received × GPUs.
 """
 
@@ -62,7 +63,7 @@ class SRTF(KeyOrdering):
     name = "srtf"
 
     def key(self, jobs: JobTable, runnable: np.ndarray, now: float, uses_targets: bool) -> np.ndarray:
-        tput = jobs.tput_target[runnable] if uses_targets else jobs.tput_fair[runnable]
+        tput = jobs.planned(runnable)[2] if uses_targets else jobs.tput_fair[runnable]
         remaining = jobs.total_iters[runnable] - jobs.executed[runnable]
         return remaining * jobs.iter_time_s[runnable] / tput
 

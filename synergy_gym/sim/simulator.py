@@ -83,7 +83,7 @@ class Simulator:
         workload.check_window()
         self.run_until = workload.run_until
         profiler = self.config.profiler if self.config.sensitivity == "profiled" else None
-        self.jobs = JobTable(cluster, workload, profiler)
+        self.jobs = JobTable(cluster, workload, profiler, getattr(policy.mechanism, "floors_targets", False))
         check_job_progress(self.jobs, self.config, 0)
         self.ledger = ClusterLedger(cluster, self.config.placement)
         #: Every round is planned through one persistent planner, which (under Tune) keeps the

@@ -45,3 +45,28 @@ def test_starved_jobs_go_first_under_every_extra_ordering(four_jobs):
     four_jobs.priority[3] = True
     for ordering in (DRF(), Tetris(), FTF(), FTFReference()):
         assert ordering.order(four_jobs, np.arange(4), now=0.0, uses_targets=True)[0] == 3
+
+
+@pytest.mark.parametrize("ordering", ["srtf", "tetris"])
+def test_under_tune_a_request_slower_than_the_fair_share_is_ranked_at_the_fair_share_tune_grants(ordering):
+    # res18 asking 1 CPU per GPU runs at 0.37 of the fair share, so Tune grants it the fair share: 2 h, not 5.4 h.
+    # It was ranked at its request, after a 3 h job (mean JCT 4.1 h against 3.6 h on one GPU); under Greedy, which
+    # grants the request, it still goes second.
+    from synergy_gym import ModelZoo, Simulator, Workload
+    from synergy_gym.baselines.registry import make_policy
+
+    zoo = ModelZoo.default()
+    res18 = zoo.index("res18")
+    assert zoo[res18].throughput(1.0, 62.5) == pytest.approx(0.37)
+    hours = np.array([2.0, 3.0])
+    w = Workload.build(zoo, job_id=[0, 1], model=[res18] * 2, gpus=[1, 1], arrival_s=[0.0, 0.0],
+                       total_iters=hours * 3600 / zoo[res18].iter_time_s, cpu_demand_per_gpu=[1.0, np.nan],
+                       run_until="all")
+    one_gpu = ClusterSpec(num_servers=1, gpus_per_server=1, cpus_per_server=3, mem_gb_per_server=62.5)
+    finish_order = {}
+    for mechanism in ("tune", "greedy"):
+        sim = Simulator(one_gpu, w, make_policy(f"{ordering}+{mechanism}"))
+        sim.run()
+        finish_order[mechanism] = np.argsort(sim.jobs.finish_s).tolist()
+        assert sim.jobs.floors_targets == (mechanism == "tune")
+    assert finish_order == {"tune": [0, 1], "greedy": [1, 0]}
