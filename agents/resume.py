@@ -150,16 +150,22 @@ def model_network(model: Any) -> TrainConfig | None:
                    attention_heads=extractor.get("attention_heads", 0), hint_policy=kwargs.get("hint_policy"))
 
 
-def resume_notes(checkpoint: Path, cfg: TrainConfig, steps: int) -> list[str]:
-    """``note:`` lines for the warm start of a run resumed at step ``steps``: settings it is given but does not use (a
-    run imitates only at step 0), or, at step 0, that it imitates first (a run stopped during its warm start saves
-    its model at step 0). Read before the run's ``config.json`` is rewritten (:func:`kept_warm_start`)."""
+def resume_notes(checkpoint: Path, cfg: TrainConfig, steps: int, in_place: bool = False) -> list[str]:
+    """``note:`` lines for a run resumed at step ``steps``: that it is a new run beside the checkpoint's (not
+    ``in_place``), and for its warm start settings it is given but does not use (a run imitates only at step 0),
+    or, at step 0, that it imitates first (a run stopped during its warm start saves its model at step 0). Read
+    before the run's ``config.json`` is rewritten (:func:`kept_warm_start`)."""
+    run = run_folder(checkpoint)
+    new_run = [] if in_place or saved_config_path(checkpoint) is None else [
+        f"this is a new run: the evaluations of {run} up to step {steps:,} stay there, and this run's "
+        f"best_model.zip is the best of its own (--resume {run} or --out {run} continues that run in its folder)"]
     if steps == 0:
-        return ([f"the checkpoint is at step 0: the warm start runs first, imitating {cfg.bc_policy} for "
-                 f"{cfg.bc_steps:,} steps as in a fresh run"] if cfg.imitates else [])
+        return new_run + ([f"the checkpoint is at step 0: the warm start runs first, imitating {cfg.bc_policy} for "
+                           f"{cfg.bc_steps:,} steps as in a fresh run"] if cfg.imitates else [])
     trained = run_config(checkpoint) or TrainConfig()
-    return [f"{name} {_shown(getattr(cfg, name))} has no effect on a run resumed at step {steps:,}: the warm start runs "
-            "only at step 0" for name in WARM_START_SETTINGS if getattr(cfg, name) != getattr(trained, name)]
+    changed = [name for name in WARM_START_SETTINGS if getattr(cfg, name) != getattr(trained, name)]
+    return new_run + [f"{name} {_shown(getattr(cfg, name))} has no effect on a run resumed at step {steps:,}: the warm "
+                      "start runs only at step 0" for name in changed]
 
 
 def kept_warm_start(checkpoint: Path, cfg: TrainConfig, steps: int) -> TrainConfig:

@@ -170,6 +170,7 @@ def test_resume_continues_to_the_configured_total_and_says_so(run64, tmp_path, c
     assert code == 0, err
     assert f"resuming at step 64 of 128 from {run / 'last_model.zip'}" in out.splitlines()
     assert "note: eval_freq 1,000 is above timesteps 128: only the final evaluation runs" in out.splitlines()
+    assert "this is a new run" not in out
     assert "trained maskable_ppo on Synergy-small-v0 for 128 steps" in out
     assert load_model(run / "last_model.zip", "maskable_ppo", "cpu").num_timesteps == 128  # not 64 + 128
     assert pd.read_csv(run / "eval.csv")["timesteps"].tolist() == [64, 128]  # the first run's evaluation kept
@@ -181,6 +182,10 @@ def test_resume_continues_to_the_configured_total_and_says_so(run64, tmp_path, c
                              capsys)
     assert code == 0, err
     assert f"resuming at step 48 of 128 from {checkpoint}" in out.splitlines()
+    # A checkpoint of a run, continued elsewhere: the new run's best_model.zip does not see the run's evaluations.
+    assert (f"note: this is a new run: the evaluations of {run64} up to step 48 stay there, and this run's "
+            f"best_model.zip is the best of its own (--resume {run64} or --out {run64} continues that run in its folder)"
+            in out.splitlines())
     assert load_model(tmp_path / "b" / "last_model.zip", "maskable_ppo", "cpu").num_timesteps == 128
     assert pd.read_csv(tmp_path / "b" / "eval.csv")["timesteps"].tolist() == [128]
 
