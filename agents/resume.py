@@ -156,7 +156,7 @@ def resume_notes(checkpoint: Path, cfg: TrainConfig, steps: int, in_place: bool 
     or, at step 0, that it imitates first (a run stopped during its warm start saves its model at step 0). Read
     before the run's ``config.json`` is rewritten (:func:`kept_warm_start`)."""
     run = run_folder(checkpoint)
-    new_run = [] if in_place or saved_config_path(checkpoint) is None else [
+    new_run = [] if in_place or not (run / "eval.csv").is_file() else [  # a training run's, not an exported model
         f"this is a new run: the evaluations of {run} up to step {steps:,} stay there, and this run's "
         f"best_model.zip is the best of its own (--resume {run} or --out {run} continues that run in its folder)"]
     if steps == 0:

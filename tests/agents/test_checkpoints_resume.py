@@ -188,6 +188,13 @@ def test_resume_continues_to_the_configured_total_and_says_so(run64, tmp_path, c
             in out.splitlines())
     assert load_model(tmp_path / "b" / "last_model.zip", "maskable_ppo", "cpu").num_timesteps == 128
     assert pd.read_csv(tmp_path / "b" / "eval.csv")["timesteps"].tolist() == [128]
+    # A model outside a training run (exported: no eval.csv) has no run to continue: no such note.
+    exported = shutil.copytree(run64, tmp_path / "exported")
+    (exported / "eval.csv").unlink()
+    code, out, err = run_cli(["train", "--resume", str(exported / "last_model.zip"), "--timesteps", "128",
+                              "--out", str(tmp_path / "c")], capsys)
+    assert code == 0, err
+    assert "resuming at step 64 of 128" in out and "this is a new run" not in out
 
 
 def test_a_resumed_run_trains_with_the_hyperparameters_its_config_records(run64, tmp_path, capsys):
