@@ -109,8 +109,9 @@ def check_hyperparameters(cfg: Any) -> None:
                                   f"DQN would never update {what}")
 
 
-def inert_settings(cfg: Any) -> list[str]:
-    """Settings of ``cfg`` that are valid but will have no effect in the run as configured (one line each)."""
+def inert_settings(cfg: Any, start: int = 0) -> list[str]:
+    """Settings of ``cfg`` that are valid but will have no effect in the run as configured (one line each); ``start``:
+    the step a resumed run continues from."""
     notes = []
     if cfg.eval_freq > cfg.timesteps:
         notes.append(f"eval_freq {cfg.eval_freq:,} is above timesteps {cfg.timesteps:,}: only the final evaluation runs")
@@ -118,9 +119,11 @@ def inert_settings(cfg: Any) -> list[str]:
         notes.append(f"stop_on_stall_after {cfg.stop_on_stall_after:,} is not below timesteps {cfg.timesteps:,}: "
                      "training never stops early")
     rollout = cfg.n_steps * cfg.n_envs
-    if cfg.algo in ON_POLICY and cfg.timesteps < rollout:
-        notes.append(f"timesteps {cfg.timesteps:,} is less than one rollout (n_steps × n_envs = {rollout:,}): "
-                     f"training runs one whole rollout, {rollout:,} steps")
+    if cfg.algo in ON_POLICY and 0 < cfg.timesteps - start < rollout:
+        left = f"timesteps {cfg.timesteps:,}" if not start else (
+            f"the {cfg.timesteps - start:,} steps left to timesteps {cfg.timesteps:,} (resumed at step {start:,})")
+        notes.append(f"{left} {'is' if not start else 'are'} less than one rollout (n_steps × n_envs = {rollout:,}): "
+                     f"training runs one whole rollout, {rollout:,} steps" + (f", to step {start + rollout:,}" * bool(start)))
     if cfg.checkpoint_freq and cfg.checkpoint_freq >= cfg.timesteps:
         notes.append(f"checkpoint_freq {cfg.checkpoint_freq:,} is not below timesteps {cfg.timesteps:,}: "
                      "no periodic checkpoint is saved")

@@ -175,7 +175,7 @@ def train(cfg: TrainConfig, out: Path | None = None, resume: Path | None = None,
     with run_lock(run_dir):  # one training process in a run folder at a time (two resumes would mix their files)
         history = kept_history(run_dir, start) if in_place else None
         # The notes compare with the checkpoint's run as it was: before its config.json is rewritten (in place).
-        notes = [*inert_settings(cfg), *(resume_notes(checkpoint, cfg, start, in_place) if checkpoint else [])]
+        notes = [*inert_settings(cfg, start), *(resume_notes(checkpoint, cfg, start, in_place) if checkpoint else [])]
         evaluate_only = checkpoint is not None and evaluation_only(checkpoint, cfg, start, in_place)
         # The final evaluation Ctrl-C cut short, of a run now given more timesteps: run first, as it would have been.
         redo_final = in_place and not evaluate_only and unfinished_evaluation(run_dir, start) is True

@@ -192,6 +192,13 @@ def test_settings_that_do_nothing_are_notes():
         "stop_on_stall_after 100,000 is not below timesteps 100,000: training never stops early"]
     assert notes(timesteps=1000, eval_freq=500, n_steps=512, n_envs=4, batch_size=64, checkpoint_freq=500) == [
         "timesteps 1,000 is less than one rollout (n_steps × n_envs = 2,048): training runs one whole rollout, 2,048 steps"]
+    # Resumed: what counts is the steps left (a resume with more --n-envs overshot by half its timesteps unsaid).
+    resumed = TrainConfig(timesteps=1024, eval_freq=512, n_steps=512, n_envs=2, batch_size=64, checkpoint_freq=256)
+    assert inert_settings(resumed) == []
+    assert inert_settings(resumed, 512) == [
+        "the 512 steps left to timesteps 1,024 (resumed at step 512) are less than one rollout (n_steps × n_envs = "
+        "1,024): training runs one whole rollout, 1,024 steps, to step 1,536"]
+    assert inert_settings(resumed, 1024) == []  # nothing left to train: the final evaluation only
     assert notes(algo="a2c", target_kl=0.05) == ["target_kl applies to PPO only, not a2c"]
     assert notes(timesteps=20_000, checkpoint_freq=20_000, eval_freq=10_000) == [
         "checkpoint_freq 20,000 is not below timesteps 20,000: no periodic checkpoint is saved"]
