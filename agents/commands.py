@@ -9,6 +9,7 @@ with pandas and, once it needs them, PyTorch and Stable-Baselines3, is imported 
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from pathlib import Path
 
 from synergy_gym.agents.benchmark_cells import DEFAULT_SEEDS, MODES
@@ -107,7 +108,18 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="train a run estimated to need over a week or too much memory (default: refused)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar; the evaluation lines are printed either way (default: progress bar on)")
-    p.set_defaults(run=RunLater("synergy_gym.agents.train"))
+    p.set_defaults(run=RunLater("synergy_gym.agents.train"), unknown_hint=_config_only_hint)
+
+
+def _config_only_hint(unknown: list[str]) -> str:
+    """A hint for ``--some-setting`` that is a TrainConfig setting without an option of its own ('' if none is)."""
+    settings = {f.name for f in fields(TrainConfig)}
+    named = [name for token in unknown if token.startswith("--")
+             if (name := token[2:].split("=", 1)[0].replace("-", "_")) in settings]
+    if not named:
+        return ""
+    return (f" ({', '.join(named)}: {'a setting' if len(named) == 1 else 'settings'} of a --config file (TOML or "
+            f"YAML), e.g. {named[0]} = …, with no option of {'its' if len(named) == 1 else 'their'} own)")
 
 
 def register_evaluate(subparsers: argparse._SubParsersAction) -> None:

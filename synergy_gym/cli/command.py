@@ -193,6 +193,17 @@ def missing_package(exc: ModuleNotFoundError) -> str | None:
     return f"cannot import {exc.name}: it is missing from the installed synergy_gym ({core}); reinstall synergy-gym"
 
 
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> NoReturn:
+    """Exit with the command's own usage error for arguments it does not know, and its hint where it has one
+    (``set_defaults(unknown_hint=…)``: ``train`` names a setting that only a ``--config`` file sets)."""
+    command = getattr(args, "command", None)
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    owner = subparsers[0].choices.get(command, parser) if command and subparsers else parser
+    hint = getattr(args, "unknown_hint", None)
+    owner.error(f"unrecognized arguments: {' '.join(unknown)}{hint(unknown) if hint else ''}")
+    raise AssertionError("unreachable: ArgumentParser.error exits")  # pragma: no cover
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()  # loads every command's register function, from all three packages
@@ -203,7 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"synergy-gym: error: {problem}", file=sys.stderr)
         return 2
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(join_dash_values(parser, argv))
+    args, unknown = parser.parse_known_args(join_dash_values(parser, argv))
+    if unknown:
+        _refuse_unknown(parser, args, unknown)
     args.command_line = ["synergy-gym", *argv]
     if args.version:
         print(f"synergy-gym {package_version()}")

@@ -233,3 +233,19 @@ def test_no_command_lists_every_command_with_its_help(capsys):
 def test_version(capsys):
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"synergy-gym {version('synergy-gym')}\n"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["train", "--n-steps", "256"], "synergy-gym train: error: unrecognized arguments: --n-steps 256 (n_steps: a "
+     "setting of a --config file (TOML or YAML), e.g. n_steps = …, with no option of its own)"),
+    (["train", "--bogus"], "synergy-gym train: error: unrecognized arguments: --bogus"),
+    (["compare", "--bogus", "1"], "synergy-gym compare: error: unrecognized arguments: --bogus 1"),
+    (["--bogus"], "synergy-gym: error: unrecognized arguments: --bogus"),
+])
+def test_an_unknown_argument_is_refused_by_its_command_and_a_config_only_setting_says_where_it_goes(
+        argv, expected, capsys):
+    # The top-level parser refused them as "synergy-gym: error: …", naming no command and no way to set n_steps.
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [expected]
