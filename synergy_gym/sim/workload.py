@@ -221,8 +221,11 @@ class Workload:
         if too_big.any():
             i = int(np.flatnonzero(too_big)[0])
             where = f"{source}: " if source else ""
+            count = int(np.count_nonzero(too_big))
+            more = f"; {count:,} of the {len(self):,} jobs ask for more than {cluster.total_gpus}" if count > 1 else ""
             raise WorkloadError(
-                f"{where}job {self.job_id[i]} asks for {self.gpus[i]} GPUs but the cluster has {cluster.total_gpus}"
+                f"{where}job {self.job_id[i]} asks for {self.gpus[i]} GPUs but the cluster has {cluster.total_gpus} "
+                f"(it arrives at {self.arrival_s[i]:,.0f} s){more}"
             )
 
     def concat(self, more: Workload) -> Workload:

@@ -41,8 +41,13 @@ def test_duplicate_ids_and_empty_window(zoo, make_workload):
 
 def test_too_many_gpus_for_the_cluster(make_workload):
     w = make_workload(["gnmt"], [0], [10], gpus=[129])
-    with pytest.raises(WorkloadError, match="job 0 asks for 129 GPUs but the cluster has 128"):
+    with pytest.raises(WorkloadError, match=r"^job 0 asks for 129 GPUs but the cluster has 128 \(it arrives at 0 s\)$"):
         w.check_fits(ClusterSpec())
+    # In a long trace the first such job's position alone does not find it: its arrival, and how many there are.
+    w = make_workload(["gnmt"] * 4, [0, 3600, 7200, 9000], [10] * 4, gpus=[1, 200, 1, 129])
+    with pytest.raises(WorkloadError, match=r"^t.csv: job 1 asks for 200 GPUs but the cluster has 128 \(it arrives "
+                                            r"at 3,600 s\); 2 of the 4 jobs ask for more than 128$"):
+        w.check_fits(ClusterSpec(), "t.csv")
 
 
 def test_concat_keeps_order_and_rejects_earlier_jobs(make_workload, zoo):
