@@ -160,7 +160,8 @@ def main(args: argparse.Namespace) -> int:
                            create_parents=args.out is None)
     new = is_new(out)  # a folder made by another command while this one runs is not written into
     if args.json is not None:
-        check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES)
+        check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES,
+                          inputs=[(m, "--model") for m in args.model or []])
     started = utc_now()
     labels = agent_labels(args.model or [], args.label)
     seeds = list(parse_seed_list(DEFAULT_SEEDS if args.seeds is None else args.seeds, "--seeds"))  # "" is refused

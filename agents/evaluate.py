@@ -298,7 +298,9 @@ def main(args: argparse.Namespace) -> int:
     )
     new = is_new(out)  # a folder made by another command while this one runs is not written into
     if args.json is not None:
-        check_output_file(args.json, "--json", folders=((out, "--out"),))
+        check_output_file(args.json, "--json", folders=((out, "--out"),),
+                          inputs=[*((m, "--model") for m in args.model or []),
+                                  *((v, "--vecnormalize") for v in args.vecnormalize or [])])
     started = utc_now()
     models = [resolve_model_argument(m) for m in args.model or []]
     labels = agent_labels(args.model or [], args.label)

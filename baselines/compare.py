@@ -263,7 +263,8 @@ def main(args: argparse.Namespace) -> int:
     check_output_dir(out_dir, "--out", written, create_parents=args.out is None)
     new = is_new(out_dir)  # a folder made by another command while this one runs is not written into
     if args.json is not None:
-        check_output_file(args.json, "--json", folders=((out_dir, "--out"),), outputs=OUTPUT_FILES)
+        check_output_file(args.json, "--json", folders=((out_dir, "--out"),), outputs=OUTPUT_FILES,
+                          inputs=((args.workload, "--workload"), (args.trace, "--trace"), (args.cluster, "--cluster")))
     started = utc_now()
     spec = spec_from_args(args)
     cases, size = checked_cases(spec, args.allow_large, args.quiet)

@@ -293,7 +293,8 @@ def main(args: argparse.Namespace) -> int:
     check_output_dir(out, "--out", OUTPUT_FILES, create_parents=args.out is None)
     new = is_new(out)
     if args.json is not None:
-        check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES)
+        check_output_file(args.json, "--json", folders=((out, "--out"),), outputs=OUTPUT_FILES,
+                          inputs=((args.cluster, "--cluster"),))
     if args.no_ray and args.address:
         raise SynergyGymError(f"--address {args.address!r} is a Ray cluster, but --no-ray runs the cells in this process; "
                               "give one of them")

@@ -140,16 +140,22 @@ def check_output_dir(
 
 
 def check_output_file(path: str | os.PathLike, flag: str, folders: tuple[tuple[str | os.PathLike, str], ...] = (),
-                      outputs: Sequence[str] = ()) -> Path:
+                      outputs: Sequence[str] = (), inputs: Sequence[tuple[object, str]] = ()) -> Path:
     """Refuse an output file that is a folder or whose folder does not exist or cannot be written.
 
     ``folders`` are the command's output folders as ``(path, flag)`` (already
     checked); the file may not be one of them, but may go inside one – though not onto one of the files the
-    command writes there, ``outputs`` (names; one ending in ``/`` a folder of them).
+    command writes there, ``outputs`` (names; one ending in ``/`` a folder of them). ``inputs``, as
+    ``(path or None, flag)``, are files the command reads: the file may not be one of them.
     """
     path = Path(path)
     if os.path.isdir(path):
         raise PathError(f"{flag} {path}: is a folder, not a file")
+    for given, input_flag in inputs:
+        if not isinstance(given, (str, os.PathLike)) or not os.path.isfile(given):  # (a --cluster preset is no file)
+            continue
+        if os.path.realpath(given) == os.path.realpath(path):
+            raise PathError(f"{flag} {path}: is the {input_flag} file this command reads; name another file")
     for folder, folder_flag in folders:
         if os.path.abspath(folder) == os.path.abspath(path):
             raise PathError(f"{flag} {path}: is also the {folder_flag} folder")
