@@ -160,7 +160,6 @@ def source_from_config(cfg: Any, cluster: ClusterSpec, zoo: ModelZoo) -> Workloa
     if isinstance(given, WorkloadSource):
         return given
     if isinstance(given, Workload):
-        check_zoo(given, zoo, "env kwarg workload")
         jobs, where = replace(given, run_until="all"), None
     elif given is not None:
         if not isinstance(given, (str, Path)) or not str(given).strip():  # '' would read as the folder '.'
