@@ -349,4 +349,10 @@ def main(args: argparse.Namespace) -> int:
             remove_empty_folders(claimed)
     print(format_seed_summary(seed_summary(table)))
     print(f"wrote {', '.join(written)} to {out}" + (f"; {args.json}" if args.json is not None else ""))
+    keys = {cell.key for cell in cells}
+    earlier = [path for path in Path(out, "cells").glob("*.json") if path.stem not in keys]
+    if earlier:  # a smaller grid into an earlier sweep's folder: its results files now hold this grid alone
+        print(f"synergy-gym sweep: note: the results files hold this sweep's {len(cells)} cell{'s' * (len(cells) != 1)}; "
+              f"{out}/cells also keeps {len(earlier)} of an earlier sweep there (a sweep over their grid writes their "
+              "results again)", file=sys.stderr)
     return 0

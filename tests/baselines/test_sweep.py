@@ -41,6 +41,21 @@ def test_rerunning_resumes_without_losing_or_duplicating_cells(tmp_path):
     assert all((out / "cells" / name).stat().st_mtime_ns == t for name, t in stamp.items())  # kept, not redone
 
 
+def test_a_smaller_grid_into_an_earlier_sweeps_folder_says_its_results_hold_that_grid_alone(tmp_path, capsys):
+    # The results files were replaced by the one-cell grid's, unsaid, while cells/ still held all eight.
+    out = tmp_path / "s"
+    assert main(["sweep", *SPEC, "--no-ray", "--out", str(out)]) == 0
+    capsys.readouterr()
+    smaller = ["--policies", "fifo+fair", "--load", "20", "--seed", "0", "--jobs", "60", "--quiet", "--cluster", "small"]
+    assert main(["sweep", *smaller, "--no-ray", "--out", str(out)]) == 0
+    assert len(_table(out)) == 1 and len(list((out / "cells").glob("*.json"))) == 8
+    assert capsys.readouterr().err.splitlines() == [
+        f"synergy-gym sweep: note: the results files hold this sweep's 1 cell; {out}/cells also keeps 7 of an earlier "
+        "sweep there (a sweep over their grid writes their results again)"]
+    assert main(["sweep", *SPEC, "--no-ray", "--out", str(out)]) == 0  # the whole grid again: no note
+    assert len(_table(out)) == 8 and capsys.readouterr().err == ""
+
+
 @pytest.mark.slow
 def test_sweep_on_local_ray_matches_in_process(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed")
