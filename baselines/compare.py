@@ -196,6 +196,8 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         raise SynergyGymError("--trace-mode sampled draws its arrivals at --load; --arrival-scale does not apply")
     if not (math.isfinite(args.arrival_scale) and args.arrival_scale > 0):
         raise SynergyGymError(f"--arrival-scale {args.arrival_scale!r}: must be a positive finite number")
+    if not (math.isfinite(args.round_s) and args.round_s > 0):  # (SimulationConfig's message names round_s)
+        raise SynergyGymError(f"--round-s {args.round_s!r}: must be a positive finite number of seconds")
     cluster = load_cluster(args.cluster, source="--cluster")
     config = SimulationConfig(round_s=args.round_s, placement=args.placement, timing=args.timing)
     sensitivities = tuple(dict.fromkeys(list_items(args.sensitivity, "--sensitivity")))

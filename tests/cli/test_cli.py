@@ -107,6 +107,8 @@ def _trace(d):
         ("infinite arrival scale", lambda d: ["--trace", _trace(d), "--arrival-scale", "inf"],
          "--arrival-scale inf: must be a positive finite number"),
         ("nan arrival scale", lambda d: ["--trace", _trace(d), "--arrival-scale", "nan"], "--arrival-scale nan: must be"),
+        ("negative round", lambda d: ["--round-s", "-5"], "--round-s -5.0: must be a positive finite number of seconds"),
+        ("infinite round", lambda d: ["--round-s", "inf"], "--round-s inf: must be a positive finite number of seconds"),
         ("zero arrival scale", lambda d: ["--trace", _trace(d), "--arrival-scale", "0"], "--arrival-scale 0.0: must be"),
         ("noise without profiling", lambda d: ["--profile-noise", "0.05"],
          "--profile-noise 0.05 applies only with --sensitivity profiled"),
