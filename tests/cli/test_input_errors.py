@@ -249,3 +249,10 @@ def test_an_unknown_argument_is_refused_by_its_command_and_a_config_only_setting
         main(argv)
     assert done.value.code == 2
     assert capsys.readouterr().err.splitlines() == [expected]
+
+
+def test_a_policy_or_sensitivity_named_twice_runs_once_as_docs_cli_says(tmp_path, capsys):
+    argv = ["compare", "--jobs", "10", "--cluster", "small", "--quiet", "--out", str(tmp_path / "o")]
+    assert main([*argv, "--policies", "fifo+tune,fifo+tune", "--sensitivity", "true,true"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fifo+tune")]
+    assert len(rows) == 1
