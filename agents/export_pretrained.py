@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"name {args.name!r}: must be one folder name of letters, digits and ._+- "
                      "(pretrained:NAME loads agents/pretrained/NAME)")
     try:
-        dest = check_export_dest(args.dest or default_dest(args.name))  # before the held-out evaluation
+        dest = check_export_dest(args.dest or default_dest(args.name), args.model)  # before the held-out evaluation
         card = card_for(args.model, args.name, args.command)
         export_pretrained(args.model, dest, card)
     except SynergyGymError as exc:

@@ -144,14 +144,18 @@ def export_config(model_zip: Path) -> Path:
     return config_of_step(run, step) if step is not None else run / "config.json"
 
 
-def check_export_dest(dest: Path) -> Path:
-    """``dest`` if an export may write it: a new or empty folder, or a policy folder (which it replaces whole).
+def check_export_dest(dest: Path, model_zip: Path | None = None) -> Path:
+    """``dest`` if an export may write it: a new or empty folder, or a policy folder (which it replaces whole) other
+    than the folder of ``model_zip`` itself (re-exporting a policy into its own folder lost its card's numbers).
 
     Returned absolute, symbolic links resolved (a link's target folder is what the export replaces).
     """
     dest = Path(dest).resolve()
     if dest.exists() and not dest.is_dir():
         raise PathError(f"export: --dest {str(dest)!r} is a file, not a folder")
+    if model_zip is not None and run_folder(Path(model_zip)).resolve() == dest:
+        raise PathError(f"export: --dest {str(dest)!r} is the folder of the model exported, which an export replaces "
+                        "whole: give another folder")
     others = sorted(p.name for p in dest.iterdir() if p.name not in FILES) if dest.is_dir() else []
     if others:
         raise PathError(f"export: --dest {str(dest)!r} holds files that are not a policy's ({', '.join(others[:3])}"
@@ -172,7 +176,7 @@ def export_pretrained(model_zip: Path, dest: Path, card: dict[str, Any]) -> Path
     failed export leaves ``dest`` as it was (a previous policy there included).
     """
     model_zip = Path(model_zip)
-    dest = check_export_dest(dest)
+    dest = check_export_dest(dest, model_zip)
     run, stats, cfg = export_sources(model_zip)
     model = load_model(model_zip, cfg.algo, "cpu")
     policy = model.policy

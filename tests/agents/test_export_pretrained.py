@@ -149,3 +149,17 @@ def test_a_name_pretrained_name_could_not_load_is_refused(name, tmp_path, capsys
     assert exit_info.value.code == 2
     assert f"error: name {name!r}: must be one folder name" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_policy_is_not_exported_into_its_own_folder(run, tmp_path, capsys, no_evaluation):
+    # Re-exporting a policy's model.zip into its folder replaced its card with one of no validation numbers.
+    pol = tmp_path / "pol"
+    pol.mkdir()
+    for source, name in (("best_model.zip", "model.zip"), ("best_vecnormalize.pkl", "vecnormalize.pkl"),
+                         ("config.json", "config.json")):
+        shutil.copy(run / source, pol / name)
+    (pol / "card.json").write_text(json.dumps({"validation_mean_jct_h": 12.5}))
+    before = snapshot(pol)
+    code = export_main([str(pol / "model.zip"), "tiny", "--command", "x", "--dest", str(pol)])
+    one_line(capsys, code, "--dest", "is the folder of the model exported")
+    assert snapshot(pol) == before
