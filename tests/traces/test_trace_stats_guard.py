@@ -35,3 +35,24 @@ def test_the_estimate_counts_an_alibaba_folders_files(tmp_path):
     (tmp_path / "b.csv").write_bytes(b"x" * 3000)
     folder, one = trace_stats.trace_estimate(tmp_path), trace_stats.trace_estimate(tmp_path / "a.csv")
     assert folder.seconds == 4 * one.seconds and folder.memory_bytes > one.memory_bytes
+
+
+def test_a_compressed_trace_is_sized_by_what_it_holds(tmp_path):
+    # A .gz trace was sized by its packed bytes, 5× too small for the Philly trace: past the guard unseen.
+    import bz2
+    import gzip
+    import zipfile
+
+    text = (TRACE * 400).encode()
+    (tmp_path / "t.csv").write_bytes(text)
+    (tmp_path / "t.csv.gz").write_bytes(gzip.compress(text))
+    with zipfile.ZipFile(tmp_path / "t.csv.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("t.csv", text)
+    (tmp_path / "t.csv.bz2").write_bytes(bz2.compress(text))
+    plain = trace_stats.trace_estimate(tmp_path / "t.csv")
+    assert (tmp_path / "t.csv.gz").stat().st_size < len(text) / 5
+    for name in ("t.csv.gz", "t.csv.zip"):
+        packed = trace_stats.trace_estimate(tmp_path / name)
+        assert (packed.seconds, packed.memory_bytes, packed.what) == (plain.seconds, plain.memory_bytes, plain.what)
+    bz = trace_stats.trace_estimate(tmp_path / "t.csv.bz2")
+    assert bz.seconds == (tmp_path / "t.csv.bz2").stat().st_size * trace_stats.PACKED_RATIO / trace_stats.READ_BYTES_S
