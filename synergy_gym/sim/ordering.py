@@ -8,7 +8,7 @@ simulator); once bumped, a job keeps its priority.
 ``fifo``  arrival time.
 ``srtf``  remaining run time: remaining iterations × iteration time, divided
           by the throughput the mechanism grants the job at best when it gives
-          targets (greedy, tune: :meth:`JobTable.planned`) and by its fair-share
+          targets (greedy, tune, opt: :meth:`JobTable.planned`) and by its fair-share
           throughput otherwise.
 ``las``   least attained service: seconds of service received × GPUs.
 """
