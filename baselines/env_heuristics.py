@@ -93,11 +93,8 @@ class EnvHeuristic:
         """The action for ``observation`` (one or a batch), and ``state`` unchanged."""
         del episode_start, deterministic  # Stable-Baselines3's signature; a heuristic has no use for them
         mask = np.asarray(action_masks if action_masks is not None else observation["action_mask"]) > 0
-        expected = np.shape(observation["action_mask"])
-        if mask.shape != expected:
-            raise ConfigError(
-                f"action_masks must have the observation's action_mask shape {expected}, got {mask.shape}"
-            )
+        if mask.shape != (expected := np.shape(observation["action_mask"])):
+            raise ConfigError(f"action_masks must have the observation's action_mask shape {expected}, got {mask.shape}")
         if mask.ndim == 1:
             return np.array(self.choose(self.structured(observation), mask)), state
         picks = [
