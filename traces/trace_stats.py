@@ -111,19 +111,24 @@ def trace_estimate(path: Path) -> Estimate:
 
 #: How many times its size a bzip2 or xz file is taken to hold (text traces pack 5–10×; the guard errs high).
 PACKED_RATIO = 10.0
+#: The most a deflate stream expands (1032:1): a gzip file's recorded size beyond it is not a size.
+DEFLATE_MAX_RATIO = 1032.0
 
 
 def _unpacked_size(path: Path) -> float:
     """The bytes the file holds once decompressed (what the reader reads): a gzip file's recorded size (its last
-    four bytes, modulo 4 GiB, so never below its own size), a zip file's members', :data:`PACKED_RATIO` × the size
-    of a bzip2 or xz file; a plain file's size."""
+    four bytes, modulo 4 GiB, so never below its own size, nor above what deflate can expand to), a zip file's
+    members', :data:`PACKED_RATIO` × the size of a bzip2 or xz file; a plain file's size, and that of a file that
+    is not what its name says (the reader says so)."""
     size = float(path.stat().st_size)
     kind = compression(path)
     try:
-        if kind == "gzip" and size >= 4:
+        if kind == "gzip" and size >= 18:  # a header of 10 bytes, a trailer of 8
             with path.open("rb") as fh:
+                magic = fh.read(2)
                 fh.seek(-4, 2)
-                return max(size, float(int.from_bytes(fh.read(4), "little")))
+                recorded = float(int.from_bytes(fh.read(4), "little"))
+            return max(size, min(recorded, size * DEFLATE_MAX_RATIO)) if magic == b"\x1f\x8b" else size
         if kind == "zip":
             with zipfile.ZipFile(path) as archive:
                 return max(size, float(sum(m.file_size for m in archive.infolist())))
