@@ -252,10 +252,3 @@ def granted_demand(jobs: JobTable, j: int) -> Level:
     if jobs.tput_target_l[j] < jobs.tput_fallback_l[j]:
         return Level(jobs.fallback_cpu_l[j], jobs.fallback_mem_l[j], jobs.tput_fallback_l[j])
     return Level(jobs.target_cpu_l[j], jobs.target_mem_l[j], jobs.tput_target_l[j])
-
-
-def granted_demands(jobs: JobTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`granted_demand` of every job at once: CPUs per GPU, GB per GPU and throughput (arrays over the jobs)."""
-    below = jobs.tput_target < jobs.tput_fallback
-    return (np.where(below, jobs.fallback_cpu, jobs.target_cpu), np.where(below, jobs.fallback_mem, jobs.target_mem),
-            np.where(below, jobs.tput_fallback, jobs.tput_target))

@@ -16,7 +16,6 @@ from gymnasium import spaces
 
 import synergy_gym.env.observe_kernel as ok
 import synergy_gym.env.observe_rows_kernel as rk
-from synergy_gym.env.levels import granted_demands
 from synergy_gym.env.observe_kernel import HIST_BINS, TIME_SCALE_H, layout_offsets
 from synergy_gym.sim.cluster import ClusterSpec
 from synergy_gym.sim.profiles import TASKS, ModelZoo
@@ -192,7 +191,7 @@ class ObservationBuilder:
         table[:, ok.ARRIVAL_H] = jobs.arrival_s / 3600.0
         table[:, ok.FAIR_H] = fair_h = jobs.iter_time_s / jobs.tput_fair / 3600.0
         # The demand as the demand level shows it: a request slower than its fallback is granted the fallback.
-        demand_cpu, demand_mem, demand_tput = granted_demands(jobs)
+        demand_cpu, demand_mem, demand_tput = jobs.planned(np.arange(n), floor=True)
         table[:, ok.DEMAND_H] = jobs.iter_time_s / demand_tput / 3600.0
         table[:, ok.FAIR_GPU_H] = jobs.gpus * fair_h / c.total_gpus
         # The demand level's CPUs and memory, and the GPUs, as fractions of the cluster's.

@@ -186,12 +186,12 @@ class JobTable:
         target CPUs and GB per GPU and the throughput there, the fallback's, and :attr:`tput_capped`."""
         return self._placement_columns
 
-    def planned(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(CPUs, GB per GPU, throughput) that ``jobs`` are granted at best: their target, except – where
-        :attr:`floors_targets` – the fallback of a job whose target is slower (a trace's request below the fair
-        share), as Tune grants it. The orderings rank jobs by it."""
+    def planned(self, jobs: np.ndarray, floor: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(CPUs, GB per GPU, throughput) that ``jobs`` are granted at best: their target, except – where ``floor``
+        (default :attr:`floors_targets`) – the fallback of a job whose target is slower (a trace's request below the
+        fair share), as Tune grants it. The orderings rank jobs by it; the environment's demand level is it."""
         cpu, mem, tput = self.target_cpu[jobs], self.target_mem[jobs], self.tput_target[jobs]
-        if self.floors_targets:
+        if self.floors_targets if floor is None else floor:
             below = tput < self.tput_fallback[jobs]
             if below.any():
                 cpu = np.where(below, self.fallback_cpu[jobs], cpu)
