@@ -32,15 +32,22 @@ from synergy_gym.sim.job_table import JobTable
 from synergy_gym.sim.ordering import KeyOrdering
 
 
-def _remaining_s(jobs: JobTable, runnable: np.ndarray, uses_targets: bool) -> np.ndarray:
-    tput = jobs.planned(runnable)[2] if uses_targets else jobs.tput_fair[runnable]
+def _ranked_at(jobs: JobTable, runnable: np.ndarray, uses_targets: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(CPUs, GB per GPU, throughput) the jobs are ranked at: :meth:`JobTable.planned`, with the fair share's
+    throughput where the mechanism gives no targets."""
+    cpu, mem, tput = jobs.planned(runnable)
+    return cpu, mem, tput if uses_targets else jobs.tput_fair[runnable]
+
+
+def _remaining_s(jobs: JobTable, runnable: np.ndarray, tput: np.ndarray) -> np.ndarray:
     return (jobs.total_iters[runnable] - jobs.executed[runnable]) * jobs.iter_time_s[runnable] / tput
 
 
-def _demand_shares(jobs: JobTable, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _demand_shares(
+    jobs: JobTable, runnable: np.ndarray, cpu: np.ndarray, mem: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     c = jobs.cluster
     g = jobs.gpus[runnable].astype(float)
-    cpu, mem, _ = jobs.planned(runnable)
     return g / c.total_gpus, g * cpu / c.total_cpus, g * mem / c.total_mem_gb
 
 
@@ -48,22 +55,25 @@ class DRF(KeyOrdering):
     name = "drf"
 
     def key(self, jobs: JobTable, runnable: np.ndarray, now: float, uses_targets: bool) -> np.ndarray:
-        gpu, cpu, mem = _demand_shares(jobs, runnable)
-        return np.maximum(np.maximum(gpu, cpu), mem)
+        cpu, mem, _ = jobs.planned(runnable)
+        gpu_share, cpu_share, mem_share = _demand_shares(jobs, runnable, cpu, mem)
+        return np.maximum(np.maximum(gpu_share, cpu_share), mem_share)
 
 
 class Tetris(KeyOrdering):
     name = "tetris"
 
     def key(self, jobs: JobTable, runnable: np.ndarray, now: float, uses_targets: bool) -> np.ndarray:
-        gpu, cpu, mem = _demand_shares(jobs, runnable)
-        return _remaining_s(jobs, runnable, uses_targets) * (gpu + cpu + mem)
+        cpu, mem, tput = _ranked_at(jobs, runnable, uses_targets)
+        gpu_share, cpu_share, mem_share = _demand_shares(jobs, runnable, cpu, mem)
+        return _remaining_s(jobs, runnable, tput) * (gpu_share + cpu_share + mem_share)
 
 
 def finish_time_fairness(jobs: JobTable, runnable: np.ndarray, now: float, uses_targets: bool) -> np.ndarray:
     """Themis's ρ: shared-cluster finish time over isolated (fair-share) run time."""
     ideal = jobs.total_iters[runnable] * jobs.iter_time_s[runnable] / jobs.tput_fair[runnable]
-    return (now - jobs.arrival_s[runnable] + _remaining_s(jobs, runnable, uses_targets)) / ideal
+    remaining = _remaining_s(jobs, runnable, _ranked_at(jobs, runnable, uses_targets)[2])
+    return (now - jobs.arrival_s[runnable] + remaining) / ideal
 
 
 class FTF(KeyOrdering):
